@@ -1,0 +1,8 @@
+"""vaswani: the Transformer of "Attention Is All You Need" (Vaswani et al., 2017) as a tool."""
+
+from vaswani.config import ModelConfig
+from vaswani.model import DecoderOnly, EncoderOnly, KVCache, Transformer
+
+__version__ = "0.1.0"
+
+__all__ = ["DecoderOnly", "EncoderOnly", "KVCache", "ModelConfig", "Transformer", "__version__"]

@@ -1,0 +1,65 @@
+"""Token embeddings and positional encodings (§3.4, §3.5).
+
+Notation: B batch, L sequence length, D d_model, V vocabulary size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from vaswani.config import ModelConfig
+
+
+def sinusoidal_encoding(length: int, d_model: int) -> Tensor:
+    """§3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(same angle).
+
+    i is the index of the (sin, cos) pair, so even columns hold sines and odd columns cosines,
+    interleaved as in the paper. Returns (length, d_model) in float32.
+    """
+    position = torch.arange(length, dtype=torch.float64).unsqueeze(1)  # (L, 1)
+    pair = torch.arange(0, d_model, 2, dtype=torch.float64)  # 2i for each pair: (ceil(D/2),)
+    angle = position / torch.pow(10000.0, pair / d_model)  # (L, ceil(D/2))
+    table = torch.zeros(length, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])  # odd d_model has one sine more
+    return table.float()
+
+
+class Embeddings(nn.Module):
+    """Token embedding scaled by sqrt(d_model) plus positional encoding, then dropout (§3.4, §5.4).
+
+    Shapes:
+        ids: (B, L) int64, positions start at `offset`
+        returns: (B, L, D)
+    """
+
+    def __init__(self, vocab_size: int, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.token = nn.Embedding(vocab_size, cfg.d_model)
+        # Unit-variance embeddings after the sqrt(d_model) scale: N(0, d_model^-0.5).
+        nn.init.normal_(self.token.weight, mean=0.0, std=cfg.d_model**-0.5)
+        self.scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
+        self.max_len = cfg.max_len
+        if cfg.positions == "learned":
+            self.learned = nn.Embedding(cfg.max_len, cfg.d_model)
+            nn.init.normal_(self.learned.weight, mean=0.0, std=cfg.d_model**-0.5)
+        else:
+            self.learned = None
+            # A fixed function of the position: not a parameter, not saved in checkpoints.
+            self.register_buffer(
+                "sinusoid", sinusoidal_encoding(cfg.max_len, cfg.d_model), persistent=False
+            )
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def position_table(self, offset: int, length: int) -> Tensor:
+        """Positions offset .. offset+length-1 as (length, D)."""
+        if self.learned is not None:
+            return self.learned.weight[offset : offset + length]
+        return self.sinusoid[offset : offset + length]
+
+    def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
+        x = self.token(ids) * self.scale  # (B, L, D)
+        return self.dropout(x + self.position_table(offset, ids.size(1)))  # (L, D) broadcasts

@@ -1,0 +1,282 @@
+"""The encoder and decoder stacks, the KV cache, and the three model families built from them.
+
+Notation (used in every shape comment):
+    B batch, S source length, T target length, H heads, D d_model, Dh = D / H, V vocabulary size.
+
+`Transformer` is the paper's encoder-decoder (§3, Figure 1). `EncoderOnly` (BERT-style) and
+`DecoderOnly` (GPT-style language model) are built from the same `EncoderLayer` and `DecoderLayer`.
+Every `forward` returns logits; losses live in training code and search lives in `vaswani.decode`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from vaswani.config import ModelConfig
+from vaswani.model.attention import KV
+from vaswani.model.embeddings import Embeddings
+from vaswani.model.layers import DecoderLayer, EncoderLayer, causal_mask, padding_mask
+
+
+def check_ids(ids: Tensor, vocab_size: int, max_len: int, what: str, offset: int = 0) -> None:
+    """Raise a clear ValueError for input the model cannot take, instead of an error deep inside."""
+    if not isinstance(ids, Tensor) or ids.dim() != 2:
+        shape = tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__
+        raise ValueError(f"{what} must be a (batch, length) tensor of token ids, got {shape}")
+    if ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"{what} must hold integer token ids (int64), got dtype {ids.dtype}")
+    if ids.size(0) == 0 or ids.size(1) == 0:
+        raise ValueError(
+            f"{what} is empty (shape {tuple(ids.shape)}); every sequence needs at least one token "
+            "(an empty sentence is just the end-of-sentence token)"
+        )
+    end = offset + ids.size(1)
+    if end > max_len:
+        raise ValueError(
+            f"{what} reaches position {end} but the model's position limit is max_len={max_len}; "
+            "shorten the input or use a model configured with a larger max_len"
+        )
+    low, high = torch.aminmax(ids)
+    if low.item() < 0 or high.item() >= vocab_size:
+        bad = low.item() if low.item() < 0 else high.item()
+        raise ValueError(f"{what} holds token id {bad}, outside the vocabulary [0, {vocab_size})")
+
+
+@dataclass
+class KVCache:
+    """What decoding keeps between steps; passed in and returned, never hidden on modules.
+
+    self_kv: per decoder layer, self-attention keys/values of the positions decoded so far,
+        (B, H, length, Dh) each; None before the first step.
+    cross_kv: per decoder layer, encoder-decoder attention keys/values, (B, H, S, Dh) each, computed
+        once per source; None for a decoder-only model.
+    memory_mask: (B, 1, 1, S) source padding mask; None for a decoder-only model.
+    length: number of target positions decoded so far (the position of the next token).
+    """
+
+    self_kv: list[KV | None]
+    cross_kv: list[KV] | None = None
+    memory_mask: Tensor | None = None
+    length: int = 0
+
+    def reorder(self, indices: Tensor) -> KVCache:
+        """A cache whose row i is row `indices[i]` of this one (beam search keeps, copies beams)."""
+
+        def pick(t: Tensor) -> Tensor:
+            return t.index_select(0, indices)
+
+        return KVCache(
+            self_kv=[None if kv is None else (pick(kv[0]), pick(kv[1])) for kv in self.self_kv],
+            cross_kv=None
+            if self.cross_kv is None
+            else [(pick(k), pick(v)) for k, v in self.cross_kv],
+            memory_mask=None if self.memory_mask is None else pick(self.memory_mask),
+            length=self.length,
+        )
+
+
+@dataclass
+class AttentionMaps:
+    """Attention weights per layer, for inspection: lists of (B, H, query length, key length)."""
+
+    encoder: list[Tensor] = field(default_factory=list)
+    decoder_self: list[Tensor] = field(default_factory=list)
+    cross: list[Tensor] = field(default_factory=list)
+
+
+class Encoder(nn.Module):
+    """Embeddings and a stack of `EncoderLayer`s (§3.1); a final LayerNorm when pre-norm.
+
+    Shapes: ids (B, S), mask (B, 1, 1, S) -> (B, S, D)
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.embed = Embeddings(cfg.vocab_size, cfg)
+        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
+        # Pre-norm leaves the residual stream un-normalised; post-norm ends normalised already.
+        self.final_norm = (
+            nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+            if cfg.norm == "pre"
+            else nn.Identity()
+        )
+
+    def forward(self, ids: Tensor, mask: Tensor, maps: AttentionMaps | None = None) -> Tensor:
+        x = self.embed(ids)
+        for layer in self.layers:
+            x, weights = layer(x, mask, need_weights=maps is not None)
+            if maps is not None:
+                maps.encoder.append(weights)
+        return self.final_norm(x)
+
+
+class Decoder(nn.Module):
+    """Embeddings and a stack of `DecoderLayer`s (§3.1); a final LayerNorm when pre-norm.
+
+    One code path serves training and decoding: the teacher-forced pass over a whole target is a
+    single step from an empty cache.
+
+    Shapes: ids (B, T) at positions cache.length .. cache.length + T - 1 -> (B, T, D)
+    """
+
+    def __init__(self, cfg: ModelConfig, cross_attention: bool = True) -> None:
+        super().__init__()
+        self.embed = Embeddings(cfg.target_vocab_size, cfg)
+        self.layers = nn.ModuleList(
+            DecoderLayer(cfg, cross_attention) for _ in range(cfg.n_decoder_layers)
+        )
+        self.final_norm = (
+            nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+            if cfg.norm == "pre"
+            else nn.Identity()
+        )
+
+    def forward(
+        self, ids: Tensor, cache: KVCache, maps: AttentionMaps | None = None
+    ) -> tuple[Tensor, KVCache]:
+        past_len = cache.length
+        x = self.embed(ids, offset=past_len)  # (B, T, D)
+        # A single new token may attend to everything before it: no mask needed.
+        self_mask = causal_mask(ids.size(1), past_len, ids.device) if ids.size(1) > 1 else None
+        new_kv: list[KV | None] = []
+        for i, layer in enumerate(self.layers):
+            x, kv, self_w, cross_w = layer(
+                x,
+                self_mask,
+                memory_kv=None if cache.cross_kv is None else cache.cross_kv[i],
+                memory_mask=cache.memory_mask,
+                past=cache.self_kv[i],
+                need_weights=maps is not None,
+            )
+            new_kv.append(kv)
+            if maps is not None:
+                maps.decoder_self.append(self_w)
+                if cross_w is not None:
+                    maps.cross.append(cross_w)
+        cache = KVCache(new_kv, cache.cross_kv, cache.memory_mask, past_len + ids.size(1))
+        return self.final_norm(x), cache
+
+
+def output_projection(cfg: ModelConfig, vocab_size: int) -> nn.Linear:
+    """The pre-softmax linear transformation (§3.4); no bias, so it can share the embeddings."""
+    linear = nn.Linear(cfg.d_model, vocab_size, bias=False)
+    nn.init.normal_(linear.weight, mean=0.0, std=cfg.d_model**-0.5)
+    return linear
+
+
+class Transformer(nn.Module):
+    """The encoder-decoder Transformer (§3, Figure 1).
+
+    Padding is `cfg.pad_id` in both source and target; targets are right-padded (a causal decoder
+    never lets a real position see the padding after it).
+
+    Shapes:
+        forward: src_ids (B, S), tgt_ids (B, T) -> logits (B, T, V)
+        encode: src_ids (B, S) -> memory (B, S, D), src_mask (B, 1, 1, S)
+        decode_step: tgt_ids (B, t) new tokens, cache -> logits (B, t, V), cache grown by t
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = Encoder(cfg)
+        self.decoder = Decoder(cfg)
+        self.generator = output_projection(cfg, cfg.target_vocab_size)
+        if cfg.tie_embeddings in ("decoder", "all"):
+            self.generator.weight = self.decoder.embed.token.weight
+        if cfg.tie_embeddings == "all":
+            self.encoder.embed.token.weight = self.decoder.embed.token.weight
+
+    def forward(self, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
+        memory, src_mask = self.encode(src_ids)
+        logits, _ = self.decode_step(tgt_ids, self.init_cache(memory, src_mask))
+        return logits
+
+    def encode(self, src_ids: Tensor) -> tuple[Tensor, Tensor]:
+        check_ids(src_ids, self.cfg.vocab_size, self.cfg.max_len, "source")
+        src_mask = padding_mask(src_ids, self.cfg.pad_id)  # (B, 1, 1, S), built once
+        return self.encoder(src_ids, src_mask), src_mask
+
+    def init_cache(self, memory: Tensor, src_mask: Tensor) -> KVCache:
+        """An empty cache for decoding `memory`: encoder-decoder keys/values computed once here."""
+        cross_kv = [layer.cross_attn.project_memory(memory) for layer in self.decoder.layers]
+        return KVCache([None] * len(self.decoder.layers), cross_kv, src_mask)
+
+    def decode_step(self, tgt_ids: Tensor, cache: KVCache) -> tuple[Tensor, KVCache]:
+        check_ids(
+            tgt_ids, self.cfg.target_vocab_size, self.cfg.max_len, "target", offset=cache.length
+        )
+        h, cache = self.decoder(tgt_ids, cache)
+        return self.generator(h), cache
+
+    @torch.no_grad()
+    def attention_maps(self, src_ids: Tensor, tgt_ids: Tensor) -> AttentionMaps:
+        """Encoder self-, decoder self- and cross-attention weights of a teacher-forced pass."""
+        maps = AttentionMaps()
+        check_ids(src_ids, self.cfg.vocab_size, self.cfg.max_len, "source")
+        check_ids(tgt_ids, self.cfg.target_vocab_size, self.cfg.max_len, "target")
+        src_mask = padding_mask(src_ids, self.cfg.pad_id)
+        memory = self.encoder(src_ids, src_mask, maps)
+        self.decoder(tgt_ids, self.init_cache(memory, src_mask), maps)
+        return maps
+
+
+class EncoderOnly(nn.Module):
+    """A stack of encoder layers over one sequence (BERT-style), with a vocabulary head.
+
+    Shapes: ids (B, S) -> logits (B, S, V); `encode` gives the hidden states (B, S, D) and mask.
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = Encoder(cfg)
+        self.generator = output_projection(cfg, cfg.vocab_size)
+        if cfg.tie_embeddings != "none":
+            self.generator.weight = self.encoder.embed.token.weight
+
+    def encode(self, ids: Tensor) -> tuple[Tensor, Tensor]:
+        check_ids(ids, self.cfg.vocab_size, self.cfg.max_len, "input")
+        mask = padding_mask(ids, self.cfg.pad_id)
+        return self.encoder(ids, mask), mask
+
+    def forward(self, ids: Tensor) -> Tensor:
+        return self.generator(self.encode(ids)[0])
+
+
+class DecoderOnly(nn.Module):
+    """A stack of decoder layers without cross-attention: a causal language model (GPT-style).
+
+    Shapes:
+        forward: ids (B, T) -> logits (B, T, V)
+        decode_step: ids (B, t) new tokens, cache -> logits (B, t, V), cache grown by t
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.decoder = Decoder(cfg, cross_attention=False)
+        self.generator = output_projection(cfg, cfg.target_vocab_size)
+        if cfg.tie_embeddings != "none":
+            self.generator.weight = self.decoder.embed.token.weight
+
+    def init_cache(self) -> KVCache:
+        return KVCache([None] * len(self.decoder.layers))
+
+    def decode_step(self, ids: Tensor, cache: KVCache) -> tuple[Tensor, KVCache]:
+        check_ids(ids, self.cfg.target_vocab_size, self.cfg.max_len, "input", offset=cache.length)
+        h, cache = self.decoder(ids, cache)
+        return self.generator(h), cache
+
+    def forward(self, ids: Tensor) -> Tensor:
+        return self.decode_step(ids, self.init_cache())[0]
+
+    @torch.no_grad()
+    def attention_maps(self, ids: Tensor) -> AttentionMaps:
+        check_ids(ids, self.cfg.target_vocab_size, self.cfg.max_len, "input")
+        maps = AttentionMaps()
+        self.decoder(ids, self.init_cache(), maps)
+        return maps

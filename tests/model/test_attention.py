@@ -1,0 +1,62 @@
+import torch
+
+from vaswani.config import ModelConfig
+from vaswani.model import CrossAttention, SelfAttention, causal_mask, padding_mask
+
+
+def test_fast_and_slow_paths_agree_and_weights_respect_the_mask():
+    cfg = ModelConfig.from_preset("tiny", dropout=0.0)
+    attn = SelfAttention(cfg).eval()
+    x = torch.randn(2, 5, cfg.d_model)
+    ids = torch.tensor([[7, 8, 9, 0, 0], [7, 8, 9, 10, 11]])
+    mask = padding_mask(ids, pad_id=0) & causal_mask(5)  # (2, 1, 5, 5)
+    fast, no_weights, _ = attn(x, mask)
+    slow, weights, _ = attn(x, mask, need_weights=True)
+    assert no_weights is None
+    torch.testing.assert_close(fast, slow, atol=1e-5, rtol=1e-5)
+    assert weights.shape == (2, cfg.n_heads, 5, 5)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, cfg.n_heads, 5))
+    assert torch.all(weights.masked_select(~mask.expand_as(weights)) == 0)
+
+
+def test_self_attention_with_past_equals_attending_over_everything():
+    cfg = ModelConfig.from_preset("tiny", dropout=0.0)
+    attn = SelfAttention(cfg).eval()
+    x = torch.randn(2, 6, cfg.d_model)
+    full, _, (k, v) = attn(x, causal_mask(6))
+    _, _, past = attn(x[:, :4], causal_mask(4))
+    last, _, (k2, v2) = attn(x[:, 4:], causal_mask(2, past=4), past=past)
+    torch.testing.assert_close(last, full[:, 4:], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(k2, k)
+    torch.testing.assert_close(v2, v)
+
+
+def test_cross_attention_has_its_own_projections():
+    cfg = ModelConfig.from_preset("tiny")
+    cross = CrossAttention(cfg)
+    names = {name for name, _ in cross.named_parameters()}
+    assert {"q_proj.weight", "kv_proj.weight", "out_proj.weight"} <= names
+    assert cross.kv_proj.weight.shape == (2 * cfg.d_model, cfg.d_model)
+
+
+def test_padding_mask_lets_an_all_padding_row_attend_somewhere():
+    ids = torch.tensor([[5, 6, 0], [0, 0, 0]])
+    mask = padding_mask(ids, pad_id=0)
+    assert mask.shape == (2, 1, 1, 3) and mask.dtype == torch.bool
+    assert mask[0, 0, 0].tolist() == [True, True, False]
+    assert mask[1, 0, 0].tolist() == [True, True, True]
+
+
+def test_causal_mask_aligns_to_the_bottom_right_when_there_is_a_past():
+    mask = causal_mask(2, past=3)
+    assert mask.shape == (1, 1, 2, 5)
+    assert mask[0, 0].tolist() == [[True] * 4 + [False], [True] * 5]
+
+
+def test_slow_path_in_bf16_with_boolean_mask_is_finite():
+    cfg = ModelConfig.from_preset("tiny", dropout=0.0)
+    attn = SelfAttention(cfg).to(torch.bfloat16)
+    x = (torch.randn(2, 4, cfg.d_model) * 50).to(torch.bfloat16)
+    mask = padding_mask(torch.tensor([[5, 0, 0, 0], [0, 0, 0, 0]]), pad_id=0)
+    out, weights, _ = attn(x, mask, need_weights=True)
+    assert torch.isfinite(out).all() and torch.isfinite(weights).all()
