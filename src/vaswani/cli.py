@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from vaswani import __version__
 from vaswani.config import PRESETS, ModelConfig
+from vaswani.data.corpora import DataError
 
 
 def positive_int(text: str) -> int:
@@ -14,6 +16,58 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text}")
     return value
+
+
+def fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    """Turn parallel text into a tokenizer, memory-mapped token ids and meta.json."""
+    import time
+
+    from vaswani.data import PreparedData, PrepareOptions, TokenBatchSampler, prepare
+
+    opts = PrepareOptions(
+        vocab_size=args.vocab_size,
+        max_len=args.max_len,
+        shared_vocab=not args.separate_vocab,
+        valid_fraction=args.valid_fraction,
+        test_fraction=args.test_fraction,
+        skip_invalid=args.skip_invalid,
+        max_line_bytes=args.max_line_bytes,
+        numbers_size=args.numbers_size,
+        numbers_max=args.numbers_max,
+        seed=args.seed,
+        ding_path=args.ding_path,
+    )
+    start = time.perf_counter()
+    meta = prepare(args.inputs, args.out, opts, force=args.force)
+    seconds = time.perf_counter() - start
+    vocab = meta["tokenizer"]["vocab_size"]
+    shared = "shared" if meta["tokenizer"]["shared"] else "separate"
+    print(
+        f"prepared {args.out} in {seconds:.1f}s ({shared} vocabulary: {vocab['src']} / {vocab['tgt']})"
+    )
+    print(
+        f"read {meta['pairs_read']} pairs; dropped while reading: {meta['dropped_while_reading'] or 'none'}"
+    )
+    train = PreparedData(args.out).split("train")
+    sampler = TokenBatchSampler(train.src_lengths, train.tgt_lengths, args.max_tokens)
+    for name, split in meta["splits"].items():
+        src, tgt = split["src_lengths"], split["tgt_lengths"]
+        print(
+            f"  {name:<5} {split['pairs']:>9} pairs  (filtered as too long: {split['filtered_too_long']})"
+            f"  tokens/pair src {src['mean']:.1f} tgt {tgt['mean']:.1f}, max {src['max']}/{tgt['max']}"
+        )
+    print(
+        f"padding with --max-tokens {args.max_tokens}: {100 * sampler.padding_fraction():.1f}% "
+        f"over {len(sampler.batches(0))} batches"
+    )
+    return 0
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
@@ -80,6 +134,67 @@ def build_parser() -> argparse.ArgumentParser:
     )
     presets.set_defaults(func=cmd_presets)
 
+    prep = sub.add_parser(
+        "prepare",
+        help="turn parallel text into a dataset for training (tokenizer, token ids, meta.json)",
+        description=(
+            "Read parallel text, drop empty and duplicate pairs, split train/valid/test by a hash "
+            "of each pair, train a byte-level BPE tokenizer on the training split, and write "
+            "memory-mappable token ids and meta.json to --out. INPUTS is a built-in corpus "
+            "(numbers-de, ding-de-en), one TSV file of source<TAB>target lines, or two aligned "
+            "files (source, then target); plain or gzip-compressed UTF-8."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    prep.add_argument("inputs", nargs="+", metavar="CORPUS_OR_PATHS")
+    prep.add_argument("--out", type=Path, required=True, help="directory to write")
+    prep.add_argument("--vocab-size", type=positive_int, default=8000, help="BPE vocabulary size")
+    prep.add_argument(
+        "--max-len",
+        type=positive_int,
+        default=256,
+        help="drop pairs longer than this many tokens (with BOS/EOS) on either side",
+    )
+    prep.add_argument(
+        "--separate-vocab",
+        action="store_true",
+        help="one tokenizer per language instead of a shared one (paper §3.4 shares)",
+    )
+    prep.add_argument(
+        "--valid-fraction", type=fraction, help="share of pairs for validation (corpus default)"
+    )
+    prep.add_argument(
+        "--test-fraction", type=fraction, help="share of pairs for test (corpus default)"
+    )
+    prep.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="drop (and count) pairs with invalid UTF-8, NUL bytes, BOMs or bad TSV rows "
+        "instead of stopping at the first",
+    )
+    prep.add_argument(
+        "--max-line-bytes",
+        type=positive_int,
+        default=1 << 20,
+        help="refuse any input line longer than this",
+    )
+    prep.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        default=4096,
+        help="token budget per batch side, for the padding report",
+    )
+    prep.add_argument("--numbers-size", type=positive_int, default=30000, help="numbers-de: pairs")
+    prep.add_argument(
+        "--numbers-max", type=positive_int, default=999_999, help="numbers-de: largest number"
+    )
+    prep.add_argument("--seed", type=int, default=0, help="numbers-de: random seed")
+    prep.add_argument(
+        "--ding-path", type=Path, default=Path("/usr/share/trans/de-en"), help="ding-de-en: file"
+    )
+    prep.add_argument("--force", action="store_true", help="replace --out if it exists")
+    prep.set_defaults(func=cmd_prepare)
+
     demo = sub.add_parser(
         "demo",
         help="train a small model on a generated task and evaluate it (about a minute on a CPU)",
@@ -109,7 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except DataError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -11,11 +11,11 @@ import time
 from dataclasses import dataclass
 
 import torch
-from tqdm import tqdm
 
 from vaswani.config import ModelConfig
 from vaswani.decode import greedy
 from vaswani.model import Transformer
+from vaswani.progress import progress_bar
 from vaswani.train import label_smoothed_cross_entropy, noam_lr
 from vaswani.train.loss import mean_loss
 
@@ -83,7 +83,7 @@ def run_demo(
 
     start = time.perf_counter()
     model.train()
-    bar = tqdm(range(1, steps + 1), desc="training", disable=not progress, unit="step")
+    bar = progress_bar(range(1, steps + 1), enabled=progress, desc="training", unit="step")
     loss_value = float("nan")
     for step in bar:
         texts = []

@@ -1,0 +1,94 @@
+"""Reading a prepared directory: memory-mapped token ids and the tokenizer(s)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from vaswani.data.corpora import DataError
+from vaswani.data.prepare import FORMAT_VERSION, SIDES, SPLITS
+from vaswani.data.tokenizer import SubwordTokenizer
+
+
+def _map(path: Path, dtype: np.dtype) -> np.ndarray:
+    if not path.is_file():
+        raise DataError(f"{path}: missing; the prepared directory is incomplete, run prepare again")
+    if path.stat().st_size == 0:
+        return np.zeros(0, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r")
+
+
+class ParallelSplit:
+    """One split of a prepared dataset; pairs are read from disk on demand, never loaded whole.
+
+    `src_lengths`, `tgt_lengths`: (N,) subword counts without BOS/EOS.
+    `pair(i)`: the source and target ids of pair i as numpy arrays.
+    """
+
+    def __init__(self, directory: Path, split: str, dtype: np.dtype) -> None:
+        self.name = split
+        self.ids = {side: _map(directory / f"{split}.{side}.bin", dtype) for side in SIDES}
+        self.offsets = {
+            side: _map(directory / f"{split}.{side}.idx", np.dtype("<i8")) for side in SIDES
+        }
+        counts = {len(self.offsets[side]) - 1 for side in SIDES}
+        if len(counts) != 1:
+            raise DataError(f"{directory}: {split} source and target hold different pair counts")
+        self.src_lengths = np.diff(self.offsets["src"])
+        self.tgt_lengths = np.diff(self.offsets["tgt"])
+
+    def __len__(self) -> int:
+        return len(self.src_lengths)
+
+    def pair(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        src_off, tgt_off = self.offsets["src"], self.offsets["tgt"]
+        return (
+            self.ids["src"][src_off[i] : src_off[i + 1]],
+            self.ids["tgt"][tgt_off[i] : tgt_off[i + 1]],
+        )
+
+
+class PreparedData:
+    """A directory written by `vaswani prepare`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        meta_path = self.directory / "meta.json"
+        if not meta_path.is_file():
+            raise DataError(
+                f"{self.directory}: not a prepared dataset (no meta.json); "
+                "create one with `vaswani prepare CORPUS --out DIR`"
+            )
+        self.meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        version = self.meta.get("format_version")
+        if version != FORMAT_VERSION:
+            raise DataError(
+                f"{self.directory}: prepared with format {version}, this vaswani reads format "
+                f"{FORMAT_VERSION}; run prepare again"
+            )
+        files = self.meta["tokenizer"]["files"]
+        src = SubwordTokenizer.load(self.directory / files["src"])
+        tgt = (
+            src
+            if files["tgt"] == files["src"]
+            else SubwordTokenizer.load(self.directory / files["tgt"])
+        )
+        self.src_tokenizer, self.tgt_tokenizer = src, tgt
+        self.dtype = np.dtype(self.meta["dtype"])
+
+    def split(self, name: str) -> ParallelSplit:
+        if name not in SPLITS:
+            raise ValueError(f"unknown split {name!r}; choose one of {', '.join(SPLITS)}")
+        return ParallelSplit(self.directory, name, self.dtype)
+
+    def text(self, split: str) -> tuple[list[str], list[str]]:
+        """Source and reference text of an evaluation split (valid or test)."""
+        if split == "train":
+            raise ValueError("the training split keeps ids only; evaluate on valid or test")
+        return tuple(  # type: ignore[return-value]
+            # Bytes, not text mode: only "\n" ends a line (a segment may hold a "\r").
+            (self.directory / f"{split}.{side}.txt").read_bytes().decode("utf-8").split("\n")[:-1]
+            for side in SIDES
+        )

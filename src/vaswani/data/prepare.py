@@ -1,0 +1,343 @@
+"""`vaswani prepare`: parallel text -> tokenizer + memory-mappable token ids + meta.json.
+
+A prepared directory holds:
+    tokenizer.json                     shared BPE (or src.tokenizer.json + tgt.tokenizer.json)
+    {split}.{src,tgt}.bin              token ids of every pair, concatenated (uint16 or uint32)
+    {split}.{src,tgt}.idx              int64 offsets into the .bin file, one more than pairs
+    {valid,test}.{src,tgt}.txt         the kept text of the evaluation splits, for sacreBLEU
+    meta.json                          counts, length statistics, filtered pairs and why
+Everything is a pure function of the inputs and options: re-running gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+
+import numpy as np
+
+from vaswani.data.corpora import (
+    DEFAULT_MAX_LINE_BYTES,
+    DING_PATH,
+    DataError,
+    Pair,
+    ding_de_en,
+    numbers_de,
+    pair_digest,
+    read_parallel_files,
+    read_tsv,
+    split_of,
+)
+from vaswani.data.tokenizer import SubwordTokenizer, iter_text_lines
+from vaswani.progress import progress_bar
+
+FORMAT_VERSION = 1
+SPLITS = ("train", "valid", "test")
+SIDES = ("src", "tgt")
+BUILTIN_CORPORA = ("numbers-de", "ding-de-en")
+ENCODE_CHUNK = 10_000
+
+
+@dataclass
+class PrepareOptions:
+    vocab_size: int = 8000
+    max_len: int = 256
+    """Longest kept segment in tokens, counting the BOS/EOS a model adds (so ids + 1)."""
+    shared_vocab: bool = True
+    valid_fraction: float | None = None  # None: the corpus's default
+    test_fraction: float | None = None
+    skip_invalid: bool = False
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    numbers_size: int = 30000
+    numbers_max: int = 999_999
+    seed: int = 0
+    ding_path: Path = DING_PATH
+    min_frequency: int = 2
+    progress: bool = True
+
+
+@dataclass
+class CorpusSource:
+    """A corpus to read: what to record about it, its pairs, and its default split fractions."""
+
+    description: dict
+    pairs: Iterator[Pair]
+    dropped: Counter = field(default_factory=Counter)  # filled while `pairs` is read
+    valid_fraction: float = 0.01
+    test_fraction: float = 0.01
+
+
+def open_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
+    """A built-in corpus by name, one TSV file, or two aligned files (source, then target)."""
+    dropped: Counter = Counter()
+    read = {
+        "dropped": dropped,
+        "skip_invalid": opts.skip_invalid,
+        "max_line_bytes": opts.max_line_bytes,
+    }
+    if len(inputs) == 1 and inputs[0] == "numbers-de":
+        description = {"name": "numbers-de", "size": opts.numbers_size, "seed": opts.seed,
+                       "max_number": opts.numbers_max}  # fmt: skip
+        pairs = numbers_de(opts.numbers_size, opts.seed, opts.numbers_max)
+        return CorpusSource(description, pairs, dropped, valid_fraction=0.05, test_fraction=0.05)
+    if len(inputs) == 1 and inputs[0] == "ding-de-en":
+        pairs = ding_de_en(Path(opts.ding_path), dropped)
+        return CorpusSource({"name": "ding-de-en", "path": str(opts.ding_path)}, pairs, dropped)
+    paths = [Path(p) for p in inputs]
+    for path in paths:
+        if not path.is_file():
+            known = ", ".join(BUILTIN_CORPORA)
+            raise DataError(f"{path}: no such file (and not a built-in corpus: {known})")
+    if len(paths) == 1:
+        return CorpusSource(
+            {"name": "tsv", "path": str(paths[0])}, read_tsv(paths[0], **read), dropped
+        )
+    if len(paths) == 2:
+        pairs = read_parallel_files(paths[0], paths[1], **read)
+        return CorpusSource({"name": "files", "paths": [str(p) for p in paths]}, pairs, dropped)
+    raise DataError(
+        f"expected a corpus name, one TSV file, or two aligned files; got {len(paths)} arguments"
+    )
+
+
+class IdsWriter:
+    """Appends id sequences to a .bin file and their end offsets to an .idx file, hashing both."""
+
+    def __init__(self, prefix: Path, dtype: np.dtype) -> None:
+        self.dtype = dtype
+        self.bin = open(f"{prefix}.bin", "wb")  # noqa: SIM115 - closed in close()
+        self.idx = open(f"{prefix}.idx", "wb")  # noqa: SIM115
+        self.sha = hashlib.sha256()
+        self.end = 0
+        self._write(self.idx, np.zeros(1, dtype="<i8"))
+
+    def _write(self, handle, array: np.ndarray) -> None:
+        data = array.tobytes()
+        handle.write(data)
+        self.sha.update(data)
+
+    def add(self, sequences: list[list[int]]) -> None:
+        if not sequences:
+            return
+        lengths = np.array([len(s) for s in sequences], dtype="<i8")
+        self._write(self.bin, np.fromiter((i for s in sequences for i in s), dtype=self.dtype))
+        self._write(self.idx, self.end + np.cumsum(lengths))
+        self.end += int(lengths.sum())
+
+    def close(self) -> str:
+        self.bin.close()
+        self.idx.close()
+        return self.sha.hexdigest()
+
+
+def length_stats(lengths: list[int]) -> dict:
+    if not lengths:
+        return {"mean": 0.0, "p50": 0, "p95": 0, "p99": 0, "max": 0, "tokens": 0}
+    array = np.asarray(lengths)
+    return {
+        "mean": round(float(array.mean()), 3),
+        "p50": int(np.percentile(array, 50, method="lower")),
+        "p95": int(np.percentile(array, 95, method="lower")),
+        "p99": int(np.percentile(array, 99, method="lower")),
+        "max": int(array.max()),
+        "tokens": int(array.sum()),
+    }
+
+
+def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = False) -> dict:
+    """Read, deduplicate, split, train the tokenizer, encode, filter and write; returns meta."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not force:
+        raise DataError(f"{out}: already exists and is not empty; choose another --out or --force")
+    if opts.vocab_size < 260:
+        raise DataError(
+            f"--vocab-size must be at least 260 (4 specials + 256 bytes), got {opts.vocab_size}"
+        )
+    if opts.max_len < 2:
+        raise DataError(f"--max-len must be at least 2, got {opts.max_len}")
+    corpus = open_corpus(inputs, opts)
+    valid_fraction = corpus.valid_fraction if opts.valid_fraction is None else opts.valid_fraction
+    test_fraction = corpus.test_fraction if opts.test_fraction is None else opts.test_fraction
+    if not (valid_fraction >= 0 and test_fraction >= 0 and valid_fraction + test_fraction < 1):
+        raise DataError("--valid-fraction and --test-fraction must be >= 0 and sum to less than 1")
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    try:
+        meta = _prepare_into(work, corpus, opts, valid_fraction, test_fraction)
+        if out.exists():
+            old = out.parent / f".{out.name}.old-{os.getpid()}"
+            out.rename(old)
+            work.rename(out)
+            shutil.rmtree(old)
+        else:
+            work.rename(out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return meta
+
+
+def _prepare_into(
+    work: Path,
+    corpus: CorpusSource,
+    opts: PrepareOptions,
+    valid_fraction: float,
+    test_fraction: float,
+) -> dict:
+    raw = {(split, side): work / f"raw.{split}.{side}" for split in SPLITS for side in SIDES}
+    counts, duplicates, yielded = _split_corpus(corpus, raw, valid_fraction, test_fraction, opts)
+    if counts["train"] == 0:
+        raise DataError("no training pairs left after reading; check the input files")
+    tokenizers, tokenizer_files = _train_tokenizers(work, raw, counts["train"], opts)
+    vocab = {side: tokenizers[side].vocab_size for side in SIDES}
+    dtype = np.dtype("<u2") if max(vocab.values()) <= 1 << 16 else np.dtype("<u4")
+    splits_meta = {}
+    for split in SPLITS:
+        splits_meta[split] = _encode_split(work, split, raw, counts[split], tokenizers, dtype, opts)
+        for side in SIDES:
+            raw[split, side].unlink()
+
+    dropped = dict(sorted(corpus.dropped.items()))
+    if duplicates:
+        dropped["duplicate pair"] = duplicates
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "corpus": corpus.description,
+        "pairs_read": yielded + sum(corpus.dropped.values()),
+        "dropped_while_reading": dropped,
+        "split_fractions": {"valid": valid_fraction, "test": test_fraction},
+        "tokenizer": {
+            "shared": opts.shared_vocab,
+            "files": tokenizer_files,
+            "vocab_size": vocab,
+            "requested_vocab_size": opts.vocab_size,
+            "min_frequency": opts.min_frequency,
+        },
+        "max_len": opts.max_len,
+        "dtype": dtype.str,
+        "splits": splits_meta,
+    }
+    (work / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    return meta
+
+
+def _split_corpus(
+    corpus: CorpusSource,
+    raw: dict[tuple[str, str], Path],
+    valid_fraction: float,
+    test_fraction: float,
+    opts: PrepareOptions,
+) -> tuple[Counter, int, int]:
+    """One pass over the corpus: drop duplicates, assign splits by hash, write text per split."""
+    counts: Counter = Counter()
+    seen: set[bytes] = set()
+    duplicates = yielded = 0
+    with ExitStack() as stack:
+        out = {
+            key: stack.enter_context(open(path, "w", encoding="utf-8", newline="\n"))
+            for key, path in raw.items()
+        }
+        for src, tgt in progress_bar(
+            corpus.pairs, enabled=opts.progress, desc="reading", unit=" pairs"
+        ):
+            yielded += 1
+            # The text files hold one segment a line, so a segment may not hold a newline.
+            src, tgt = " ".join(src.split("\n")), " ".join(tgt.split("\n"))
+            digest = pair_digest(src, tgt)
+            if digest in seen:
+                duplicates += 1
+                continue
+            seen.add(digest)
+            split = split_of(digest, valid_fraction, test_fraction)
+            out[split, "src"].write(src + "\n")
+            out[split, "tgt"].write(tgt + "\n")
+            counts[split] += 1
+    return counts, duplicates, yielded
+
+
+def _train_tokenizers(
+    work: Path, raw: dict[tuple[str, str], Path], n_train: int, opts: PrepareOptions
+) -> tuple[dict[str, SubwordTokenizer], dict[str, str]]:
+    """BPE learned from the training split only: one shared tokenizer (§3.4), or one per side."""
+    if opts.shared_vocab:
+        texts = iter_text_lines(raw["train", "src"], raw["train", "tgt"])
+        shared = SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency, 2 * n_train)
+        tokenizers = {"src": shared, "tgt": shared}
+        files = {"src": "tokenizer.json", "tgt": "tokenizer.json"}
+    else:
+        tokenizers = {
+            side: SubwordTokenizer.train(
+                iter_text_lines(raw["train", side]), opts.vocab_size, opts.min_frequency, n_train
+            )
+            for side in SIDES
+        }
+        files = {side: f"{side}.tokenizer.json" for side in SIDES}
+    for side in SIDES:
+        tokenizers[side].save(work / files[side])
+    return tokenizers, files
+
+
+def _encode_split(
+    work: Path,
+    split: str,
+    raw: dict[tuple[str, str], Path],
+    count: int,
+    tokenizers: dict[str, SubwordTokenizer],
+    dtype: np.dtype,
+    opts: PrepareOptions,
+) -> dict:
+    """Encode one split in chunks, drop pairs over max_len, write ids (and evaluation text)."""
+    writers = {side: IdsWriter(work / f"{split}.{side}", dtype) for side in SIDES}
+    lengths: dict[str, list[int]] = {"src": [], "tgt": []}
+    too_long = 0
+    with ExitStack() as stack:
+        text_out = {
+            side: stack.enter_context(
+                open(work / f"{split}.{side}.txt", "w", encoding="utf-8", newline="\n")
+            )
+            for side in SIDES
+            if split != "train"  # the training text is not needed again: its ids are
+        }
+        lines = zip(
+            iter_text_lines(raw[split, "src"]), iter_text_lines(raw[split, "tgt"]), strict=True
+        )
+        bar = progress_bar(
+            total=count, enabled=opts.progress, desc=f"encoding {split}", unit=" pairs"
+        )
+        while chunk := list(islice(lines, ENCODE_CHUNK)):
+            ids = {
+                side: tokenizers[side].encode_batch([p[k] for p in chunk])
+                for k, side in enumerate(SIDES)
+            }
+            # +1: the EOS (source, decoder output) or BOS (decoder input) the batch adds.
+            keep = [
+                i
+                for i in range(len(chunk))
+                if max(len(ids[side][i]) for side in SIDES) + 1 <= opts.max_len
+            ]
+            too_long += len(chunk) - len(keep)
+            for k, side in enumerate(SIDES):
+                kept = [ids[side][i] for i in keep]
+                writers[side].add(kept)
+                lengths[side].extend(len(s) for s in kept)
+                if text_out:
+                    text_out[side].writelines(chunk[i][k] + "\n" for i in keep)
+            bar.update(len(chunk))
+        bar.close()
+    return {
+        "pairs": len(lengths["src"]),
+        "filtered_too_long": too_long,
+        "src_lengths": length_stats(lengths["src"]),
+        "tgt_lengths": length_stats(lengths["tgt"]),
+        "sha256": {side: writers[side].close() for side in SIDES},
+    }

@@ -1,0 +1,102 @@
+"""Subword tokenization: byte-level BPE trained with the Hugging Face `tokenizers` library.
+
+Policy for any input text: the tokenizer works on UTF-8 bytes (all 256 are in the base vocabulary),
+so every string encodes without an unknown token and every id sequence decodes. Text is normalised to
+Unicode NFC first. Digits are split into single characters before BPE, so that numbers are spelled
+digit by digit and an unseen number is made of seen pieces.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, trainers
+from tokenizers.models import BPE
+
+# Their ids are 0..3, matching ModelConfig's pad_id, bos_id, eos_id defaults.
+PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
+SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]
+
+
+class SubwordTokenizer:
+    """Text <-> token ids, with the special ids a `ModelConfig` needs."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+        ids = [tokenizer.token_to_id(token) for token in SPECIAL_TOKENS]
+        if ids != [0, 1, 2, 3]:
+            raise ValueError(f"tokenizer must hold {SPECIAL_TOKENS} as ids 0..3, got {ids}")
+        self.pad_id, self.bos_id, self.eos_id, self.unk_id = ids
+
+    @classmethod
+    def train(
+        cls,
+        texts: Iterable[str],
+        vocab_size: int,
+        min_frequency: int = 2,
+        length: int | None = None,
+    ) -> SubwordTokenizer:
+        """Learn BPE merges from `texts` until the vocabulary reaches `vocab_size` entries."""
+        base = len(SPECIAL_TOKENS) + 256
+        if vocab_size < base:
+            raise ValueError(f"vocab_size must be at least {base} (specials + 256 bytes)")
+        tokenizer = Tokenizer(BPE(unk_token=UNK))
+        tokenizer.normalizer = normalizers.NFC()
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Digits(individual_digits=True),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+            ]
+        )
+        tokenizer.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=SPECIAL_TOKENS,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
+        tokenizer.train_from_iterator(texts, trainer, length=length)
+        return cls(tokenizer)
+
+    @classmethod
+    def load(cls, path: Path) -> SubwordTokenizer:
+        try:
+            return cls(Tokenizer.from_file(str(path)))
+        except Exception as error:  # tokenizers raises bare Exceptions for bad files
+            raise ValueError(f"{path}: not a vaswani tokenizer file ({error})") from None
+
+    def save(self, path: Path) -> None:
+        # Re-serialised with sorted keys and fixed indentation so equal tokenizers give equal bytes.
+        data = json.loads(self.tokenizer.to_str())
+        Path(path).write_text(json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.get_vocab_size()
+
+    def encode(self, text: str) -> list[int]:
+        """Subword ids of `text`, without BOS/EOS (the batching adds them)."""
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of `ids`; special tokens are dropped, and ids outside the vocabulary too."""
+        size = self.vocab_size
+        return self.tokenizer.decode([i for i in ids if 0 <= i < size], skip_special_tokens=True)
+
+    def tokens(self, ids: Iterable[int]) -> list[str]:
+        """Each id as readable text (for attention plots): bytes decoded, not 'Ġ'-marked."""
+        return [self.tokenizer.decode([i], skip_special_tokens=False) for i in ids]
+
+
+def iter_text_lines(*paths: Path) -> Iterator[str]:
+    """Lines of UTF-8 text files written by `vaswani prepare` (one segment per line)."""
+    for path in paths:
+        with open(path, encoding="utf-8", newline="\n") as handle:
+            for line in handle:
+                yield line.rstrip("\n")
