@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 from pathlib import Path
 
 from vaswani import __version__
 from vaswani.config import PRESETS, ModelConfig
 from vaswani.data.corpora import DataError
+
+
+class CliError(Exception):
+    """A usage error to print as one line."""
 
 
 def positive_int(text: str) -> int:
@@ -70,6 +76,53 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    """Train a translation model, or resume a run."""
+    from vaswani.config import TrainConfig
+    from vaswani.train.loop import resume_config, train
+
+    if args.resume:
+        tc = resume_config(args.resume, max_steps=args.max_steps, max_minutes=args.max_minutes)
+    else:
+        if args.data is None or args.out is None:
+            raise CliError("--data and --out are required (or --resume RUN_DIR)")
+        given = {
+            name: getattr(args, name)
+            for name in TRAIN_FLAGS
+            if getattr(args, name, None) is not None
+        }
+        model = dict(parse_assignment(item) for item in args.model)
+        tc = TrainConfig(data=str(args.data), out=str(args.out), model=model, **given)
+    if tc.max_steps is None and tc.max_minutes is None:
+        raise CliError("give a budget: --max-steps N and/or --max-minutes M")
+    result = train(tc, resume=bool(args.resume), reset_data_position=args.reset_data_position)
+    line = f"stopped by {result.stopped_by} at step {result.step}; run directory {result.run_dir}"
+    if result.best_bleu is not None:
+        line += f"; best validation BLEU {result.best_bleu:.2f}"
+    print(line)
+    return 130 if result.stopped_by == "interrupt" else 0
+
+
+def cmd_average(args: argparse.Namespace) -> int:
+    """Average the weights of the last N checkpoints (paper §6.1)."""
+    from vaswani.train.average import average_checkpoints
+
+    path, names = average_checkpoints(args.run_dir, args.last)
+    print(f"averaged {len(names)} checkpoints ({', '.join(names)}) into {path}")
+    return 0
+
+
+def parse_assignment(text: str) -> tuple[str, object]:
+    """KEY=VALUE with VALUE read as JSON when it is JSON (numbers, true/false), else a string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise CliError(f"--model expects KEY=VALUE (e.g. d_model=512 or norm=pre), got {text!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return key.strip(), value
+
+
 def cmd_presets(args: argparse.Namespace) -> int:
     """Print each named model size with its shape and parameter count."""
     import torch
@@ -116,6 +169,73 @@ def cmd_demo(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def train_default(name: str) -> object:
+    from vaswani.config import TrainConfig
+
+    field = next(f for f in dataclasses.fields(TrainConfig) if f.name == name)
+    return field.default
+
+
+# flag name -> (type, help); defaults come from TrainConfig, the single source of them
+TRAIN_FLAGS: dict[str, tuple[object, str]] = {
+    "preset": (str, "model size: tiny, small, base, big"),
+    "max_tokens": (None, "tokens per micro-batch and side, padding included"),
+    "accumulate": (None, "micro-batches per update (gradient accumulation)"),
+    "warmup": (None, "warm-up steps of the learning-rate schedule (§5.3)"),
+    "lr_scale": (float, "factor on the schedule's learning rate"),
+    "label_smoothing": (float, "label smoothing (§5.4)"),
+    "clip_norm": (float, "clip gradients to this global norm; 0 = off"),
+    "precision": (("bf16", "fp32"), "autocast precision"),
+    "seed": (int, "random seed (initialisation, dropout, data order)"),
+    "max_steps": (None, "stop after this many updates"),
+    "max_minutes": (float, "stop after this much training time"),
+    "eval_every": (None, "validate every N steps"),
+    "eval_sentences": (None, "validation pairs translated for BLEU"),
+    "save_every": (None, "checkpoint every N steps"),
+    "keep_last": (None, "checkpoints kept"),
+    "log_every": (None, "append to metrics.jsonl every N steps"),
+    "nan_policy": (("stop", "skip"), "on a non-finite loss: stop, or skip the update and count it"),
+    "device": (str, "auto, cpu, cuda, cuda:1, ..."),
+}
+
+
+def add_train_parser(sub: argparse._SubParsersAction) -> None:
+    train = sub.add_parser(
+        "train",
+        help="train a translation model on a prepared dataset (or --resume a run)",
+        description=(
+            "Train an encoder-decoder Transformer with the paper's recipe: Adam (0.9, 0.98, 1e-9), "
+            "warm-up then inverse-square-root learning rate, label smoothing 0.1, dropout. "
+            "Validates (loss, perplexity, sacreBLEU) and checkpoints as it goes. For several "
+            "processes: torchrun --nproc_per_node N -m vaswani.cli train ..."
+        ),
+    )
+    train.add_argument("--data", type=Path, help="directory written by `vaswani prepare`")
+    train.add_argument("--out", type=Path, help="run directory to create")
+    train.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue this run")
+    train.add_argument(
+        "--reset-data-position",
+        action="store_true",
+        help="with --resume: accept changed data and start it from its beginning",
+    )
+    train.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a model setting of the preset, e.g. --model norm=pre --model d_ff=2048",
+    )
+    for name, (kind, text) in TRAIN_FLAGS.items():
+        flag = "--" + name.replace("_", "-")
+        default = train_default(name)
+        shown = f"{text} (default: {default})"
+        if isinstance(kind, tuple):
+            train.add_argument(flag, choices=kind, help=shown)
+        else:
+            train.add_argument(flag, type=kind or positive_int, help=shown)
+    train.set_defaults(func=cmd_train)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -195,6 +315,19 @@ def build_parser() -> argparse.ArgumentParser:
     prep.add_argument("--force", action="store_true", help="replace --out if it exists")
     prep.set_defaults(func=cmd_prepare)
 
+    add_train_parser(sub)
+
+    average = sub.add_parser(
+        "average",
+        help="average the weights of a run's last checkpoints (paper §6.1)",
+        description="Average the weights of the last N checkpoints of RUN_DIR into RUN_DIR/averaged "
+        "(tied weights counted once); translate with --weights averaged.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    average.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    average.add_argument("--last", type=positive_int, default=5, help="how many checkpoints")
+    average.set_defaults(func=cmd_average)
+
     demo = sub.add_parser(
         "demo",
         help="train a small model on a generated task and evaluate it (about a minute on a CPU)",
@@ -224,9 +357,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from vaswani.train.checkpoint import CheckpointError
+    from vaswani.train.loop import TrainingError
+
     try:
         return args.func(args)
-    except DataError as error:
+    except (CliError, DataError, CheckpointError, TrainingError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except ValueError as error:  # invalid settings: ModelConfig / TrainConfig say what to change
+        if not str(error).startswith("invalid "):
+            raise
         print(f"error: {error}", file=sys.stderr)
         return 2
 

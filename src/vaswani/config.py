@@ -168,3 +168,86 @@ PRESETS: dict[str, ModelConfig] = {
     # Table 3, "big": N=6, d_model=1024, d_ff=4096, h=16, P_drop=0.3 (213M parameters).
     "big": ModelConfig(d_model=1024, n_heads=16, d_ff=4096, dropout=0.3),
 }
+
+
+PRECISIONS = ("bf16", "fp32")
+NAN_POLICIES = ("stop", "skip")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of a training run; saved as train_config.json in the run directory.
+
+    The defaults follow the paper (§5.3, §5.4) except where a CPU budget of minutes asks otherwise;
+    each such departure says so.
+    """
+
+    data: str
+    out: str
+    preset: str = "small"
+    model: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """ModelConfig fields that override the preset (vocabulary sizes come from the data)."""
+    max_tokens: int = 4096
+    """Token budget of one micro-batch, per side, padding included (§5.1 used ~25k)."""
+    accumulate: int = 1
+    """Micro-batches per optimizer update (across all processes); raises the tokens per update."""
+    warmup: int = 4000
+    lr_scale: float = 1.0
+    """Multiplies the schedule d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) (§5.3)."""
+    adam_betas: tuple[float, float] = (0.9, 0.98)
+    adam_eps: float = 1e-9
+    label_smoothing: float = 0.1
+    clip_norm: float = 0.0
+    """Gradient clipping by global norm; 0 turns it off (the paper does not clip)."""
+    precision: str = "bf16"
+    seed: int = 0
+    max_steps: int | None = None
+    max_minutes: float | None = None
+    eval_every: int = 500
+    eval_sentences: int = 200
+    """Validation pairs translated greedily for BLEU at each evaluation."""
+    save_every: int = 500
+    keep_last: int = 5
+    log_every: int = 10
+    nan_policy: str = "stop"
+    """"stop": a non-finite loss ends training; "skip": the update is skipped and counted."""
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        def require(ok: bool, message: str) -> None:
+            if not ok:
+                raise ValueError(f"invalid TrainConfig: {message}")
+
+        require(
+            self.preset in PRESETS, f"preset={self.preset!r}; choose one of {', '.join(PRESETS)}"
+        )
+        require(self.precision in PRECISIONS, f"precision={self.precision!r}; choose bf16 or fp32")
+        require(
+            self.nan_policy in NAN_POLICIES, f"nan_policy={self.nan_policy!r}; choose stop or skip"
+        )
+        for name in ("max_tokens", "accumulate", "warmup", "eval_every", "save_every", "log_every"):
+            require(getattr(self, name) >= 1, f"{name} must be >= 1")
+        require(self.lr_scale > 0, "lr_scale must be > 0")
+        require(0 <= self.label_smoothing < 1, "label_smoothing must be in [0, 1)")
+        require(self.clip_norm >= 0, "clip_norm must be >= 0 (0 = off)")
+        require(self.keep_last >= 1, "keep_last must be >= 1")
+        require(
+            self.max_steps is not None or self.max_minutes is not None,
+            "give a budget: max_steps and/or max_minutes",
+        )
+        unknown = sorted(set(self.model) - {f.name for f in dataclasses.fields(ModelConfig)})
+        require(not unknown, f"unknown model field(s): {', '.join(unknown)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown TrainConfig field(s): {', '.join(unknown)}")
+        data = dict(data)
+        if "adam_betas" in data:
+            data["adam_betas"] = tuple(data["adam_betas"])
+        return cls(**data)

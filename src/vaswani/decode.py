@@ -5,6 +5,8 @@ Each new token costs one decoder step over one position; the prefix is never re-
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import torch
 from torch import Tensor
 
@@ -49,3 +51,52 @@ def greedy(model: Transformer, src_ids: Tensor, max_extra: int = 50) -> list[lis
             ids.append(tok)
         result.append(ids)
     return result
+
+
+class Tokenizer(Protocol):
+    """What decoding needs of a tokenizer (`vaswani.data.SubwordTokenizer` is one)."""
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]: ...
+
+    def decode(self, ids: list[int]) -> str: ...
+
+
+def translate(
+    model: Transformer,
+    src_tokenizer: Tokenizer,
+    tgt_tokenizer: Tokenizer,
+    texts: list[str],
+    max_tokens: int = 4096,
+    max_extra: int = 50,
+) -> list[str]:
+    """Greedy translations of `texts`, in order; an empty or blank line gives "" without the model.
+
+    Sentences are sorted by length and batched by a source-token budget, so little is padding.
+    """
+    cfg = model.cfg
+    device = next(model.parameters()).device
+    results = [""] * len(texts)
+    todo = [i for i, text in enumerate(texts) if text.strip()]
+    encoded = dict(zip(todo, src_tokenizer.encode_batch([texts[i] for i in todo]), strict=True))
+    for i, ids in encoded.items():
+        if len(ids) + 1 > cfg.max_len:
+            raise ValueError(
+                f"line {i + 1} has {len(ids) + 1} tokens with EOS, more than the model's position "
+                f"limit max_len={cfg.max_len}; shorten or split it"
+            )
+    todo.sort(key=lambda i: len(encoded[i]))
+    start = 0
+    while start < len(todo):
+        # Sorted by length, so the last sentence of a batch is its longest.
+        end = start + 1
+        while end < len(todo) and (end - start + 1) * (len(encoded[todo[end]]) + 1) <= max_tokens:
+            end += 1
+        batch = todo[start:end]
+        width = len(encoded[batch[-1]]) + 1
+        src = torch.full((len(batch), width), cfg.pad_id, dtype=torch.long)
+        for row, i in enumerate(batch):
+            src[row, : len(encoded[i]) + 1] = torch.tensor([*encoded[i], cfg.eos_id])
+        for i, out in zip(batch, greedy(model, src.to(device), max_extra), strict=True):
+            results[i] = tgt_tokenizer.decode(out)
+        start = end
+    return results

@@ -1,0 +1,233 @@
+"""Checkpoints that survive kills and refuse tampering.
+
+A checkpoint is a directory written under a temporary name and renamed into place, so it either
+exists complete or not at all; a `manifest.json` of SHA-256 digests is written last and checked on
+load (neither torch nor safetensors notices a flipped byte in tensor data); the `latest` pointer is
+replaced atomically and only ever names a complete checkpoint. Weights are safetensors, metadata is
+JSON, and the few torch files (optimizer state, RNG state) load with `weights_only=True`, so nothing
+in a run directory can run code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+WEIGHTS = "model.safetensors"
+OPTIMIZER = "optimizer.pt"
+RNG = "rng.pt"
+STATE = "state.json"
+MANIFEST = "manifest.json"
+LATEST = "latest"
+_STEP_DIR = re.compile(r"^step-(\d{8,})$")
+
+
+class CheckpointError(Exception):
+    """A checkpoint that cannot be used; the message names the file."""
+
+
+def unique_state(model: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """The model's tensors with each shared (tied) tensor once, and the names that alias it.
+
+    Returns ({name: tensor}, {alias: name}); `state_dict()` order decides which name is kept.
+    """
+    tensors: dict[str, torch.Tensor] = {}
+    aliases: dict[str, str] = {}
+    seen: dict[tuple[int, int, tuple], str] = {}
+    for name, tensor in model.state_dict().items():
+        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape))
+        if key in seen:
+            aliases[name] = seen[key]
+        else:
+            seen[key] = name
+            tensors[name] = tensor
+    return tensors, aliases
+
+
+def save_weights(model: nn.Module, path: Path) -> None:
+    tensors, _ = unique_state(model)
+    save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, str(path))
+
+
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    """Tensors of a safetensors file; a file that is not one gives `checkpoint corrupt: FILE`."""
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as error:
+        raise CheckpointError(f"checkpoint corrupt: {path} ({error})") from None
+
+
+def load_weights(model: nn.Module, tensors: dict[str, torch.Tensor], source: Path | str) -> None:
+    """Load `tensors` into `model`, or raise listing missing, extra and mis-shaped keys.
+
+    Everything is checked before anything is copied, so a failed load leaves the model unchanged.
+    """
+    expected, aliases = unique_state(model)
+    missing = sorted(set(expected) - set(tensors))
+    extra = sorted(set(tensors) - set(expected))
+    misshaped = sorted(
+        f"{k} (checkpoint {tuple(tensors[k].shape)}, model {tuple(expected[k].shape)})"
+        for k in set(expected) & set(tensors)
+        if tensors[k].shape != expected[k].shape
+    )
+    if missing or extra or misshaped:
+        parts = [
+            f"{label}: {', '.join(keys[:8])}{' ...' if len(keys) > 8 else ''}"
+            for label, keys in (("missing", missing), ("extra", extra), ("mis-shaped", misshaped))
+            if keys
+        ]
+        raise CheckpointError(
+            f"{source} does not fit this model (another architecture or vocabulary?); "
+            + "; ".join(parts)
+        )
+    full = dict(tensors)
+    full.update({alias: tensors[name] for alias, name in aliases.items()})
+    model.load_state_dict(full, strict=True)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that readers see the old or the new content, never a mix."""
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    tmp.write_bytes(data)
+    _fsync(tmp)
+    os.replace(tmp, path)
+
+
+def write_checkpoint(
+    directory: Path, name: str, writers: dict[str, Callable[[Path], None]]
+) -> Path:
+    """Write a checkpoint directory `name` under `directory` atomically; returns its path.
+
+    `writers` maps file names to functions that write that file. The manifest comes last.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / f".tmp-{name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        for filename, write in writers.items():
+            write(tmp / filename)
+            _fsync(tmp / filename)
+        manifest = {filename: sha256_file(tmp / filename) for filename in writers}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        _fsync(tmp / MANIFEST)
+        final = directory / name
+        if final.exists():  # the same name saved again: move the old one aside, then replace it
+            old = directory / f".tmp-old-{name}-{os.getpid()}"
+            os.rename(final, old)
+            os.rename(tmp, final)
+            shutil.rmtree(old)
+        else:
+            os.rename(tmp, final)
+        _fsync(directory)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def verify(checkpoint: Path) -> None:
+    """Raise `checkpoint corrupt: FILE` unless every file matches the manifest."""
+    manifest_path = checkpoint / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        raise CheckpointError(
+            f"checkpoint corrupt: {manifest_path} (missing or unreadable)"
+        ) from None
+    for filename, digest in manifest.items():
+        path = checkpoint / filename
+        if not path.is_file() or sha256_file(path) != digest:
+            raise CheckpointError(f"checkpoint corrupt: {path}")
+
+
+def step_dirs(directory: Path) -> list[Path]:
+    """Checkpoint directories named step-NNNNNNNN, oldest first."""
+    if not directory.is_dir():
+        return []
+    found = [p for p in directory.iterdir() if p.is_dir() and _STEP_DIR.match(p.name)]
+    return sorted(found, key=lambda p: int(_STEP_DIR.match(p.name).group(1)))
+
+
+def step_name(step: int) -> str:
+    return f"step-{step:08d}"
+
+
+def set_latest(directory: Path, checkpoint: Path) -> None:
+    write_atomic(directory / LATEST, (checkpoint.name + "\n").encode())
+
+
+def clean_leftovers(directory: Path) -> None:
+    """Remove temporary files and directories left by a save that was killed."""
+    if directory.is_dir():
+        for path in directory.glob(".*tmp-*"):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def latest_valid(directory: Path) -> Path | None:
+    """The checkpoint `latest` names, or, if it is damaged, the newest one that verifies."""
+    clean_leftovers(directory)
+    candidates = step_dirs(directory)[::-1]
+    pointer = directory / LATEST
+    if pointer.is_file():
+        named = directory / pointer.read_text().strip()
+        candidates = [named] + [c for c in candidates if c != named]
+    for i, checkpoint in enumerate(candidates):
+        try:
+            verify(checkpoint)
+        except CheckpointError as error:
+            warnings.warn(f"{error}; trying an older checkpoint", stacklevel=2)
+            continue
+        if i:
+            warnings.warn(
+                f"resuming from {checkpoint.name}, the newest valid checkpoint", stacklevel=2
+            )
+        return checkpoint
+    return None
+
+
+def prune(directory: Path, keep_last: int) -> None:
+    """Delete all but the newest `keep_last` step checkpoints; never the one `latest` names."""
+    pointer = directory / LATEST
+    protected = pointer.read_text().strip() if pointer.is_file() else None
+    for old in step_dirs(directory)[:-keep_last] if keep_last > 0 else []:
+        if old.name != protected:
+            shutil.rmtree(old)
+
+
+def torch_load(path: Path) -> Any:
+    """`torch.load` restricted to tensors and plain containers: a pickle that would run code is refused."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # UnpicklingError, RuntimeError for truncated zip files, ...
+        raise CheckpointError(
+            f"checkpoint corrupt or unsafe: {path} ({type(error).__name__}); it was not loaded"
+        ) from None

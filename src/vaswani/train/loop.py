@@ -1,0 +1,419 @@
+"""`vaswani train`: the paper's training recipe as one function you can read top to bottom.
+
+A run directory holds everything `translate` needs and everything `--resume` needs:
+    config.json, train_config.json      the model and the training settings
+    tokenizer.json (or src./tgt.)       the tokenizer(s), copied from the data
+    data.json                           where the data came from, its meta.json and fingerprint
+    metrics.jsonl                       one JSON record per logged step and per evaluation
+    checkpoints/step-NNNNNNNN/, latest  weights, optimizer, RNG, data position (last K kept)
+    best/                               the weights with the best validation BLEU
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import shutil
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from vaswani.config import ModelConfig, TrainConfig
+from vaswani.data import Batch, Position, PreparedData, TokenBatchSampler, collate
+from vaswani.data.prepare import SIDES
+from vaswani.decode import translate
+from vaswani.evaluate import score
+from vaswani.model import Transformer
+from vaswani.progress import progress_bar
+from vaswani.train import checkpoint as ckpt
+from vaswani.train.distributed import Distributed, init_distributed
+from vaswani.train.loss import label_smoothed_cross_entropy
+from vaswani.train.schedule import noam_lr
+
+CONFIG = "config.json"
+TRAIN_CONFIG = "train_config.json"
+DATA_INFO = "data.json"
+METRICS = "metrics.jsonl"
+CHECKPOINTS = "checkpoints"
+BEST = "best"
+
+
+class TrainingError(Exception):
+    """Training cannot start or go on; the message says why and what to do."""
+
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    step: int
+    stopped_by: str  # "max_steps", "max_minutes" or "interrupt"
+    best_bleu: float | None
+    last_eval: dict | None
+
+
+def data_fingerprint(meta: dict) -> str:
+    """Identifies the training data and tokenizer: resume refuses data that changed under it."""
+    basis = {"train": meta["splits"]["train"]["sha256"], "tokenizer": meta["tokenizer"]}
+    return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
+
+
+def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
+    """The preset, sized to the data's vocabulary, with the run's overrides."""
+    vocab = data.meta["tokenizer"]["vocab_size"]
+    fields: dict[str, Any] = {"vocab_size": vocab["src"]}
+    if not data.meta["tokenizer"]["shared"]:
+        fields.update(tgt_vocab_size=vocab["tgt"], tie_embeddings="decoder")
+    fields.update(tc.model)
+    cfg = ModelConfig.from_preset(tc.preset, **fields)
+    longest = 1 + max(
+        split[f"{side}_lengths"]["max"] for split in data.meta["splits"].values() for side in SIDES
+    )
+    if cfg.max_len < longest:
+        raise TrainingError(
+            f"the data holds sequences of {longest} tokens (with BOS/EOS) but the model's position "
+            f"limit is max_len={cfg.max_len}; prepare with --max-len {cfg.max_len} or pass "
+            f"--model max_len={longest}"
+        )
+    return cfg
+
+
+def create_run_dir(tc: TrainConfig, cfg: ModelConfig, data: PreparedData) -> Path:
+    run = Path(tc.out)
+    if (run / CHECKPOINTS).exists():
+        raise TrainingError(f"{run} already holds a training run; continue it with --resume {run}")
+    run.mkdir(parents=True, exist_ok=True)
+    ckpt.write_atomic(run / CONFIG, json.dumps(cfg.to_dict(), indent=2).encode())
+    ckpt.write_atomic(run / TRAIN_CONFIG, json.dumps(tc.to_dict(), indent=2).encode())
+    for name in sorted(set(data.meta["tokenizer"]["files"].values())):
+        shutil.copyfile(data.directory / name, run / name)
+    info = {
+        "path": str(data.directory),
+        "fingerprint": data_fingerprint(data.meta),
+        "meta": data.meta,
+    }
+    ckpt.write_atomic(run / DATA_INFO, json.dumps(info, indent=2).encode())
+    return run
+
+
+def append_metrics(run: Path, record: dict) -> None:
+    with open(run / METRICS, "a", encoding="utf-8") as handle:
+        handle.write(
+            json.dumps(record, ensure_ascii=False) + "\n"
+        )  # NaN is written as NaN: visible, never dropped
+
+
+def truncate_metrics(run: Path, step: int) -> None:
+    """Drop records a killed run logged after the checkpoint it resumes from."""
+    path = run / METRICS
+    if path.exists():
+        kept = [line for line in path.read_text().splitlines() if json.loads(line)["step"] <= step]
+        ckpt.write_atomic(path, "".join(line + "\n" for line in kept).encode())
+
+
+def save_checkpoint(
+    run: Path, model: Transformer, optimizer: torch.optim.Optimizer, state: dict, keep_last: int
+) -> Path:
+    directory = run / CHECKPOINTS
+    rng = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    path = ckpt.write_checkpoint(
+        directory,
+        ckpt.step_name(state["step"]),
+        {
+            ckpt.WEIGHTS: lambda p: ckpt.save_weights(model, p),
+            ckpt.OPTIMIZER: lambda p: torch.save(optimizer.state_dict(), p),
+            ckpt.RNG: lambda p: torch.save(rng, p),
+            ckpt.STATE: lambda p: p.write_text(json.dumps(state, indent=1)),
+        },
+    )
+    ckpt.set_latest(directory, path)
+    ckpt.prune(directory, keep_last)
+    return path
+
+
+def load_checkpoint(path: Path, model: Transformer, optimizer: torch.optim.Optimizer) -> dict:
+    ckpt.verify(path)
+    ckpt.load_weights(model, ckpt.read_weights(path / ckpt.WEIGHTS), path / ckpt.WEIGHTS)
+    optimizer.load_state_dict(ckpt.torch_load(path / ckpt.OPTIMIZER))
+    rng = ckpt.torch_load(path / ckpt.RNG)
+    torch.set_rng_state(rng["torch"])
+    if "cuda" in rng and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(rng["cuda"])
+    return json.loads((path / ckpt.STATE).read_text())
+
+
+@torch.no_grad()
+def evaluate(
+    model: Transformer, data: PreparedData, tc: TrainConfig, device: torch.device
+) -> dict | None:
+    """Validation loss and perplexity over the whole valid split, and sacreBLEU of greedy
+    translations of its first `eval_sentences` pairs (a fixed sample)."""
+    valid = data.split("valid")
+    if len(valid) == 0:
+        return None
+    was_training = model.training
+    model.eval()
+    cfg = model.cfg
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=tc.precision == "bf16")
+    loss_sum, tokens = 0.0, 0
+    sampler = TokenBatchSampler(valid.src_lengths, valid.tgt_lengths, tc.max_tokens, shuffle=False)
+    for indices in sampler.batches(0):
+        batch = collate(valid, indices, cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
+        with autocast:
+            logits = model(batch.src, batch.tgt_in)
+        total, n = label_smoothed_cross_entropy(logits, batch.tgt_out, cfg.pad_id, smoothing=0.0)
+        loss_sum, tokens = loss_sum + total.item(), tokens + int(n)
+    sources, references = (part[: tc.eval_sentences] for part in data.text("valid"))
+    with autocast:
+        hypotheses = translate(
+            model, data.src_tokenizer, data.tgt_tokenizer, sources, tc.max_tokens
+        )
+    scores = score(hypotheses, references)
+    model.train(was_training)
+    loss = loss_sum / max(tokens, 1)
+    return {
+        "valid_loss": loss,
+        "valid_ppl": math.exp(min(loss, 50.0)),
+        "valid_bleu": scores.bleu,
+        "valid_chrf": scores.chrf,
+        "samples": [
+            [s, r, h] for s, r, h in zip(sources[:3], references, hypotheses, strict=False)
+        ],
+    }
+
+
+def record_evaluation(run: Path, model: Transformer, state: dict, step: int, result: dict) -> None:
+    """Log an evaluation; keep the weights in best/ when its BLEU is the best so far."""
+    append_metrics(run, {"step": step, **result})
+    if state["best_bleu"] is not None and result["valid_bleu"] <= state["best_bleu"]:
+        return
+    state["best_bleu"] = result["valid_bleu"]
+    info = json.dumps({"step": step, **result}, indent=1)
+    ckpt.write_checkpoint(
+        run,
+        BEST,
+        {
+            ckpt.WEIGHTS: lambda p: ckpt.save_weights(model, p),
+            ckpt.STATE: lambda p: p.write_text(info),
+        },
+    )
+
+
+class StopRequest:
+    """Ctrl-C (or SIGTERM) asks to stop after the current step, with a checkpoint; a second
+    Ctrl-C stops at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self) -> StopRequest:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def train(
+    tc: TrainConfig, resume: bool = False, progress: bool = True, reset_data_position: bool = False
+) -> TrainResult:
+    """Train (or resume) the run `tc` describes, until its step or time budget is spent."""
+    dist = init_distributed(tc.device)
+    try:
+        return _train(tc, dist, resume, progress, reset_data_position)
+    finally:
+        dist.close()
+
+
+def _train(
+    tc: TrainConfig, dist: Distributed, resume: bool, progress: bool, reset_data_position: bool
+) -> TrainResult:
+    device = dist.device
+    data = PreparedData(Path(tc.data))
+    run = Path(tc.out)
+
+    # --- the run directory: new, or the one being resumed -----------------------------------------
+    if resume:
+        cfg = ModelConfig.from_dict(json.loads((run / CONFIG).read_text()))
+    else:
+        cfg = model_config_for(tc, data)
+        if dist.is_main:
+            create_run_dir(tc, cfg, data)
+        dist.barrier()
+    if tc.accumulate % dist.world_size:
+        raise TrainingError(
+            f"--accumulate {tc.accumulate} micro-batches cannot be shared evenly by "
+            f"{dist.world_size} processes; use a multiple of {dist.world_size}"
+        )
+
+    # --- model, optimizer (§5.3: Adam with beta1 0.9, beta2 0.98, eps 1e-9), data order ------------
+    torch.manual_seed(tc.seed)
+    model = Transformer(cfg).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=tc.adam_betas, eps=tc.adam_eps)
+    train_split = data.split("train")
+    sampler = TokenBatchSampler(
+        train_split.src_lengths, train_split.tgt_lengths, tc.max_tokens, seed=tc.seed
+    )
+    fingerprint = data_fingerprint(data.meta)
+    state: dict[str, Any] = {
+        "step": 0,
+        "position": [0, 0],
+        "elapsed_seconds": 0.0,
+        "target_tokens": 0,
+        "skipped_steps": 0,
+        "best_bleu": None,
+        "data_fingerprint": fingerprint,
+    }
+    if resume:
+        path = ckpt.latest_valid(run / CHECKPOINTS)
+        if path is None:
+            raise TrainingError(f"{run}: no valid checkpoint to resume from")
+        state = load_checkpoint(path, model, optimizer)
+        if state["data_fingerprint"] != fingerprint:
+            if not reset_data_position:
+                raise TrainingError(
+                    f"the data in {tc.data} changed since this run started; resume with "
+                    "--reset-data-position to continue on the new data from its beginning"
+                )
+            state.update(position=[0, 0], data_fingerprint=fingerprint)
+        if dist.is_main:
+            truncate_metrics(run, state["step"])
+
+    # --- the loop ------------------------------------------------------------------------------
+    net = DistributedDataParallel(model) if dist.enabled else model
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=tc.precision == "bf16")
+    stream = sampler.iterate(Position(*state["position"]))
+    pad, bos, eos = cfg.pad_id, cfg.bos_id, cfg.eos_id
+    budget_steps = tc.max_steps if tc.max_steps is not None else float("inf")
+    budget_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else float("inf")
+    start_time, start_elapsed = time.perf_counter(), state["elapsed_seconds"]
+    bar = progress_bar(
+        total=tc.max_steps,
+        initial=state["step"],
+        enabled=progress and dist.is_main,
+        desc="training",
+        unit="step",
+    )
+    window_tokens, window_start = 0, time.perf_counter()
+    last_eval, stopped_by = None, "max_steps"
+    model.train()
+    with StopRequest() as stop:
+        while state["step"] < budget_steps:
+            step = state["step"] + 1
+            lr = noam_lr(step, cfg.d_model, tc.warmup, tc.lr_scale)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+
+            # Every process sees the same global micro-batches and takes every world_size-th one.
+            micro = [next(stream) for _ in range(tc.accumulate)]
+            update_tokens = sum(len(b) + int(train_split.tgt_lengths[b].sum()) for _, b in micro)
+            mine = [b for _, b in micro][dist.rank :: dist.world_size]
+            optimizer.zero_grad(set_to_none=True)
+            local_loss = torch.zeros((), device=device)
+            for j, indices in enumerate(mine):
+                batch: Batch = collate(train_split, indices, pad, bos, eos).to(device)
+                sync = j == len(mine) - 1 or not dist.enabled
+                with contextlib.nullcontext() if sync else net.no_sync():
+                    with autocast:
+                        logits = net(batch.src, batch.tgt_in)
+                    loss_sum, _ = label_smoothed_cross_entropy(
+                        logits, batch.tgt_out, pad, tc.label_smoothing
+                    )
+                    # Mean over the update's target tokens; DDP then averages over processes.
+                    (loss_sum * dist.world_size / update_tokens).backward()
+                local_loss += loss_sum.detach()
+            loss = (dist.sum(local_loss) / update_tokens).item()
+            grad_norm = torch.nn.utils.clip_grad_norm_(
+                model.parameters(), tc.clip_norm if tc.clip_norm > 0 else float("inf")
+            ).item()
+            if math.isfinite(loss) and math.isfinite(grad_norm):
+                optimizer.step()
+            elif tc.nan_policy == "skip":
+                state["skipped_steps"] += 1
+            else:
+                if dist.is_main:
+                    append_metrics(
+                        run, {"step": step, "loss": loss, "grad_norm": grad_norm, "lr": lr}
+                    )
+                latest = ckpt.latest_valid(run / CHECKPOINTS)
+                raise TrainingError(
+                    f"non-finite loss ({loss}) or gradient norm ({grad_norm}) at step {step}; "
+                    f"stopped without saving it. Last good checkpoint: {latest or 'none'}. "
+                    "Try --precision fp32, a smaller --lr-scale, --clip-norm 1.0, or "
+                    "--nan-policy skip"
+                )
+            state["step"] = step
+            state["position"] = [micro[-1][0].epoch, micro[-1][0].index]
+            state["target_tokens"] += update_tokens
+            state["elapsed_seconds"] = start_elapsed + time.perf_counter() - start_time
+            window_tokens += update_tokens
+
+            if dist.is_main and (step % tc.log_every == 0 or not math.isfinite(loss)):
+                now = time.perf_counter()
+                tokens_per_s = window_tokens / max(now - window_start, 1e-9)
+                window_tokens, window_start = 0, now
+                record = {
+                    "step": step,
+                    "loss": loss,
+                    "lr": lr,
+                    "grad_norm": grad_norm,
+                    "tokens_per_s": tokens_per_s,
+                    "elapsed_seconds": state["elapsed_seconds"],
+                    "epoch": state["position"][0],
+                    "skipped_steps": state["skipped_steps"],
+                }
+                append_metrics(run, record)
+                bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:.0f}")
+            bar.update(1)
+
+            out_of_time = state["elapsed_seconds"] >= budget_seconds
+            finished = step >= budget_steps or dist.any(out_of_time or stop.requested)
+            if step % tc.eval_every == 0 or finished:
+                if dist.is_main:
+                    last_eval = evaluate(model, data, tc, device)
+                    if last_eval is not None:
+                        record_evaluation(run, model, state, step, last_eval)
+                        bar.write(
+                            f"step {step}: valid loss {last_eval['valid_loss']:.3f} "
+                            f"ppl {last_eval['valid_ppl']:.1f} BLEU {last_eval['valid_bleu']:.2f}"
+                        )
+                dist.barrier()
+            if step % tc.save_every == 0 or finished:
+                if dist.is_main:
+                    save_checkpoint(run, model, optimizer, state, tc.keep_last)
+                dist.barrier()
+            if finished:
+                if stop.requested:
+                    stopped_by = "interrupt"
+                elif step < budget_steps:
+                    stopped_by = "max_minutes"
+                break
+    bar.close()
+    return TrainResult(run, state["step"], stopped_by, state["best_bleu"], last_eval)
+
+
+def resume_config(run: Path, **budget: Any) -> TrainConfig:
+    """The saved settings of `run`, with `max_steps` / `max_minutes` replaced where given."""
+    path = Path(run) / TRAIN_CONFIG
+    if not path.is_file():
+        raise TrainingError(f"{run}: not a training run directory (no {TRAIN_CONFIG})")
+    data = json.loads(path.read_text())
+    data.update({k: v for k, v in budget.items() if v is not None})
+    return TrainConfig.from_dict(data)

@@ -1,0 +1,268 @@
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from vaswani.config import TrainConfig
+from vaswani.data import PreparedData, TokenBatchSampler
+from vaswani.train import checkpoint as ckpt
+from vaswani.train import loop
+from vaswani.train.average import average_checkpoints
+from vaswani.train.loop import TrainingError, resume_config, train
+
+VENV_BIN = Path(sys.executable).parent
+
+
+def config(data: Path, out: Path, **overrides) -> TrainConfig:
+    settings = dict(
+        data=str(data),
+        out=str(out),
+        preset="tiny",
+        precision="fp32",
+        warmup=10,
+        max_tokens=512,
+        eval_every=10_000,
+        save_every=1,
+        log_every=1,
+        max_steps=8,
+    )
+    settings.update(overrides)
+    return TrainConfig(**settings)
+
+
+def weights(run: Path, step: int) -> dict[str, torch.Tensor]:
+    return ckpt.read_weights(run / "checkpoints" / ckpt.step_name(step) / ckpt.WEIGHTS)
+
+
+def losses(run: Path) -> list[float]:
+    return [
+        r["loss"]
+        for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+        if "loss" in r
+    ]
+
+
+def assert_same_weights(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+
+
+def batches_per_epoch(data: Path) -> int:
+    split = PreparedData(data).split("train")
+    return len(TokenBatchSampler(split.src_lengths, split.tgt_lengths, 512).batches(0))
+
+
+@pytest.mark.parametrize("where", ["mid-epoch", "epoch boundary", "after warm-up"])
+def test_resume_in_process_is_bitwise_identical(numbers_data, tmp_path, where):
+    per_epoch = batches_per_epoch(numbers_data)
+    k = {"mid-epoch": 3, "epoch boundary": per_epoch, "after warm-up": 10}[where]
+    n = k + 4
+    train(config(numbers_data, tmp_path / "whole", max_steps=n), progress=False)
+    train(config(numbers_data, tmp_path / "split", max_steps=k), progress=False)
+    state = json.loads(
+        (tmp_path / "split/checkpoints" / ckpt.step_name(k) / ckpt.STATE).read_text()
+    )
+    if where == "epoch boundary":
+        assert state["position"] == [1, 0]
+    train(resume_config(tmp_path / "split", max_steps=n), resume=True, progress=False)
+    assert_same_weights(weights(tmp_path / "whole", n), weights(tmp_path / "split", n))
+    assert losses(tmp_path / "whole") == losses(tmp_path / "split")
+    optimizer = [
+        ckpt.torch_load(tmp_path / r / "checkpoints" / ckpt.step_name(n) / ckpt.OPTIMIZER)
+        for r in ("whole", "split")
+    ]
+    for a, b in zip(optimizer[0]["state"].values(), optimizer[1]["state"].values(), strict=True):
+        assert torch.equal(a["exp_avg"], b["exp_avg"]) and torch.equal(
+            a["exp_avg_sq"], b["exp_avg_sq"]
+        )
+
+
+def run_cli(*args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "vaswani.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+def cli_args(data: Path, out: Path, steps: int) -> list[str]:
+    return ["train", "--data", str(data), "--out", str(out), "--preset", "tiny", "--precision", "fp32",
+            "--warmup", "10", "--max-tokens", "512", "--eval-every", "10000", "--save-every", "1",
+            "--log-every", "1", "--max-steps", str(steps)]  # fmt: skip
+
+
+def test_killed_training_resumes_in_a_new_process_to_the_same_weights(numbers_data, tmp_path):
+    n = 40
+    whole = run_cli(*cli_args(numbers_data, tmp_path / "whole", n))
+    assert whole.wait(timeout=300) == 0, whole.stderr.read()
+    victim = run_cli(*cli_args(numbers_data, tmp_path / "killed", n))
+    latest = tmp_path / "killed/checkpoints/latest"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (
+        latest.exists() and latest.read_text().strip() >= ckpt.step_name(12)
+    ):
+        time.sleep(0.05)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    resumed_from = ckpt.latest_valid(tmp_path / "killed/checkpoints")
+    assert resumed_from is not None and resumed_from.name < ckpt.step_name(n)
+    resume = run_cli("train", "--resume", str(tmp_path / "killed"))
+    assert resume.wait(timeout=300) == 0, resume.stderr.read()
+    assert_same_weights(weights(tmp_path / "whole", n), weights(tmp_path / "killed", n))
+    assert losses(tmp_path / "whole") == losses(tmp_path / "killed")
+
+
+def test_ctrl_c_saves_a_checkpoint_and_exits_130(numbers_data, tmp_path):
+    args = cli_args(numbers_data, tmp_path / "run", 100000)
+    args[args.index("--save-every") + 1] = "100000"
+    child = run_cli(*args)
+    metrics = tmp_path / "run/metrics.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (
+        metrics.exists() and len(metrics.read_text().splitlines()) >= 3
+    ):
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    assert child.wait(timeout=120) == 130
+    saved = ckpt.latest_valid(tmp_path / "run/checkpoints")
+    assert saved is not None and "stopped by interrupt" in child.stdout.read()
+
+
+def test_changed_data_makes_resume_refuse_unless_reset(numbers_data, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(numbers_data, data)
+    train(config(data, tmp_path / "run", max_steps=3), progress=False)
+    from vaswani.data import PrepareOptions, prepare
+
+    prepare(
+        ["numbers-de"],
+        data,
+        PrepareOptions(vocab_size=300, numbers_size=2500, progress=False),
+        force=True,
+    )
+    with pytest.raises(
+        TrainingError, match="changed since this run started.*--reset-data-position"
+    ):
+        train(resume_config(tmp_path / "run", max_steps=5), resume=True, progress=False)
+    result = train(
+        resume_config(tmp_path / "run", max_steps=5),
+        resume=True,
+        progress=False,
+        reset_data_position=True,
+    )
+    assert result.step == 5
+
+
+@pytest.mark.skipif(not (VENV_BIN / "torchrun").exists(), reason="torchrun not installed")
+def test_two_process_ddp_equals_one_process_with_the_same_global_batch(numbers_data, tmp_path):
+    common = ["--data", str(numbers_data), "--preset", "tiny", "--precision", "fp32", "--warmup", "10",
+              "--max-tokens", "512", "--accumulate", "2", "--max-steps", "6", "--eval-every", "10000",
+              "--log-every", "1", "--model", "dropout=0.0"]  # fmt: skip
+    single = subprocess.run(
+        [sys.executable, "-m", "vaswani.cli", "train", "--out", str(tmp_path / "one"), *common],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert single.returncode == 0, single.stderr
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    ddp = subprocess.run(
+        [str(VENV_BIN / "torchrun"), "--nproc_per_node", "2", "--master_port", "29517", "-m", "vaswani.cli",
+         "train", "--out", str(tmp_path / "two"), *common],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert ddp.returncode == 0, ddp.stderr
+    # Adam divides by sqrt(v) + eps (1e-9): the keys' bias, whose true gradient is exactly 0
+    # (softmax ignores a constant added to every key), gets +-lr steps from 1e-12 rounding noise.
+    one, two = weights(tmp_path / "one", 6), weights(tmp_path / "two", 6)
+    d = 32  # d_model of the tiny preset
+    for name in one:
+        a, b = one[name].clone(), two[name].clone()
+        if name.endswith("qkv_proj.bias"):  # [query | key | value]
+            a[d : 2 * d] = b[d : 2 * d] = 0
+        elif name.endswith("kv_proj.bias"):  # [key | value]
+            a[:d] = b[:d] = 0
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4, msg=name)
+    for a, b in zip(losses(tmp_path / "one"), losses(tmp_path / "two"), strict=True):
+        assert a == pytest.approx(b, rel=1e-5)
+    assert len(list((tmp_path / "two").glob("metrics.jsonl"))) == 1  # only rank 0 writes
+
+
+def test_nan_loss_stops_with_the_step_and_no_poisoned_checkpoint(
+    numbers_data, tmp_path, monkeypatch
+):
+    real = loop.label_smoothed_cross_entropy
+    calls = {"n": 0}
+
+    def poisoned(logits, target, pad_id, smoothing):
+        calls["n"] += 1
+        loss, n = real(logits, target, pad_id, smoothing)
+        return (loss * float("nan"), n) if calls["n"] == 4 else (loss, n)
+
+    monkeypatch.setattr(loop, "label_smoothed_cross_entropy", poisoned)
+    with pytest.raises(TrainingError, match="non-finite loss \\(nan\\).* at step 4"):
+        train(config(numbers_data, tmp_path / "stop"), progress=False)
+    assert ckpt.latest_valid(tmp_path / "stop/checkpoints").name == ckpt.step_name(3)
+    assert any(math.isnan(x) for x in losses(tmp_path / "stop"))  # visible in the log
+
+    calls["n"] = 0
+    result = train(config(numbers_data, tmp_path / "skip", nan_policy="skip"), progress=False)
+    assert result.step == 8
+    state = json.loads((tmp_path / "skip/checkpoints" / ckpt.step_name(8) / ckpt.STATE).read_text())
+    assert state["skipped_steps"] == 1
+    assert all(torch.isfinite(t).all() for t in weights(tmp_path / "skip", 8).values())
+
+
+def test_validation_loss_falls_on_numbers_de(numbers_data, tmp_path):
+    cfg = config(
+        numbers_data,
+        tmp_path / "run",
+        max_steps=120,
+        eval_every=20,
+        save_every=1000,
+        warmup=40,
+        precision="bf16",
+    )
+    train(cfg, progress=False)
+    records = [
+        json.loads(line) for line in (tmp_path / "run/metrics.jsonl").read_text().splitlines()
+    ]
+    valid = [r["valid_loss"] for r in records if "valid_loss" in r]
+    assert len(valid) == 6 and valid[-1] < valid[0] - 0.5
+    assert (tmp_path / "run/best" / ckpt.WEIGHTS).exists()
+    assert all(k in records[0] for k in ("loss", "lr", "tokens_per_s", "grad_norm"))
+
+
+def test_average_counts_tied_weights_once(numbers_data, tmp_path):
+    train(config(numbers_data, tmp_path / "run", max_steps=3), progress=False)
+    path, names = average_checkpoints(tmp_path / "run", last=2)
+    assert names == [ckpt.step_name(2), ckpt.step_name(3)]
+    averaged = ckpt.read_weights(path / ckpt.WEIGHTS)
+    a, b = weights(tmp_path / "run", 2), weights(tmp_path / "run", 3)
+    assert averaged.keys() == a.keys()
+    for name in averaged:
+        torch.testing.assert_close(averaged[name], (a[name] + b[name]) / 2)
+
+
+def test_clear_errors_for_bad_runs(numbers_data, tmp_path):
+    with pytest.raises(TrainingError, match="not a training run directory"):
+        resume_config(tmp_path)
+    train(config(numbers_data, tmp_path / "run", max_steps=1), progress=False)
+    with pytest.raises(
+        TrainingError, match="already holds a training run; continue it with --resume"
+    ):
+        train(config(numbers_data, tmp_path / "run", max_steps=1), progress=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "vaswani.cli", "train", "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "x"), "--max-steps", "1"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2 and "not a prepared dataset" in result.stderr
