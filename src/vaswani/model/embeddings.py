@@ -11,6 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from vaswani.config import ModelConfig
+from vaswani.model.layers import Dropout
 
 
 def sinusoidal_encoding(length: int, d_model: int) -> Tensor:
@@ -52,7 +53,7 @@ class Embeddings(nn.Module):
             self.register_buffer(
                 "sinusoid", sinusoidal_encoding(cfg.max_len, cfg.d_model), persistent=False
             )
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def position_table(self, offset: int, length: int) -> Tensor:
         """Positions offset .. offset+length-1 as (length, D)."""

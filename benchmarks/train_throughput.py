@@ -2,9 +2,11 @@
 
 Both models have the same shape (the `small` preset unless told otherwise), the same embeddings and
 output layer, the same batch, optimiser and loss; only the encoder-decoder stacks differ. Reports
-target tokens per second for fp32 and bf16 autocast on the chosen device.
+target tokens per second of a full step (forward, backward, Adam) in fp32 and with bf16 autocast,
+the speed-up, and the share of the machine's measured matmul peak that each step reaches (matmul
+FLOPs of the step counted by PyTorch's FlopCounterMode).
 
-    python benchmarks/model_speed.py [--preset small] [--batch 64] [--length 32] [--steps 10]
+    python benchmarks/train_throughput.py [--preset small] [--batch 64] [--length 32] [--steps 20]
 """
 
 from __future__ import annotations
@@ -76,12 +78,38 @@ def time_training(
     return statistics.median(times)
 
 
+def matmul_peak(dtype: torch.dtype, device: torch.device, n: int = 2048) -> float:
+    """Best FLOP/s of an n x n matmul: the machine's practical peak for this dtype."""
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    best = float("inf")
+    for _ in range(12):
+        start = time.perf_counter()
+        a @ b
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best
+
+
+def step_flops(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, bf16: bool) -> int:
+    """Matmul and attention FLOPs of one forward + backward pass."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        with torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=bf16):
+            logits = model(src, tgt[:, :-1])
+        mean_loss(*label_smoothed_cross_entropy(logits, tgt[:, 1:], 0)).backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="small")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--length", type=int, default=32, help="source and target length")
-    parser.add_argument("--steps", type=int, default=10, help="timed steps per measurement")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per measurement")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
 
@@ -92,22 +120,34 @@ def main() -> None:
     tgt = torch.randint(3, cfg.vocab_size, (args.batch, args.length + 1), device=device)
     src[: args.batch // 4, args.length // 2 :] = cfg.pad_id  # some padding, as in real batches
     tokens = args.batch * args.length
+    peaks = {False: matmul_peak(torch.float32, device), True: matmul_peak(torch.bfloat16, device)}
 
     print(
         f"preset={args.preset} batch={args.batch}x{args.length} device={device} "
-        f"threads={torch.get_num_threads()}"
+        f"threads={torch.get_num_threads()} torch={torch.__version__}"
     )
-    print(f"{'precision':<10} {'model':<22} {'ms/step':>9} {'tgt tok/s':>10}")
+    print(
+        f"measured matmul peak: fp32 {peaks[False] / 1e9:.0f} GFLOP/s, bf16 {peaks[True] / 1e9:.0f} GFLOP/s"
+    )
+    print(
+        f"{'precision':<10} {'model':<22} {'ms/step':>9} {'tgt tok/s':>10} {'speed-up':>9} {'of peak':>8}"
+    )
     for bf16 in (False, True):
+        baseline = None
         for name, build in (
-            ("vaswani.Transformer", Transformer),
             ("torch.nn.Transformer", TorchReference),
+            ("vaswani.Transformer", Transformer),
         ):
             torch.manual_seed(0)
             model = build(cfg).to(device)
+            flops = step_flops(model, src, tgt, bf16)
             seconds = time_training(model, src, tgt, bf16, args.steps)
+            baseline = baseline or seconds
             precision = "bf16" if bf16 else "fp32"
-            print(f"{precision:<10} {name:<22} {seconds * 1e3:>9.1f} {tokens / seconds:>10.0f}")
+            print(
+                f"{precision:<10} {name:<22} {seconds * 1e3:>9.1f} {tokens / seconds:>10.0f} "
+                f"{baseline / seconds:>8.2f}x {flops / seconds / peaks[bf16]:>7.1%}"
+            )
 
 
 if __name__ == "__main__":
