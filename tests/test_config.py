@@ -81,5 +81,21 @@ def test_separate_vocabularies_with_decoder_tying():
 def test_dict_round_trip_and_unknown_keys():
     cfg = ModelConfig.from_preset("small", positions="learned")
     assert ModelConfig.from_dict(cfg.to_dict()) == cfg
-    with pytest.raises(ValueError, match="unknown ModelConfig field"):
+    with pytest.raises(ValueError, match=r"invalid ModelConfig: unknown field\(s\) d_modle"):
         ModelConfig.from_dict({**cfg.to_dict(), "d_modle": 3})
+
+
+def test_train_config_fills_preset_settings_and_refuses_unknown_fields():
+    from vaswani.config import PRESET_TRAINING, TrainConfig
+
+    tc = TrainConfig(data="d", out="o", preset="base", max_steps=10).resolved()
+    assert (tc.warmup, tc.lr_scale, tc.max_tokens) == (4000, 1.0, 4096)  # §5.3
+    tc = TrainConfig(data="d", out="o", preset="small", warmup=300, max_steps=10).resolved()
+    assert tc.warmup == 300 and tc.lr_scale == PRESET_TRAINING["small"]["lr_scale"]
+    assert TrainConfig.from_dict(tc.to_dict()) == tc
+    with pytest.raises(ValueError, match=r"invalid ModelConfig: unknown field\(s\) d_modle"):
+        TrainConfig(data="d", out="o", max_steps=1, model={"d_model": 64, "d_modle": 3})
+    with pytest.raises(ValueError, match="give a budget"):
+        TrainConfig(data="d", out="o")
+    with pytest.raises(ValueError, match=r"invalid TrainConfig: unknown field\(s\) bogus"):
+        TrainConfig.from_dict({**tc.to_dict(), "bogus": 1})

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from vaswani import __version__
-from vaswani.config import PRESETS, ModelConfig
+from vaswani.config import PRESET_TRAINING, PRESETS, ModelConfig
 from vaswani.data.corpora import DataError
 
 
@@ -101,6 +101,50 @@ def cmd_train(args: argparse.Namespace) -> int:
         line += f"; best validation BLEU {result.best_bleu:.2f}"
     print(line)
     return 130 if result.stopped_by == "interrupt" else 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """sacreBLEU and chrF of greedy translations of a split, or of --src against --ref."""
+    import time
+
+    import torch
+
+    from vaswani.data import PreparedData
+    from vaswani.decode import translate
+    from vaswani.evaluate import score
+    from vaswani.train.loop import load_trained
+
+    model, src_tok, tgt_tok, info = load_trained(args.checkpoint, args.weights)
+    if args.src is not None or args.ref is not None:
+        if args.src is None or args.ref is None:
+            raise CliError("--src and --ref go together")
+        sources = args.src.read_bytes().decode("utf-8").split("\n")
+        references = args.ref.read_bytes().decode("utf-8").split("\n")
+        if sources and sources[-1] == "" and references and references[-1] == "":
+            sources, references = sources[:-1], references[:-1]
+        if len(sources) != len(references):
+            raise CliError(
+                f"{args.src} has {len(sources)} lines but {args.ref} has {len(references)}"
+            )
+    else:
+        sources, references = PreparedData(Path(info["path"])).text(args.split)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model.to(device)
+    start = time.perf_counter()
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+        hypotheses = translate(model, src_tok, tgt_tok, sources)
+    seconds = time.perf_counter() - start
+    scores = score(hypotheses, references)
+    n_tokens = sum(len(ids) for ids in tgt_tok.encode_batch(hypotheses))
+    print(f"BLEU = {scores.bleu:.2f}   ({scores.bleu_signature})")
+    print(f"chrF = {scores.chrf:.2f}   ({scores.chrf_signature})")
+    print(
+        f"{len(sources)} sentences in {seconds:.1f}s: {len(sources) / seconds:.1f} sentences/s, "
+        f"{n_tokens / seconds:.0f} tokens/s (greedy, {args.precision}, {device})"
+    )
+    if args.output:
+        args.output.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
+    return 0
 
 
 def cmd_average(args: argparse.Namespace) -> int:
@@ -230,7 +274,11 @@ def add_train_parser(sub: argparse._SubParsersAction) -> None:
     for name, (kind, text) in TRAIN_FLAGS.items():
         flag = "--" + name.replace("_", "-")
         default = train_default(name)
-        shown = f"{text} (default: {default})"
+        if default is None and name in PRESET_TRAINING["small"]:
+            by_preset = ", ".join(f"{p}: {v[name]}" for p, v in PRESET_TRAINING.items())
+            shown = f"{text} (default by preset: {by_preset})"
+        else:
+            shown = f"{text} (default: {default})"
         if isinstance(kind, tuple):
             train.add_argument(flag, choices=kind, help=shown)
         else:
@@ -316,6 +364,24 @@ def build_parser() -> argparse.ArgumentParser:
     prep.set_defaults(func=cmd_prepare)
 
     add_train_parser(sub)
+
+    evaluate = sub.add_parser(
+        "evaluate",
+        help="sacreBLEU and chrF of a trained model on a split of its data",
+        description="Translate a split of the data the run was trained on (or --src/--ref files) "
+        "greedily and score it with sacreBLEU and chrF, printing their signatures.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    evaluate.add_argument("--checkpoint", type=Path, required=True, metavar="RUN_DIR")
+    evaluate.add_argument("--split", choices=("valid", "test"), default="test")
+    evaluate.add_argument("--src", type=Path, help="source file instead of a split")
+    evaluate.add_argument("--ref", type=Path, help="reference file for --src")
+    evaluate.add_argument(
+        "--weights", choices=("best", "latest", "averaged"), default="best", help="which weights"
+    )
+    evaluate.add_argument("--precision", choices=("bf16", "fp32"), default="bf16")
+    evaluate.add_argument("--output", type=Path, help="also write the translations here")
+    evaluate.set_defaults(func=cmd_evaluate)
 
     average = sub.add_parser(
         "average",

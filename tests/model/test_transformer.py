@@ -219,7 +219,13 @@ def expected_parameters(cfg: ModelConfig) -> int:
     encoder_layer = attention + ffn + 2 * norm
     decoder_layer = 2 * attention + ffn + 3 * norm
     embedding = cfg.vocab_size * d
-    return embedding + cfg.n_encoder_layers * encoder_layer + cfg.n_decoder_layers * decoder_layer
+    final_norms = 2 * norm if cfg.norm == "pre" else 0
+    return (
+        embedding
+        + cfg.n_encoder_layers * encoder_layer
+        + cfg.n_decoder_layers * decoder_layer
+        + final_norms
+    )
 
 
 @pytest.mark.parametrize("preset", ["tiny", "small", "base", "big"])

@@ -237,7 +237,7 @@ def train(
     """Train (or resume) the run `tc` describes, until its step or time budget is spent."""
     dist = init_distributed(tc.device)
     try:
-        return _train(tc, dist, resume, progress, reset_data_position)
+        return _train(tc.resolved(), dist, resume, progress, reset_data_position)
     finally:
         dist.close()
 
@@ -380,7 +380,11 @@ def _train(
                     "skipped_steps": state["skipped_steps"],
                 }
                 append_metrics(run, record)
-                bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:.0f}")
+                postfix = {"loss": f"{loss:.3f}", "lr": f"{lr:.2e}", "tok/s": f"{tokens_per_s:.0f}"}
+                if budget_seconds < float("inf"):
+                    left = max(budget_seconds - state["elapsed_seconds"], 0.0)
+                    postfix["left"] = f"{left / 60:.1f}min"
+                bar.set_postfix(postfix)
             bar.update(1)
 
             out_of_time = state["elapsed_seconds"] >= budget_seconds
@@ -417,3 +421,41 @@ def resume_config(run: Path, **budget: Any) -> TrainConfig:
     data = json.loads(path.read_text())
     data.update({k: v for k, v in budget.items() if v is not None})
     return TrainConfig.from_dict(data)
+
+
+def load_trained(run: Path, weights: str = "best") -> tuple[Transformer, Any, Any, dict]:
+    """A trained model from a run directory, with its tokenizers and data record.
+
+    `weights`: "best" (best validation BLEU; the latest checkpoint when there is no best/),
+    "latest", or "averaged" (written by `vaswani average`).
+    """
+    from vaswani.data.tokenizer import SubwordTokenizer
+    from vaswani.train.average import AVERAGED
+
+    run = Path(run)
+    for name in (CONFIG, DATA_INFO):
+        if not (run / name).is_file():
+            raise TrainingError(f"{run}: not a complete run directory (no {name})")
+    cfg = ModelConfig.from_dict(json.loads((run / CONFIG).read_text()))
+    info = json.loads((run / DATA_INFO).read_text())
+    if weights == "best" and not (run / BEST).is_dir():
+        weights = "latest"
+    if weights == "latest":
+        path = ckpt.latest_valid(run / CHECKPOINTS)
+        if path is None:
+            raise TrainingError(f"{run}: no valid checkpoint")
+    elif weights in ("best", AVERAGED):
+        path = run / (BEST if weights == "best" else AVERAGED)
+        if not path.is_dir():
+            raise TrainingError(
+                f"{run}: no {path.name}/ weights (for averaged: run `vaswani average`)"
+            )
+    else:
+        raise TrainingError(f"--weights {weights!r}: choose best, latest or averaged")
+    ckpt.verify(path)
+    model = Transformer(cfg)
+    ckpt.load_weights(model, ckpt.read_weights(path / ckpt.WEIGHTS), path / ckpt.WEIGHTS)
+    files = info["meta"]["tokenizer"]["files"]
+    src_tok = SubwordTokenizer.load(run / files["src"])
+    tgt_tok = src_tok if files["tgt"] == files["src"] else SubwordTokenizer.load(run / files["tgt"])
+    return model.eval(), src_tok, tgt_tok, info

@@ -1,0 +1,52 @@
+import subprocess
+import sys
+
+import pytest
+
+from vaswani.config import TrainConfig
+from vaswani.evaluate import score
+from vaswani.train.loop import TrainingError, load_trained, train
+
+
+def test_score_gives_bleu_chrf_and_signatures():
+    scores = score(["the cat sat on the mat"], ["the cat sat on the mat"])
+    assert scores.bleu == pytest.approx(100.0) and scores.chrf == pytest.approx(100.0)
+    assert "tok:13a" in scores.bleu_signature and "nrefs:1" in scores.bleu_signature
+    assert score(["a b c d"], ["w x y z"]).bleu == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="1 hypotheses for 2 references"):
+        score(["a"], ["a", "b"])
+
+
+@pytest.fixture(scope="module")
+def run(numbers_data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "run"
+    tc = TrainConfig(
+        data=str(numbers_data), out=str(out), preset="tiny", warmup=20, max_tokens=512,
+        max_steps=40, eval_every=40, save_every=20, log_every=10,
+    )  # fmt: skip
+    train(tc, progress=False)
+    return out
+
+
+def test_load_trained_gives_a_model_and_tokenizers(run):
+    model, src_tok, tgt_tok, info = load_trained(run)
+    assert not model.training and model.cfg.vocab_size == src_tok.vocab_size
+    assert info["meta"]["corpus"]["name"] == "numbers-de"
+    with pytest.raises(TrainingError, match="no averaged/ weights"):
+        load_trained(run, "averaged")
+    with pytest.raises(TrainingError, match="not a complete run directory"):
+        load_trained(run / "checkpoints")
+
+
+def test_evaluate_cli_prints_scores_signature_and_speed(run, tmp_path):
+    out = tmp_path / "hyp.txt"
+    result = subprocess.run(
+        [sys.executable, "-m", "vaswani.cli", "evaluate", "--checkpoint", str(run), "--split", "test",
+         "--output", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "BLEU = " in result.stdout and "version:2." in result.stdout
+    assert "sentences/s" in result.stdout
+    n_test = load_trained(run)[3]["meta"]["splits"]["test"]["pairs"]
+    assert len(out.read_bytes().decode().split("\n")) == n_test + 1  # one line per sentence
