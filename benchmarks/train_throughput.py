@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+import warnings
 
 import torch
 from torch import nn
@@ -25,7 +26,10 @@ from vaswani.train.loss import mean_loss
 
 
 class TorchReference(nn.Module):
-    """torch.nn.Transformer between vaswani's embeddings and output layer."""
+    """torch.nn.Transformer between vaswani's embeddings and output layer.
+
+    nn.Transformer always ends each stack with a LayerNorm; vaswani has them only with pre-norm.
+    """
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -40,6 +44,9 @@ class TorchReference(nn.Module):
             num_decoder_layers=cfg.n_decoder_layers,
             dim_feedforward=cfg.d_ff,
             dropout=cfg.dropout,
+            activation=cfg.activation,
+            layer_norm_eps=cfg.layer_norm_eps,
+            norm_first=cfg.norm == "pre",  # the same residual layout as the preset
             batch_first=True,
         )
 
@@ -105,6 +112,7 @@ def step_flops(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, bf16: boo
 
 
 def main() -> None:
+    warnings.filterwarnings("ignore", message="enable_nested_tensor is True")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="small")
     parser.add_argument("--batch", type=int, default=64)

@@ -62,7 +62,10 @@ def cmd_prepare(args: argparse.Namespace) -> int:
         f"read {meta['pairs_read']} pairs; dropped while reading: {meta['dropped_while_reading'] or 'none'}"
     )
     train = PreparedData(args.out).split("train")
-    sampler = TokenBatchSampler(train.src_lengths, train.tgt_lengths, args.max_tokens)
+    try:
+        sampler = TokenBatchSampler(train.src_lengths, train.tgt_lengths, args.max_tokens)
+    except ValueError as error:  # the data is written; only the padding report cannot be made
+        raise CliError(f"prepared {args.out}, but no padding report: {error}") from None
     for name, split in meta["splits"].items():
         src, tgt = split["src_lengths"], split["tgt_lengths"]
         print(
@@ -110,6 +113,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     import torch
 
     from vaswani.data import PreparedData
+    from vaswani.data.corpora import read_parallel_files
     from vaswani.decode import translate
     from vaswani.evaluate import score
     from vaswani.train.loop import load_trained
@@ -118,16 +122,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.src is not None or args.ref is not None:
         if args.src is None or args.ref is None:
             raise CliError("--src and --ref go together")
-        sources = args.src.read_bytes().decode("utf-8").split("\n")
-        references = args.ref.read_bytes().decode("utf-8").split("\n")
-        if sources and sources[-1] == "" and references and references[-1] == "":
-            sources, references = sources[:-1], references[:-1]
-        if len(sources) != len(references):
-            raise CliError(
-                f"{args.src} has {len(sources)} lines but {args.ref} has {len(references)}"
-            )
+        # The training data's reader: same errors for bad text, counts, and empty pairs dropped.
+        pairs = list(read_parallel_files(args.src, args.ref))
+        sources, references = [s for s, _ in pairs], [r for _, r in pairs]
     else:
         sources, references = PreparedData(Path(info["path"])).text(args.split)
+    if not sources:
+        raise CliError("nothing to evaluate: no non-empty sentence pairs")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device)
     start = time.perf_counter()

@@ -94,7 +94,7 @@ def create_run_dir(tc: TrainConfig, cfg: ModelConfig, data: PreparedData) -> Pat
     for name in sorted(set(data.meta["tokenizer"]["files"].values())):
         shutil.copyfile(data.directory / name, run / name)
     info = {
-        "path": str(data.directory),
+        "path": str(data.directory.resolve()),  # evaluate may run from elsewhere
         "fingerprint": data_fingerprint(data.meta),
         "meta": data.meta,
     }
