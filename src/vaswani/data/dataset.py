@@ -9,7 +9,7 @@ import numpy as np
 
 from vaswani.data.corpora import DataError
 from vaswani.data.prepare import FORMAT_VERSION, SIDES, SPLITS
-from vaswani.data.tokenizer import SubwordTokenizer
+from vaswani.data.tokenizer import load_tokenizers
 
 
 def _map(path: Path, dtype: np.dtype) -> np.ndarray:
@@ -68,14 +68,9 @@ class PreparedData:
                 f"{self.directory}: prepared with format {version}, this vaswani reads format "
                 f"{FORMAT_VERSION}; run prepare again"
             )
-        files = self.meta["tokenizer"]["files"]
-        src = SubwordTokenizer.load(self.directory / files["src"])
-        tgt = (
-            src
-            if files["tgt"] == files["src"]
-            else SubwordTokenizer.load(self.directory / files["tgt"])
+        self.src_tokenizer, self.tgt_tokenizer = load_tokenizers(
+            self.directory, self.meta["tokenizer"]["files"]
         )
-        self.src_tokenizer, self.tgt_tokenizer = src, tgt
         self.dtype = np.dtype(self.meta["dtype"])
 
     def split(self, name: str) -> ParallelSplit:

@@ -94,6 +94,19 @@ class SubwordTokenizer:
         return [self.tokenizer.decode([i], skip_special_tokens=False) for i in ids]
 
 
+def load_tokenizers(
+    directory: Path, files: dict[str, str]
+) -> tuple[SubwordTokenizer, SubwordTokenizer]:
+    """The source and target tokenizers named in meta.json's `files`; one object when shared."""
+    src = SubwordTokenizer.load(Path(directory) / files["src"])
+    tgt = (
+        src
+        if files["tgt"] == files["src"]
+        else SubwordTokenizer.load(Path(directory) / files["tgt"])
+    )
+    return src, tgt
+
+
 def iter_text_lines(*paths: Path) -> Iterator[str]:
     """Lines of UTF-8 text files written by `vaswani prepare` (one segment per line)."""
     for path in paths:

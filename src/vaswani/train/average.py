@@ -36,14 +36,8 @@ def average_checkpoints(run_dir: Path, last: int = 5) -> tuple[Path, list[str]]:
         run_dir,
         AVERAGED,
         {
-            ckpt.WEIGHTS: lambda p: save_tensors(averaged, p),
+            ckpt.WEIGHTS: lambda p: ckpt.save_tensors(averaged, p),
             ckpt.STATE: lambda p: p.write_text(json.dumps({"averaged": names}, indent=1)),
         },
     )
     return path, names
-
-
-def save_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
-    from safetensors.torch import save_file
-
-    save_file({k: v.contiguous() for k, v in tensors.items()}, str(path))

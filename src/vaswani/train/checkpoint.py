@@ -56,9 +56,19 @@ def unique_state(model: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, s
     return tensors, aliases
 
 
-def save_weights(model: nn.Module, path: Path) -> None:
-    tensors, _ = unique_state(model)
+def save_tensors(tensors: dict[str, torch.Tensor], path: Path) -> None:
     save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, str(path))
+
+
+def save_weights(model: nn.Module, path: Path) -> None:
+    """The model's tensors, each tied (shared) tensor once."""
+    save_tensors(unique_state(model)[0], path)
+
+
+def load_checkpoint_weights(model: nn.Module, checkpoint: Path) -> None:
+    """Verify a checkpoint directory against its manifest, then load its weights into `model`."""
+    verify(checkpoint)
+    load_weights(model, read_weights(checkpoint / WEIGHTS), checkpoint / WEIGHTS)
 
 
 def read_weights(path: Path) -> dict[str, torch.Tensor]:

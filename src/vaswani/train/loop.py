@@ -140,8 +140,7 @@ def save_checkpoint(
 
 
 def load_checkpoint(path: Path, model: Transformer, optimizer: torch.optim.Optimizer) -> dict:
-    ckpt.verify(path)
-    ckpt.load_weights(model, ckpt.read_weights(path / ckpt.WEIGHTS), path / ckpt.WEIGHTS)
+    ckpt.load_checkpoint_weights(model, path)
     optimizer.load_state_dict(ckpt.torch_load(path / ckpt.OPTIMIZER))
     rng = ckpt.torch_load(path / ckpt.RNG)
     torch.set_rng_state(rng["torch"])
@@ -429,7 +428,7 @@ def load_trained(run: Path, weights: str = "best") -> tuple[Transformer, Any, An
     `weights`: "best" (best validation BLEU; the latest checkpoint when there is no best/),
     "latest", or "averaged" (written by `vaswani average`).
     """
-    from vaswani.data.tokenizer import SubwordTokenizer
+    from vaswani.data.tokenizer import load_tokenizers
     from vaswani.train.average import AVERAGED
 
     run = Path(run)
@@ -452,10 +451,7 @@ def load_trained(run: Path, weights: str = "best") -> tuple[Transformer, Any, An
             )
     else:
         raise TrainingError(f"--weights {weights!r}: choose best, latest or averaged")
-    ckpt.verify(path)
     model = Transformer(cfg)
-    ckpt.load_weights(model, ckpt.read_weights(path / ckpt.WEIGHTS), path / ckpt.WEIGHTS)
-    files = info["meta"]["tokenizer"]["files"]
-    src_tok = SubwordTokenizer.load(run / files["src"])
-    tgt_tok = src_tok if files["tgt"] == files["src"] else SubwordTokenizer.load(run / files["tgt"])
+    ckpt.load_checkpoint_weights(model, path)
+    src_tok, tgt_tok = load_tokenizers(run, info["meta"]["tokenizer"]["files"])
     return model.eval(), src_tok, tgt_tok, info
