@@ -7,10 +7,24 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from vaswani import __version__
 from vaswani.config import PRESET_TRAINING, PRESETS, ModelConfig
 from vaswani.data.corpora import DataError
+
+if TYPE_CHECKING:
+    from vaswani.config import DecodeConfig
+    from vaswani.decode import Translation
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each flag's default, except where there is none to show."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
 
 
 class CliError(Exception):
@@ -106,42 +120,234 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 130 if result.stopped_by == "interrupt" else 0
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    """sacreBLEU and chrF of greedy translations of a split, or of --src against --ref."""
-    import time
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text}")
+    return value
 
+
+def add_decoding_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags `translate` and `evaluate` share: which weights, how to search, how to batch."""
+    from vaswani.config import LENGTH_PENALTIES, DecodeConfig
+
+    paper = DecodeConfig()
+    parser.add_argument(
+        "--checkpoint", type=Path, required=True, metavar="RUN_DIR", help="a run directory"
+    )
+    parser.add_argument(
+        "--weights",
+        choices=("best", "latest", "averaged"),
+        default="best",
+        help="best validation BLEU, the latest checkpoint, or `vaswani average`'s",
+    )
+    parser.add_argument(
+        "--beam-size",
+        type=positive_int,
+        default=paper.beam_size,
+        help="hypotheses kept per sentence (paper: 4); 1 is greedy search",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=paper.alpha,
+        help="length penalty strength (paper: 0.6); 0 ranks by log-probability alone",
+    )
+    parser.add_argument(
+        "--length-penalty",
+        choices=LENGTH_PENALTIES,
+        default=paper.length_penalty,
+        help="gnmt: divide log P by ((5 + length) / 6) ** alpha; plain: by length ** alpha",
+    )
+    parser.add_argument(
+        "--max-extra",
+        type=non_negative_int,
+        default=paper.max_extra,
+        help="an output stops after its source's length + this many tokens",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        default=paper.max_tokens,
+        help="batch budget: source tokens (padding included) times beam size",
+    )
+    parser.add_argument(
+        "--too-long",
+        choices=("error", "truncate"),
+        default="error",
+        help="a line longer than the model's position limit: stop with an error, or translate "
+        "its beginning and warn",
+    )
+    parser.add_argument(
+        "--max-line-bytes",
+        type=positive_int,
+        default=1 << 20,
+        help="refuse any input line longer than this many bytes",
+    )
+    parser.add_argument("--precision", choices=("bf16", "fp32"), default="bf16", help="autocast")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ...")
+
+
+def decode_config(args: argparse.Namespace, n_best: int = 1) -> DecodeConfig:
+    from vaswani.config import DecodeConfig
+
+    return DecodeConfig(
+        beam_size=args.beam_size,
+        alpha=args.alpha,
+        length_penalty=args.length_penalty,
+        n_best=n_best,
+        max_extra=args.max_extra,
+        max_tokens=args.max_tokens,
+    )
+
+
+def load_for_decoding(args: argparse.Namespace) -> tuple[Any, Any, Any, dict, Any]:
+    """The model (on its device, in eval mode), tokenizers, data record and an autocast context."""
     import torch
+
+    from vaswani.train.distributed import pick_device
+    from vaswani.train.loop import load_trained
+
+    try:
+        device = pick_device(args.device)
+    except (ValueError, RuntimeError) as error:
+        raise CliError(str(error)) from None
+    model, src_tok, tgt_tok, info = load_trained(args.checkpoint, args.weights)
+    model.to(device)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16")
+    return model, src_tok, tgt_tok, info, autocast
+
+
+def read_input_lines(path: Path | None, max_line_bytes: int) -> list[str]:
+    """Every line of a UTF-8 file (or of stdin when `path` is None or "-")."""
+    from vaswani.data.corpora import decode_lines, open_binary, split_lines
+
+    if path is None or str(path) == "-":
+        return list(
+            decode_lines(split_lines(sys.stdin.buffer, "<stdin>", max_line_bytes), "<stdin>")
+        )
+    with open_binary(path) as handle:
+        return list(decode_lines(split_lines(handle, path, max_line_bytes), path))
+
+
+def show_warnings_as_lines() -> None:
+    """Print warnings (a truncated line, ...) as one `warning:` line each, without source lines."""
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ARG001
+        print(f"warning: {message}", file=sys.stderr)
+
+    warnings.showwarning = show
+
+
+def format_translations(
+    first_line: int, translations: list[list[Translation]], n_best: int
+) -> list[str]:
+    """One line per input line; with --n-best, `LINE ||| TEXT ||| SCORE` per hypothesis."""
+    if n_best == 1:
+        return [found[0].text if found else "" for found in translations]
+    return [
+        f"{first_line + i} ||| {t.text} ||| {t.score:.4f}"
+        for i, found in enumerate(translations)
+        for t in found
+    ]
+
+
+def cmd_translate(args: argparse.Namespace) -> int:
+    """Translate arguments, a file, or stdin line by line."""
+    from vaswani.decode import translate_nbest
+    from vaswani.progress import progress_bar
+    from vaswani.train.checkpoint import write_atomic
+
+    show_warnings_as_lines()
+    if args.texts and args.input is not None:
+        raise CliError("give TEXT arguments or --input FILE, not both")
+    dc = decode_config(args, args.n_best)
+    interactive = not args.texts and args.input is None and sys.stdin.isatty()
+    if args.texts:
+        lines, name = args.texts, "the arguments"
+    elif not interactive:
+        lines = read_input_lines(args.input, args.max_line_bytes)
+        name = "stdin" if args.input is None else str(args.input)
+        if not lines:
+            raise CliError(f"{name} is empty: nothing to translate")
+    model, src_tok, tgt_tok, _, autocast = load_for_decoding(args)
+
+    def run(texts: list[str], bar: Any = None) -> list[list[Translation]]:
+        with autocast:
+            return translate_nbest(
+                model, src_tok, tgt_tok, texts, dc, args.too_long, bar.update if bar else None
+            )
+
+    if interactive:  # a person typing: answer each line as it comes
+        print("type a sentence and press Enter; Ctrl-D ends", file=sys.stderr)
+        for number, line in enumerate(sys.stdin):
+            print("\n".join(format_translations(number, run([line.rstrip("\n")]), dc.n_best)))
+            sys.stdout.flush()
+        return 0
+    with progress_bar(
+        total=sum(1 for line in lines if line.strip()),
+        unit="sent",
+        desc="translating",
+        enabled=args.input is not None,
+    ) as bar:
+        out = format_translations(0, run(lines, bar), dc.n_best)
+    text = "".join(line + "\n" for line in out)
+    if args.output is not None:
+        write_atomic(args.output, text.encode("utf-8"))  # never a half-written file
+        print(f"translated {len(lines)} lines of {name} into {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """sacreBLEU and chrF of a split's translations, or of --src against --ref; decoding speed."""
+    import time
 
     from vaswani.data import PreparedData
     from vaswani.data.corpora import read_parallel_files
     from vaswani.decode import translate
     from vaswani.evaluate import score
-    from vaswani.train.loop import load_trained
+    from vaswani.progress import progress_bar
 
-    model, src_tok, tgt_tok, info = load_trained(args.checkpoint, args.weights)
-    if args.src is not None or args.ref is not None:
-        if args.src is None or args.ref is None:
-            raise CliError("--src and --ref go together")
+    show_warnings_as_lines()
+    if (args.src is None) != (args.ref is None):
+        raise CliError("--src and --ref go together")
+    model, src_tok, tgt_tok, info, autocast = load_for_decoding(args)
+    if args.src is not None:
         # The training data's reader: same errors for bad text, counts, and empty pairs dropped.
-        pairs = list(read_parallel_files(args.src, args.ref))
+        pairs = list(read_parallel_files(args.src, args.ref, max_line_bytes=args.max_line_bytes))
         sources, references = [s for s, _ in pairs], [r for _, r in pairs]
+        what = f"{args.src}"
     else:
-        sources, references = PreparedData(Path(info["path"])).text(args.split)
+        data_dir = Path(info["path"])
+        if not (data_dir / "meta.json").is_file():
+            raise CliError(
+                f"the run's data directory {data_dir} is gone; prepare it again there, or "
+                "evaluate with --src FILE --ref FILE"
+            )
+        sources, references = PreparedData(data_dir).text(args.split)
+        what = f"the {args.split} split of {data_dir}"
     if not sources:
-        raise CliError("nothing to evaluate: no non-empty sentence pairs")
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    model.to(device)
+        raise CliError(f"nothing to evaluate: {what} has no non-empty sentence pairs")
+    dc = decode_config(args)
+    search = "greedy" if dc.beam_size == 1 else f"beam {dc.beam_size}, alpha {dc.alpha}"
     start = time.perf_counter()
-    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
-        hypotheses = translate(model, src_tok, tgt_tok, sources)
+    with progress_bar(total=len(sources), unit="sent", desc="translating") as bar, autocast:
+        hypotheses = translate(model, src_tok, tgt_tok, sources, dc, args.too_long, bar.update)
     seconds = time.perf_counter() - start
     scores = score(hypotheses, references)
     n_tokens = sum(len(ids) for ids in tgt_tok.encode_batch(hypotheses))
+    device = next(model.parameters()).device
+    print(f"{len(sources)} sentences from {what}")
     print(f"BLEU = {scores.bleu:.2f}   ({scores.bleu_signature})")
     print(f"chrF = {scores.chrf:.2f}   ({scores.chrf_signature})")
+    exact = sum(h == r for h, r in zip(hypotheses, references, strict=True))
+    print(f"exact match: {exact}/{len(references)} ({100 * exact / len(references):.1f}%)")
     print(
-        f"{len(sources)} sentences in {seconds:.1f}s: {len(sources) / seconds:.1f} sentences/s, "
-        f"{n_tokens / seconds:.0f} tokens/s (greedy, {args.precision}, {device})"
+        f"decoding: {seconds:.1f}s, {len(sources) / seconds:.1f} sentences/s, "
+        f"{n_tokens / seconds:.0f} tokens/s ({search}, {args.precision}, {device})"
     )
     if args.output:
         args.output.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
@@ -291,7 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vaswani",
         description='The Transformer of "Attention Is All You Need": train, translate, inspect.',
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"vaswani {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -313,7 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
             "(numbers-de, ding-de-en), one TSV file of source<TAB>target lines, or two aligned "
             "files (source, then target); plain or gzip-compressed UTF-8."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     prep.add_argument("inputs", nargs="+", metavar="CORPUS_OR_PATHS")
     prep.add_argument("--out", type=Path, required=True, help="directory to write")
@@ -366,22 +572,40 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_train_parser(sub)
 
+    translate = sub.add_parser(
+        "translate",
+        help="translate text with a trained model (arguments, a file, or stdin)",
+        description=(
+            "Translate TEXT arguments, or --input FILE, or stdin, one sentence per line, with beam "
+            "search (or greedy search with --beam-size 1). Output has one line per input line, in "
+            "order; an empty line gives an empty line. Lines are batched by length for speed."
+        ),
+        formatter_class=HelpFormatter,
+    )
+    translate.add_argument("texts", nargs="*", metavar="TEXT", help="sentences to translate")
+    translate.add_argument("--input", type=Path, help="file of sentences, one per line (- = stdin)")
+    translate.add_argument("--output", type=Path, help="write translations here instead of stdout")
+    translate.add_argument(
+        "--n-best",
+        type=positive_int,
+        default=1,
+        help="hypotheses per line (at most --beam-size); more than 1 prints LINE ||| TEXT ||| SCORE",
+    )
+    add_decoding_flags(translate)
+    translate.set_defaults(func=cmd_translate)
+
     evaluate = sub.add_parser(
         "evaluate",
         help="sacreBLEU and chrF of a trained model on a split of its data",
         description="Translate a split of the data the run was trained on (or --src/--ref files) "
-        "greedily and score it with sacreBLEU and chrF, printing their signatures.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        "and score it with sacreBLEU and chrF, printing their signatures and the decoding speed.",
+        formatter_class=HelpFormatter,
     )
-    evaluate.add_argument("--checkpoint", type=Path, required=True, metavar="RUN_DIR")
     evaluate.add_argument("--split", choices=("valid", "test"), default="test")
     evaluate.add_argument("--src", type=Path, help="source file instead of a split")
     evaluate.add_argument("--ref", type=Path, help="reference file for --src")
-    evaluate.add_argument(
-        "--weights", choices=("best", "latest", "averaged"), default="best", help="which weights"
-    )
-    evaluate.add_argument("--precision", choices=("bf16", "fp32"), default="bf16")
     evaluate.add_argument("--output", type=Path, help="also write the translations here")
+    add_decoding_flags(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
 
     average = sub.add_parser(
@@ -389,7 +613,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="average the weights of a run's last checkpoints (paper §6.1)",
         description="Average the weights of the last N checkpoints of RUN_DIR into RUN_DIR/averaged "
         "(tied weights counted once); translate with --weights averaged.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     average.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     average.add_argument("--last", type=positive_int, default=5, help="how many checkpoints")
@@ -402,7 +626,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Train a small Transformer to reverse digit strings with the paper's optimiser, "
             "schedule and label smoothing, then decode strings it never saw and report exact match."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     demo.add_argument(
         "--steps", type=positive_int, default=1000, help="training steps (batches of 128 strings)"
@@ -424,12 +648,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from vaswani.decode import InputTooLong
     from vaswani.train.checkpoint import CheckpointError
     from vaswani.train.loop import TrainingError
 
     try:
         return args.func(args)
-    except (CliError, DataError, CheckpointError, TrainingError) as error:
+    except (CliError, DataError, CheckpointError, TrainingError, InputTooLong) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except ValueError as error:  # invalid settings: ModelConfig / TrainConfig say what to change

@@ -283,3 +283,64 @@ class TrainConfig:
         if "adam_betas" in data:
             data["adam_betas"] = tuple(data["adam_betas"])
         return cls(**data)
+
+
+LENGTH_PENALTIES = ("gnmt", "plain")
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """How translations are searched for. The defaults are the paper's (§6.1): beam 4, alpha 0.6,
+    output length at most input length + 50.
+
+    Beam search ranks a finished hypothesis of `length` tokens (its end-of-sentence token counted)
+    by log P / lp(length), with lp the GNMT form ((5 + length) / 6) ** alpha (Wu et al., 2016, the
+    one the paper cites) or the plain form length ** alpha. alpha = 0 ranks by log P alone.
+    """
+
+    beam_size: int = 4
+    """Hypotheses kept per sentence; 1 is greedy search."""
+    alpha: float = 0.6
+    length_penalty: str = "gnmt"
+    """"gnmt" or "plain"; see the class docstring."""
+    n_best: int = 1
+    """Hypotheses returned per sentence, best first (at most beam_size)."""
+    max_extra: int = 50
+    """A sentence's output stops after (its source tokens + max_extra) tokens."""
+    max_new_tokens: int | None = None
+    """A fixed output limit instead of source length + max_extra."""
+    min_new_tokens: int = 0
+    """The end-of-sentence token is not allowed before this many tokens (benchmarks force lengths)."""
+    max_tokens: int = 4096
+    """Batch budget: source tokens, padding included, times beam_size."""
+
+    def __post_init__(self) -> None:
+        require = requirement("DecodeConfig")
+        for name in ("beam_size", "n_best", "max_tokens"):
+            value = getattr(self, name)
+            require(
+                isinstance(value, int) and value >= 1, f"{name} must be an int >= 1, got {value!r}"
+            )
+        require(
+            self.n_best <= self.beam_size,
+            f"n_best={self.n_best} exceeds beam_size={self.beam_size}; raise the beam size",
+        )
+        require(self.alpha >= 0.0, f"alpha must be >= 0, got {self.alpha!r}")
+        require(
+            self.length_penalty in LENGTH_PENALTIES,
+            f"length_penalty={self.length_penalty!r}; choose gnmt or plain",
+        )
+        for name in ("max_extra", "min_new_tokens"):
+            value = getattr(self, name)
+            require(
+                isinstance(value, int) and value >= 0, f"{name} must be an int >= 0, got {value!r}"
+            )
+        if self.max_new_tokens is not None:
+            require(
+                isinstance(self.max_new_tokens, int) and self.max_new_tokens >= 1,
+                f"max_new_tokens must be an int >= 1 or None, got {self.max_new_tokens!r}",
+            )
+            require(
+                self.min_new_tokens <= self.max_new_tokens,
+                f"min_new_tokens={self.min_new_tokens} exceeds max_new_tokens={self.max_new_tokens}",
+            )

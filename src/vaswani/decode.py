@@ -1,64 +1,464 @@
-"""Decoding: plain functions over a model and its explicit KV cache.
+"""Decoding: greedy search, beam search and sampling, as plain functions over a model and its cache.
 
-Each new token costs one decoder step over one position; the prefix is never re-run.
+Each new token costs one decoder step over one position: the model's KV cache keeps the keys and
+values of the prefix (`use_cache=False` re-runs the whole prefix every step instead; it gives the
+same result, slowly, and the tests compare the two).
+
+A sentence's output never depends on the rest of its batch: each sentence has its own length limit,
+padding is masked, and finished sentences leave the batch.
 """
 
 from __future__ import annotations
 
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
 from torch import Tensor
 
-from vaswani.model import Transformer
+from vaswani.config import DecodeConfig
+from vaswani.model import DecoderOnly, KVCache, Transformer
+
+
+@dataclass
+class Hypothesis:
+    """One output sequence and how the model scores it."""
+
+    tokens: list[int]
+    """Generated token ids, without the begin- and end-of-sentence tokens."""
+    log_prob: float
+    """Sum of the model's log-probabilities of the tokens (and of the end-of-sentence token)."""
+    score: float
+    """What search ranks by: log_prob divided by the length penalty (log_prob for greedy)."""
+    finished: bool
+    """True when the sequence ended with end-of-sentence, False when it hit the length limit."""
+
+
+def length_penalty(length: int, alpha: float, form: str = "gnmt") -> float:
+    """The divisor of a hypothesis' log-probability: ((5 + length) / 6) ** alpha (GNMT, §7 of
+    Wu et al. 2016; the paper's beam search uses it with alpha 0.6) or length ** alpha ("plain").
+
+    `length` counts the generated tokens, the end-of-sentence token included.
+    """
+    if form == "gnmt":
+        return ((5.0 + length) / 6.0) ** alpha
+    if form == "plain":
+        return float(length) ** alpha
+    raise ValueError(f"length penalty {form!r}: choose gnmt or plain")
+
+
+def length_limits(src_ids: Tensor, pad_id: int, max_len: int, dc: DecodeConfig) -> Tensor:
+    """Most tokens each sentence may generate: its source length + max_extra (or max_new_tokens),
+    never past the model's position limit (position 0 holds the begin-of-sentence token).
+
+    Shapes: src_ids (B, S) -> (B,)
+    """
+    if dc.max_new_tokens is not None:
+        limits = torch.full((src_ids.size(0),), dc.max_new_tokens, device=src_ids.device)
+    else:
+        limits = (src_ids != pad_id).sum(dim=1) + dc.max_extra
+    return limits.clamp(max=max_len - 1)
+
+
+class Stepper:
+    """Log-probabilities of each row's next token, with the KV cache or by re-running the prefix."""
+
+    def __init__(self, model: Transformer | DecoderOnly, cache: KVCache, use_cache: bool) -> None:
+        self.model = model
+        self.cache = cache
+        self.use_cache = use_cache
+
+    def __call__(self, tokens: Tensor) -> Tensor:
+        """tokens (N, t): every token of each row so far -> log-probabilities (N, V), float32."""
+        if self.use_cache:
+            new = tokens[:, self.cache.length :]  # (N, 1) after the first step
+            logits, self.cache = self.model.decode_step(new, self.cache)
+        else:
+            # The cache passed in stays empty (no room reserved), so every call starts afresh.
+            logits, _ = self.model.decode_step(tokens, self.cache)
+        return torch.log_softmax(logits[:, -1].float(), dim=-1)
+
+    def reorder(self, rows: Tensor, same_sources: bool = True) -> None:
+        """Continue row i from row rows[i]; `same_sources`: no row moves to another sentence."""
+        self.cache = self.cache.reorder(rows, same_sources)
+
+
+def start_decoding(
+    model: Transformer, src_ids: Tensor, dc: DecodeConfig, use_cache: bool, copies: int = 1
+) -> tuple[Stepper, Tensor]:
+    """Encode the sources once and make a stepper over `copies` rows per sentence.
+
+    Returns the stepper and each sentence's length limit (B,).
+    """
+    cfg = model.cfg
+    limits = length_limits(src_ids, cfg.pad_id, cfg.max_len, dc)
+    memory, src_mask = model.encode(src_ids)
+    room = int(limits.max()) + 1 if use_cache else 0
+    cache = model.init_cache(memory, src_mask, capacity=room)
+    if copies > 1:
+        rows = torch.arange(src_ids.size(0), device=src_ids.device).repeat_interleave(copies)
+        cache = cache.reorder(rows)  # (B * copies) rows; the encoder ran once per sentence
+    return Stepper(model, cache, use_cache), limits
+
+
+def forbid_early_end(log_probs: Tensor, step: int, eos_id: int, dc: DecodeConfig) -> None:
+    if step < dc.min_new_tokens:
+        log_probs[:, eos_id] = float("-inf")
+
+
+def strip(row: list[int], eos_id: int, pad_id: int) -> list[int]:
+    """The tokens of a generated row up to (without) its end-of-sentence or padding."""
+    for i, token in enumerate(row):
+        if token in (eos_id, pad_id):
+            return row[:i]
+    return row
 
 
 @torch.no_grad()
-def greedy(model: Transformer, src_ids: Tensor, max_extra: int = 50) -> list[list[int]]:
+def greedy(
+    model: Transformer,
+    src_ids: Tensor,
+    dc: DecodeConfig | None = None,
+    use_cache: bool = True,
+) -> list[Hypothesis]:
     """Translate a batch by always taking the most probable next token.
 
-    A sentence stops at the end-of-sentence token or after (its source length + `max_extra`)
-    tokens, whichever comes first, and never past the model's position limit, so its output does
-    not depend on the other sentences of the batch.
+    Only the length settings of `dc` apply (max_extra, max_new_tokens, min_new_tokens). A sentence
+    leaves the batch as soon as it ends, so the others' steps get cheaper.
 
-    Shapes: src_ids (B, S) padded with cfg.pad_id -> B lists of token ids, without BOS and EOS.
+    Shapes: src_ids (B, S), padded with cfg.pad_id and each ending in EOS -> B hypotheses.
     """
     cfg = model.cfg
-    memory, src_mask = model.encode(src_ids)
-    cache = model.init_cache(memory, src_mask)
+    dc = dc or DecodeConfig(beam_size=1)
+    step_log_probs, limits = start_decoding(model, src_ids, dc, use_cache)
     batch = src_ids.size(0)
-    # Position 0 holds BOS, so at most max_len - 1 tokens can be generated.
-    limit = torch.clamp((src_ids != cfg.pad_id).sum(dim=1) + max_extra, max=cfg.max_len - 1)
-    token = torch.full((batch, 1), cfg.bos_id, dtype=torch.long, device=src_ids.device)
-    finished = torch.zeros(batch, dtype=torch.bool, device=src_ids.device)
-    outputs: list[Tensor] = []
-    for step in range(int(limit.max())):
-        logits, cache = model.decode_step(token, cache)  # (B, 1, V)
-        next_token = logits[:, -1].argmax(dim=-1)  # (B,)
-        next_token = torch.where(finished, cfg.pad_id, next_token)
-        outputs.append(next_token)
-        finished |= (next_token == cfg.eos_id) | (step + 1 >= limit)
-        if bool(finished.all()):
+    results: list[Hypothesis | None] = [None] * batch
+    active = list(range(batch))  # the sentence of each row
+    tokens = torch.full((batch, 1), cfg.bos_id, dtype=torch.long, device=src_ids.device)
+    log_prob = torch.zeros(batch, device=src_ids.device)
+    for step in range(int(limits.max())):
+        log_probs = step_log_probs(tokens)  # (N, V)
+        forbid_early_end(log_probs, step, cfg.eos_id, dc)
+        best, next_token = log_probs.max(dim=-1)  # (N,), (N,)
+        log_prob += best
+        tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (N, step + 2)
+        ended = next_token == cfg.eos_id
+        stop = ended | (step + 1 >= limits)
+        if not bool(stop.any()):
+            continue
+        for j in stop.nonzero().flatten().tolist():
+            lp, row = float(log_prob[j]), tokens[j, 1:].tolist()
+            results[active[j]] = Hypothesis(
+                strip(row, cfg.eos_id, cfg.pad_id), lp, lp, bool(ended[j])
+            )
+        keep = (~stop).nonzero().flatten()  # (N',) rows that go on
+        if keep.numel() == 0:
             break
-        token = next_token[:, None]  # (B, 1)
-    generated = torch.stack(outputs, dim=1).tolist()  # (B, steps)
-    result = []
-    for row in generated:
-        ids = []
-        for tok in row:
-            if tok in (cfg.eos_id, cfg.pad_id):
+        tokens, log_prob, limits = tokens[keep], log_prob[keep], limits[keep]
+        step_log_probs.reorder(keep, same_sources=False)
+        active = [active[j] for j in keep.tolist()]
+    return [r for r in results if r is not None]
+
+
+class Finished:
+    """The best `size` finished hypotheses of one sentence, best first."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.hypotheses: list[Hypothesis] = []
+
+    def add(self, hypothesis: Hypothesis) -> None:
+        if len(self.hypotheses) == self.size and hypothesis.score <= self.hypotheses[-1].score:
+            return
+        self.hypotheses.append(hypothesis)
+        self.hypotheses.sort(key=lambda h: -h.score)
+        del self.hypotheses[self.size :]
+
+    def cannot_improve(self, best_live_score: float) -> bool:
+        """Full, and no live beam (scored at its current length) beats the worst kept."""
+        return len(self.hypotheses) == self.size and best_live_score <= self.hypotheses[-1].score
+
+
+@torch.no_grad()
+def beam_search(
+    model: Transformer,
+    src_ids: Tensor,
+    dc: DecodeConfig | None = None,
+    use_cache: bool = True,
+) -> list[list[Hypothesis]]:
+    """Beam search over a batch: the `dc.n_best` best hypotheses of each sentence, best first.
+
+    Each sentence keeps `beam_size` live beams. Every step, of the 2 x beam_size best extensions,
+    those ending in end-of-sentence within the top beam_size become finished hypotheses (scored
+    with the length penalty), and the best beam_size others live on. A sentence is done when it has
+    beam_size finished hypotheses and its best live beam, scored at its current length, is no
+    better than the worst of them; or at its length limit, where its live beams are finished as
+    they are (`finished=False`). Decoding stops when every sentence is done.
+
+    Shapes: src_ids (B, S), padded with cfg.pad_id and each ending in EOS -> B lists.
+    """
+    cfg = model.cfg
+    dc = dc or DecodeConfig()
+    k = dc.beam_size
+    batch, device = src_ids.size(0), src_ids.device
+    step_log_probs, limits = start_decoding(model, src_ids, dc, use_cache, copies=k)
+    limits_list = limits.tolist()
+    finished = [Finished(k) for _ in range(batch)]
+    active = list(range(batch))  # the sentence of each group of k rows
+    tokens = torch.full((batch * k, 1), cfg.bos_id, dtype=torch.long, device=device)
+    # Only the first beam of each sentence is live at the start, so the first step does not pick
+    # the same token k times.
+    scores = torch.full((batch, k), float("-inf"), device=device)
+    scores[:, 0] = 0.0
+
+    def penalty(length: int) -> float:
+        return length_penalty(length, dc.alpha, dc.length_penalty)
+
+    for step in range(int(limits.max())):
+        n = len(active)
+        log_probs = step_log_probs(tokens)  # (n*k, V)
+        forbid_early_end(log_probs, step, cfg.eos_id, dc)
+        vocab = log_probs.size(-1)
+        candidates = (scores.view(-1, 1) + log_probs).view(n, k * vocab)
+        top_scores, top = candidates.topk(2 * k, dim=1)  # (n, 2k), best first
+        first_row = torch.arange(n, device=device)[:, None] * k  # (n, 1)
+        top_rows, top_tokens = first_row + top // vocab, top % vocab  # (n, 2k) each
+        is_eos = top_tokens == cfg.eos_id
+        length = step + 1  # tokens generated, counting this step's
+
+        # End-of-sentence among the top k: a finished hypothesis (rare; handled on the CPU).
+        for j, rank in (is_eos[:, :k] & torch.isfinite(top_scores[:, :k])).nonzero().tolist():
+            row, log_prob = int(top_rows[j, rank]), float(top_scores[j, rank])
+            finished[active[j]].add(
+                Hypothesis(tokens[row, 1:].tolist(), log_prob, log_prob / penalty(length), True)
+            )
+
+        # Each beam has one end-of-sentence extension, so at least k of the 2k candidates go on;
+        # take the best k of them, in order (a stable sort moves the ending ones behind).
+        keep = torch.sort(is_eos.to(torch.int8), dim=1, stable=True).indices[:, :k]  # (n, k)
+        rows = top_rows.gather(1, keep).view(-1)  # (n*k,) the row each new beam continues
+        tokens = torch.cat([tokens[rows], top_tokens.gather(1, keep).view(-1, 1)], dim=1)
+        scores = top_scores.gather(1, keep)  # (n, k), best first
+        step_log_probs.reorder(rows)
+
+        going_on = []
+        for j, best_live in enumerate(scores[:, 0].tolist()):
+            sentence = finished[active[j]]
+            if length >= limits_list[active[j]]:  # out of room: the live beams end as they are
+                for i, log_prob in enumerate(scores[j].tolist()):
+                    if math.isfinite(log_prob):
+                        beam = tokens[j * k + i, 1:].tolist()
+                        sentence.add(Hypothesis(beam, log_prob, log_prob / penalty(length), False))
+            elif not sentence.cannot_improve(best_live / penalty(length)):
+                going_on.append(j)
+        if not going_on:
+            break
+        if len(going_on) < n:  # done sentences leave the batch
+            slots = torch.tensor(going_on, device=device)
+            rows = (slots[:, None] * k + torch.arange(k, device=device)).view(-1)
+            tokens, scores = tokens[rows], scores[slots]
+            step_log_probs.reorder(rows, same_sources=False)
+            active = [active[j] for j in going_on]
+    return [sentence.hypotheses[: dc.n_best] for sentence in finished]
+
+
+def decode(
+    model: Transformer, src_ids: Tensor, dc: DecodeConfig, use_cache: bool = True
+) -> list[list[Hypothesis]]:
+    """The `dc.n_best` best hypotheses per sentence: greedy search for beam size 1, else beam search."""
+    if dc.beam_size == 1:
+        return [[hypothesis] for hypothesis in greedy(model, src_ids, dc, use_cache)]
+    return beam_search(model, src_ids, dc, use_cache)
+
+
+def filter_logits(logits: Tensor, top_k: int = 0, top_p: float = 1.0) -> Tensor:
+    """Logits with all but the top-k tokens, then all but the smallest set of most probable tokens
+    whose probability reaches top_p (nucleus), set to -inf. 0 and 1.0 switch a filter off.
+
+    Shapes: (N, V) -> (N, V)
+    """
+    if 0 < top_k < logits.size(-1):
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (N, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, order = logits.sort(dim=-1, descending=True)
+        probs = sorted_logits.softmax(dim=-1)
+        # Keep a token when the tokens before it do not yet reach top_p: the first always stays.
+        drop_sorted = probs.cumsum(dim=-1) - probs >= top_p
+        drop = drop_sorted.scatter(-1, order, drop_sorted)
+        logits = logits.masked_fill(drop, float("-inf"))
+    return logits
+
+
+@torch.no_grad()
+def sample(
+    model: DecoderOnly,
+    prompts: list[list[int]],
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int = 0,
+    use_cache: bool = True,
+) -> list[Hypothesis]:
+    """Continue each prompt of a decoder-only model by sampling, until end-of-sentence or
+    `max_new_tokens` (or the model's position limit).
+
+    Each prompt gets its own random generator, seeded with seed + its index, so its output is the
+    same whatever else is sampled with it. Prompts are token ids without the begin-of-sentence
+    token, which is put before each. temperature 0 takes the most probable token (greedy).
+    `Hypothesis.log_prob` is under the model's own distribution (temperature 1, no filtering).
+    """
+    cfg = model.cfg
+    if temperature < 0 or not 0.0 < top_p <= 1.0 or top_k < 0:
+        raise ValueError(
+            f"sampling needs temperature >= 0, 0 < top_p <= 1 and top_k >= 0; got "
+            f"temperature={temperature}, top_p={top_p}, top_k={top_k}"
+        )
+    device = next(model.parameters()).device
+    results: list[Hypothesis | None] = [None] * len(prompts)
+    by_length: dict[int, list[int]] = {}
+    for i, prompt in enumerate(prompts):
+        if len(prompt) + 1 >= cfg.max_len:
+            raise ValueError(
+                f"prompt {i + 1} has {len(prompt)} tokens; the model's position limit "
+                f"max_len={cfg.max_len} leaves no room to generate"
+            )
+        by_length.setdefault(len(prompt), []).append(i)
+    # Prompts of one length are batched together, so no prompt is ever padded.
+    for length, group in by_length.items():
+        steps = min(max_new_tokens, cfg.max_len - 1 - length)
+        generators = [torch.Generator(device).manual_seed(seed + i) for i in group]
+        tokens = torch.tensor([[cfg.bos_id, *prompts[i]] for i in group], device=device)
+        stepper = Stepper(
+            model, model.init_cache(capacity=length + 1 + steps if use_cache else 0), use_cache
+        )
+        log_prob = torch.zeros(len(group), device=device)
+        stopped = torch.zeros(len(group), dtype=torch.bool, device=device)
+        for _ in range(steps):
+            log_probs = stepper(tokens)  # (N, V)
+            if temperature == 0:
+                next_token = log_probs.argmax(dim=-1)
+            else:
+                probs = filter_logits(log_probs / temperature, top_k, top_p).softmax(dim=-1)
+                uniform = torch.cat([torch.rand(1, generator=g, device=device) for g in generators])
+                # Inverse-CDF draw: the first token whose cumulative probability exceeds u.
+                cumulative = probs.cumsum(dim=-1)
+                next_token = torch.searchsorted(cumulative, uniform[:, None]).squeeze(1)
+                next_token = next_token.clamp(max=probs.size(-1) - 1)
+            next_token = next_token.masked_fill(stopped, cfg.pad_id)
+            log_prob += (
+                log_probs.gather(1, next_token[:, None]).squeeze(1).masked_fill(stopped, 0.0)
+            )
+            tokens = torch.cat([tokens, next_token[:, None]], dim=1)
+            stopped |= next_token == cfg.eos_id
+            if bool(stopped.all()):
                 break
-            ids.append(tok)
-        result.append(ids)
-    return result
+        rows = tokens[:, 1 + length :].tolist()
+        for i, row, lp in zip(group, rows, log_prob.tolist(), strict=True):
+            out = strip(row, cfg.eos_id, cfg.pad_id)
+            results[i] = Hypothesis(out, lp, lp, len(out) < len(row))
+    return [r for r in results if r is not None]
 
 
 class Tokenizer(Protocol):
-    """What decoding needs of a tokenizer (`vaswani.data.SubwordTokenizer` is one)."""
+    """What translation needs of a tokenizer (`vaswani.data.SubwordTokenizer` is one)."""
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]: ...
 
     def decode(self, ids: list[int]) -> str: ...
+
+
+class InputTooLong(ValueError):
+    """An input line is longer than the model's position limit (and truncation was not allowed)."""
+
+
+class TruncatedInput(UserWarning):
+    """An input line was longer than the model's position limit and was cut."""
+
+
+@dataclass
+class Translation:
+    text: str
+    score: float
+    log_prob: float
+
+
+def encode_sources(
+    tokenizer: Tokenizer, texts: list[str], max_len: int, too_long: str = "error"
+) -> dict[int, list[int]]:
+    """Token ids with end-of-sentence, by line index, of the non-blank lines.
+
+    A line over the position limit max_len raises InputTooLong (too_long="error") or is cut to fit
+    with a `TruncatedInput` warning naming it (too_long="truncate").
+    """
+    if too_long not in ("error", "truncate"):
+        raise ValueError(f"too_long={too_long!r}: choose error or truncate")
+    todo = [i for i, text in enumerate(texts) if text.strip()]
+    encoded = dict(zip(todo, tokenizer.encode_batch([texts[i] for i in todo]), strict=True))
+    for i, ids in encoded.items():
+        if len(ids) + 1 <= max_len:
+            continue
+        message = (
+            f"line {i + 1} has {len(ids) + 1} tokens with end-of-sentence, more than the model's "
+            f"position limit max_len={max_len}"
+        )
+        if too_long == "error":
+            raise InputTooLong(
+                f"{message}; shorten or split it, or allow truncation (--too-long truncate)"
+            )
+        warnings.warn(f"{message}; translated its first {max_len - 1} tokens", TruncatedInput, 2)
+        encoded[i] = ids[: max_len - 1]
+    return encoded
+
+
+def translate_nbest(
+    model: Transformer,
+    src_tokenizer: Tokenizer,
+    tgt_tokenizer: Tokenizer,
+    texts: list[str],
+    dc: DecodeConfig | None = None,
+    too_long: str = "error",
+    progress: Callable[[int], None] | None = None,
+) -> list[list[Translation]]:
+    """The `dc.n_best` best translations of each text, in order; a blank text gets none, without
+    running the model.
+
+    Sentences are sorted by length and batched under a token budget (dc.max_tokens counts source
+    tokens, padding included, times the beam size), so little of a batch is padding. `progress` is
+    called with the number of sentences each batch finished.
+    """
+    cfg = model.cfg
+    dc = dc or DecodeConfig()
+    device = next(model.parameters()).device
+    encoded = encode_sources(src_tokenizer, texts, cfg.max_len, too_long)
+    results: list[list[Translation]] = [[] for _ in texts]
+    todo = sorted(encoded, key=lambda i: len(encoded[i]))
+    start = 0
+    while start < len(todo):
+        # Sorted by length, so the last sentence of a batch is its longest.
+        end = start + 1
+        while (
+            end < len(todo)
+            and (end - start + 1) * (len(encoded[todo[end]]) + 1) * dc.beam_size <= dc.max_tokens
+        ):
+            end += 1
+        batch = todo[start:end]
+        width = len(encoded[batch[-1]]) + 1
+        src = torch.full((len(batch), width), cfg.pad_id, dtype=torch.long)
+        for row, i in enumerate(batch):
+            src[row, : len(encoded[i]) + 1] = torch.tensor([*encoded[i], cfg.eos_id])
+        for i, hypotheses in zip(batch, decode(model, src.to(device), dc), strict=True):
+            results[i] = [
+                Translation(tgt_tokenizer.decode(h.tokens), h.score, h.log_prob) for h in hypotheses
+            ]
+        if progress is not None:
+            progress(len(batch))
+        start = end
+    return results
 
 
 def translate(
@@ -66,37 +466,10 @@ def translate(
     src_tokenizer: Tokenizer,
     tgt_tokenizer: Tokenizer,
     texts: list[str],
-    max_tokens: int = 4096,
-    max_extra: int = 50,
+    dc: DecodeConfig | None = None,
+    too_long: str = "error",
+    progress: Callable[[int], None] | None = None,
 ) -> list[str]:
-    """Greedy translations of `texts`, in order; an empty or blank line gives "" without the model.
-
-    Sentences are sorted by length and batched by a source-token budget, so little is padding.
-    """
-    cfg = model.cfg
-    device = next(model.parameters()).device
-    results = [""] * len(texts)
-    todo = [i for i, text in enumerate(texts) if text.strip()]
-    encoded = dict(zip(todo, src_tokenizer.encode_batch([texts[i] for i in todo]), strict=True))
-    for i, ids in encoded.items():
-        if len(ids) + 1 > cfg.max_len:
-            raise ValueError(
-                f"line {i + 1} has {len(ids) + 1} tokens with EOS, more than the model's position "
-                f"limit max_len={cfg.max_len}; shorten or split it"
-            )
-    todo.sort(key=lambda i: len(encoded[i]))
-    start = 0
-    while start < len(todo):
-        # Sorted by length, so the last sentence of a batch is its longest.
-        end = start + 1
-        while end < len(todo) and (end - start + 1) * (len(encoded[todo[end]]) + 1) <= max_tokens:
-            end += 1
-        batch = todo[start:end]
-        width = len(encoded[batch[-1]]) + 1
-        src = torch.full((len(batch), width), cfg.pad_id, dtype=torch.long)
-        for row, i in enumerate(batch):
-            src[row, : len(encoded[i]) + 1] = torch.tensor([*encoded[i], cfg.eos_id])
-        for i, out in zip(batch, greedy(model, src.to(device), max_extra), strict=True):
-            results[i] = tgt_tokenizer.decode(out)
-        start = end
-    return results
+    """The best translation of each text, in order; "" for a blank text (the model is not run)."""
+    nbest = translate_nbest(model, src_tokenizer, tgt_tokenizer, texts, dc, too_long, progress)
+    return [found[0].text if found else "" for found in nbest]

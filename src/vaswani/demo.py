@@ -111,7 +111,7 @@ def run_demo(
     for i in range(0, len(test), 128):
         chunk = test[i : i + 128]
         out = greedy(model, pad_batch([encode_digits(t) + [EOS] for t in chunk]))
-        hypotheses.extend(decode_digits(ids) for ids in out)
+        hypotheses.extend(decode_digits(h.tokens) for h in out)
     references = [t[::-1] for t in test]
     correct = sum(h == r for h, r in zip(hypotheses, references, strict=True))
     examples = list(zip(test, references, hypotheses, strict=True))[:5]

@@ -150,7 +150,7 @@ def test_cached_decoding_equals_the_full_pass_step_by_step(overrides):
             logits, cache = model.decode_step(tgt[:, t : t + 1], cache)
             steps.append(logits)
     assert cache.length == 9
-    assert cache.self_kv[0][0].shape == (3, cfg.n_heads, 9, cfg.head_dim)
+    assert cache.self_keys_values(0)[0].shape == (3, cfg.n_heads, 9, cfg.head_dim)
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
 
 

@@ -41,25 +41,30 @@ def open_binary(path: Path) -> BinaryIO:
     return handle
 
 
+def split_lines(handle: BinaryIO, name: str | Path, max_line_bytes: int) -> Iterator[bytes]:
+    """The lines of a binary stream, without the newline, refusing any longer than the limit."""
+    number = 0
+    while True:
+        line = handle.readline(max_line_bytes + 2)  # the line, its \r\n, and one byte more
+        if not line:
+            return
+        number += 1
+        body = line[:-1] if line.endswith(b"\n") else line
+        if len(body) > max_line_bytes + (1 if body.endswith(b"\r") else 0):
+            raise DataError(
+                f"{name}:{number}: line longer than {max_line_bytes} bytes; split it, or raise "
+                "the limit (--max-line-bytes) if it really is one sentence"
+            )
+        yield body[:-1] if body.endswith(b"\r") else body
+
+
 def read_lines(path: Path, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[bytes]:
     """The lines of a file as bytes, without the newline, refusing any longer than the limit."""
     with open_binary(path) as handle:
-        number = 0
-        while True:
-            line = handle.readline(max_line_bytes + 2)  # the line, its \r\n, and one byte more
-            if not line:
-                return
-            number += 1
-            body = line[:-1] if line.endswith(b"\n") else line
-            if len(body) > max_line_bytes + (1 if body.endswith(b"\r") else 0):
-                raise DataError(
-                    f"{path}:{number}: line longer than {max_line_bytes} bytes; split it, or raise "
-                    "the limit (--max-line-bytes) if it really is one sentence"
-                )
-            yield body[:-1] if body.endswith(b"\r") else body
+        yield from split_lines(handle, path, max_line_bytes)
 
 
-def decode_line(raw: bytes, path: Path, number: int, offset: int) -> str:
+def decode_line(raw: bytes, path: str | Path, number: int, offset: int) -> str:
     """UTF-8 text of one line, or a DataError naming the file, line and byte offset of the fault."""
     try:
         text = raw.decode("utf-8")
@@ -78,15 +83,23 @@ def decode_line(raw: bytes, path: Path, number: int, offset: int) -> str:
     return text
 
 
-def _decoded(path: Path, max_line_bytes: int) -> Iterator[tuple[int, str | DataError]]:
+def _decoded(lines: Iterator[bytes], name: str | Path) -> Iterator[tuple[int, str | DataError]]:
     """(line number, text or the error for that line), tracking byte offsets for messages."""
     offset = 0
-    for number, raw in enumerate(read_lines(path, max_line_bytes), 1):
+    for number, raw in enumerate(lines, 1):
         try:
-            yield number, decode_line(raw, path, number, offset)
+            yield number, decode_line(raw, name, number, offset)
         except DataError as error:
             yield number, error
         offset += len(raw) + 1
+
+
+def decode_lines(lines: Iterator[bytes], name: str | Path) -> Iterator[str]:
+    """UTF-8 text of each line; the first fault raises a DataError with line and byte offset."""
+    for _, item in _decoded(lines, name):
+        if isinstance(item, DataError):
+            raise item
+        yield item
 
 
 def _keep(src: str, tgt: str, dropped: Counter) -> bool:
@@ -110,7 +123,9 @@ def read_parallel_files(
     (both sides, keeping the alignment) and is counted. Empty lines drop the pair and are counted.
     """
     dropped = dropped if dropped is not None else Counter()
-    src_lines, tgt_lines = _decoded(src_path, max_line_bytes), _decoded(tgt_path, max_line_bytes)
+    src_lines, tgt_lines = (
+        _decoded(read_lines(path, max_line_bytes), path) for path in (src_path, tgt_path)
+    )
     for count, (src, tgt) in enumerate(zip_longest(src_lines, tgt_lines), 1):
         if src is None or tgt is None:
             longer_total = count + sum(1 for _ in (src_lines if tgt is None else tgt_lines))
@@ -137,7 +152,7 @@ def read_tsv(
 ) -> Iterator[Pair]:
     """Pairs from a file of `source<TAB>target` lines (exactly two columns)."""
     dropped = dropped if dropped is not None else Counter()
-    for number, item in _decoded(path, max_line_bytes):
+    for number, item in _decoded(read_lines(path, max_line_bytes), path):
         if isinstance(item, DataError):
             if not skip_invalid:
                 raise item
@@ -255,7 +270,7 @@ def ding_de_en(
             else "check the path given with --ding-path"
         )
         raise DataError(f"{path}: the ding-de-en dictionary is missing; {hint}")
-    for number, item in _decoded(path, DEFAULT_MAX_LINE_BYTES):
+    for number, item in _decoded(read_lines(path, DEFAULT_MAX_LINE_BYTES), path):
         if isinstance(item, DataError):
             raise DataError(f"{path}:{number}: not a valid dictionary line ({item})")
         for de, en in parse_ding_line(item):

@@ -36,6 +36,24 @@ def fast_backends(q: Tensor, k: Tensor) -> list[SDPBackend]:
     return ALL_BACKENDS
 
 
+def write_at(buffer: Tensor | None, used: int, new: Tensor, capacity: int = 0) -> Tensor:
+    """Write `new` (B, H, L, Dh) at positions used .. used + L of a key or value buffer.
+
+    The buffer (B, H, room, Dh) is written in place while it has room, and otherwise replaced by
+    one at least twice as long (or `capacity` long), so decoding T tokens copies O(T) cache
+    entries in all, where growing by `torch.cat` would copy O(T^2).
+    """
+    end = used + new.size(2)
+    if buffer is None or buffer.size(2) < end:
+        room = max(capacity, end if buffer is None else 2 * end)
+        grown = new.new_empty(new.size(0), new.size(1), room, new.size(3))
+        if buffer is not None:
+            grown[:, :, :used] = buffer[:, :, :used]
+        buffer = grown
+    buffer[:, :, used:end] = new
+    return buffer
+
+
 class MultiHeadAttention(nn.Module):
     """What self- and cross-attention share: splitting heads, attending, the output projection W^O.
 
@@ -93,9 +111,11 @@ class SelfAttention(MultiHeadAttention):
 
     Shapes:
         x: (B, L, D); mask: broadcastable to (B, H, L, Lpast + L)
-        past: keys/values of earlier positions (B, H, Lpast, Dh) each, when decoding step by step
-        returns: output (B, L, D), weights (B, H, L, Lpast + L) or None, and the keys/values of all
-        positions so far (to keep in a cache)
+        past: key and value buffers (B, H, room, Dh) whose first `past_len` positions hold the
+            earlier positions, when decoding step by step; None for the first call
+        capacity: room to reserve for later positions when starting a buffer (0: none)
+        returns: output (B, L, D), weights (B, H, L, Lpast + L) or None, and the key and value
+        buffers, now holding Lpast + L positions (written in place when they had room)
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
@@ -104,15 +124,27 @@ class SelfAttention(MultiHeadAttention):
         self.reset_parameters()
 
     def forward(
-        self, x: Tensor, mask: Tensor | None, past: KV | None = None, need_weights: bool = False
+        self,
+        x: Tensor,
+        mask: Tensor | None,
+        past: KV | None = None,
+        past_len: int = 0,
+        need_weights: bool = False,
+        capacity: int = 0,
     ) -> tuple[Tensor, Tensor | None, KV]:
         q, k, v = self.qkv_proj(x).chunk(3, dim=-1)  # 3 x (B, L, D)
         q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)  # (B, H, L, Dh)
-        if past is not None:
-            k = torch.cat([past[0], k], dim=2)  # (B, H, Lpast + L, Dh)
-            v = torch.cat([past[1], v], dim=2)
+        if past is not None and past_len < 1:
+            raise ValueError("past key/value buffers need past_len, the positions they hold")
+        if past is None and capacity <= k.size(2):
+            keys, values = k, v  # a whole sequence at once (training): nothing to keep room for
+        else:
+            keys = write_at(None if past is None else past[0], past_len, k, capacity)
+            values = write_at(None if past is None else past[1], past_len, v, capacity)
+            end = past_len + k.size(2)
+            k, v = keys[:, :, :end], values[:, :, :end]  # (B, H, Lpast + L, Dh), views
         out, weights = self.attend(q, k, v, mask, need_weights)
-        return out, weights, (k, v)
+        return out, weights, (keys, values)
 
 
 class CrossAttention(MultiHeadAttention):

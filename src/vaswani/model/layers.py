@@ -125,7 +125,7 @@ class EncoderLayer(nn.Module):
         self, x: Tensor, mask: Tensor, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
         h, weights, _ = self.self_attn(
-            self.self_attn_norm.sublayer_input(x), mask, None, need_weights
+            self.self_attn_norm.sublayer_input(x), mask, need_weights=need_weights
         )
         x = self.self_attn_norm(x, h)
         x = self.ffn_norm(x, self.ffn(self.ffn_norm.sublayer_input(x)))
@@ -140,8 +140,9 @@ class DecoderLayer(nn.Module):
     Shapes:
         x: (B, T, D) the new positions; self_mask: (1, 1, T, Tpast + T) causal
         memory_kv: encoder keys/values (B, H, S, Dh) each; memory_mask: (B, 1, 1, S)
-        past: self-attention keys/values of earlier positions (B, H, Tpast, Dh) each, or None
-        returns: (B, T, D), self-attention keys/values of all positions, and the self- and
+        past: self-attention key/value buffers whose first `past_len` positions hold the earlier
+            positions (see `SelfAttention`), or None; capacity: room to reserve in new buffers
+        returns: (B, T, D), the self-attention key/value buffers, and the self- and
         cross-attention weights (B, H, T, Tpast + T), (B, H, T, S), or None
     """
 
@@ -162,10 +163,12 @@ class DecoderLayer(nn.Module):
         memory_kv: KV | None = None,
         memory_mask: Tensor | None = None,
         past: KV | None = None,
+        past_len: int = 0,
         need_weights: bool = False,
+        capacity: int = 0,
     ) -> tuple[Tensor, KV, Tensor | None, Tensor | None]:
         h, self_weights, kv = self.self_attn(
-            self.self_attn_norm.sublayer_input(x), self_mask, past, need_weights
+            self.self_attn_norm.sublayer_input(x), self_mask, past, past_len, need_weights, capacity
         )
         x = self.self_attn_norm(x, h)
         cross_weights = None

@@ -49,32 +49,53 @@ def check_ids(ids: Tensor, vocab_size: int, max_len: int, what: str, offset: int
 class KVCache:
     """What decoding keeps between steps; passed in and returned, never hidden on modules.
 
-    self_kv: per decoder layer, self-attention keys/values of the positions decoded so far,
-        (B, H, length, Dh) each; None before the first step.
+    self_kv: per decoder layer, self-attention key and value buffers (B, H, room, Dh) whose first
+        `length` positions hold the positions decoded so far; None before the first step.
     cross_kv: per decoder layer, encoder-decoder attention keys/values, (B, H, S, Dh) each, computed
         once per source; None for a decoder-only model.
     memory_mask: (B, 1, 1, S) source padding mask; None for a decoder-only model.
     length: number of target positions decoded so far (the position of the next token).
+    capacity: positions to reserve room for when the buffers are first made (0: exactly what the
+        first call needs); decoding sets it to its length limit, so the buffers never regrow.
+
+    `decode_step` writes new positions into the buffers in place when they have room: continue
+    from the cache it returns, and `reorder` (which copies) before branching from one cache twice.
     """
 
     self_kv: list[KV | None]
     cross_kv: list[KV] | None = None
     memory_mask: Tensor | None = None
     length: int = 0
+    capacity: int = 0
 
-    def reorder(self, indices: Tensor) -> KVCache:
-        """A cache whose row i is row `indices[i]` of this one (beam search keeps, copies beams)."""
+    def self_keys_values(self, layer: int) -> KV:
+        """The self-attention keys and values of `layer` for the positions so far, (B, H, length, Dh)."""
+        kv = self.self_kv[layer]
+        if kv is None:
+            raise ValueError("nothing has been decoded into this cache yet")
+        return kv[0][:, :, : self.length], kv[1][:, :, : self.length]
+
+    def reorder(self, indices: Tensor, same_sources: bool = False) -> KVCache:
+        """A cache whose row i is row `indices[i]` of this one (beam search keeps, copies beams).
+
+        With `same_sources` the caller promises that every row keeps its source sentence (beams
+        of one sentence trade places), so the encoder keys/values are shared, not copied.
+        """
 
         def pick(t: Tensor) -> Tensor:
             return t.index_select(0, indices)
 
+        keep_memory = same_sources or self.cross_kv is None
         return KVCache(
             self_kv=[None if kv is None else (pick(kv[0]), pick(kv[1])) for kv in self.self_kv],
-            cross_kv=None
-            if self.cross_kv is None
+            cross_kv=self.cross_kv
+            if keep_memory
             else [(pick(k), pick(v)) for k, v in self.cross_kv],
-            memory_mask=None if self.memory_mask is None else pick(self.memory_mask),
+            memory_mask=self.memory_mask
+            if same_sources or self.memory_mask is None
+            else pick(self.memory_mask),
             length=self.length,
+            capacity=self.capacity,
         )
 
 
@@ -149,14 +170,18 @@ class Decoder(nn.Module):
                 memory_kv=None if cache.cross_kv is None else cache.cross_kv[i],
                 memory_mask=cache.memory_mask,
                 past=cache.self_kv[i],
+                past_len=past_len,
                 need_weights=maps is not None,
+                capacity=cache.capacity,
             )
             new_kv.append(kv)
             if maps is not None:
                 maps.decoder_self.append(self_w)
                 if cross_w is not None:
                     maps.cross.append(cross_w)
-        cache = KVCache(new_kv, cache.cross_kv, cache.memory_mask, past_len + ids.size(1))
+        cache = KVCache(
+            new_kv, cache.cross_kv, cache.memory_mask, past_len + ids.size(1), cache.capacity
+        )
         return self.final_norm(x), cache
 
 
@@ -200,10 +225,13 @@ class Transformer(nn.Module):
         src_mask = padding_mask(src_ids, self.cfg.pad_id)  # (B, 1, 1, S), built once
         return self.encoder(src_ids, src_mask), src_mask
 
-    def init_cache(self, memory: Tensor, src_mask: Tensor) -> KVCache:
-        """An empty cache for decoding `memory`: encoder-decoder keys/values computed once here."""
+    def init_cache(self, memory: Tensor, src_mask: Tensor, capacity: int = 0) -> KVCache:
+        """An empty cache for decoding `memory`: encoder-decoder keys/values computed once here.
+
+        `capacity`: the most target positions decoding will reach, to reserve room for at once.
+        """
         cross_kv = [layer.cross_attn.project_memory(memory) for layer in self.decoder.layers]
-        return KVCache([None] * len(self.decoder.layers), cross_kv, src_mask)
+        return KVCache([None] * len(self.decoder.layers), cross_kv, src_mask, capacity=capacity)
 
     def decode_step(self, tgt_ids: Tensor, cache: KVCache) -> tuple[Tensor, KVCache]:
         check_ids(
@@ -263,8 +291,9 @@ class DecoderOnly(nn.Module):
         if cfg.tie_embeddings != "none":
             self.generator.weight = self.decoder.embed.token.weight
 
-    def init_cache(self) -> KVCache:
-        return KVCache([None] * len(self.decoder.layers))
+    def init_cache(self, capacity: int = 0) -> KVCache:
+        """An empty cache; `capacity`: the most positions decoding will reach (room reserved)."""
+        return KVCache([None] * len(self.decoder.layers), capacity=capacity)
 
     def decode_step(self, ids: Tensor, cache: KVCache) -> tuple[Tensor, KVCache]:
         check_ids(ids, self.cfg.target_vocab_size, self.cfg.max_len, "input", offset=cache.length)

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from vaswani.config import ModelConfig, TrainConfig
+from vaswani.config import DecodeConfig, ModelConfig, TrainConfig
 from vaswani.data import Batch, Position, PreparedData, TokenBatchSampler, collate
 from vaswani.data.prepare import SIDES
 from vaswani.decode import translate
@@ -173,7 +173,11 @@ def evaluate(
     sources, references = (part[: tc.eval_sentences] for part in data.text("valid"))
     with autocast:
         hypotheses = translate(
-            model, data.src_tokenizer, data.tgt_tokenizer, sources, tc.max_tokens
+            model,
+            data.src_tokenizer,
+            data.tgt_tokenizer,
+            sources,
+            DecodeConfig(beam_size=1, max_tokens=tc.max_tokens),
         )
     scores = score(hypotheses, references)
     model.train(was_training)
@@ -432,11 +436,23 @@ def load_trained(run: Path, weights: str = "best") -> tuple[Transformer, Any, An
     from vaswani.train.average import AVERAGED
 
     run = Path(run)
+    if not run.is_dir():
+        raise TrainingError(f"{run}: no such run directory")
     for name in (CONFIG, DATA_INFO):
         if not (run / name).is_file():
-            raise TrainingError(f"{run}: not a complete run directory (no {name})")
-    cfg = ModelConfig.from_dict(json.loads((run / CONFIG).read_text()))
-    info = json.loads((run / DATA_INFO).read_text())
+            raise TrainingError(
+                f"{run}: not a complete run directory (no {name}); give a directory written by "
+                "`vaswani train`"
+            )
+    try:
+        cfg = ModelConfig.from_dict(json.loads((run / CONFIG).read_text()))
+        info = json.loads((run / DATA_INFO).read_text())
+        files = info["meta"]["tokenizer"]["files"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise TrainingError(
+            f"{run}: cannot use {CONFIG} / {DATA_INFO}, damaged or written by an incompatible "
+            f"version of vaswani ({type(error).__name__}: {error})"
+        ) from None
     if weights == "best" and not (run / BEST).is_dir():
         weights = "latest"
     if weights == "latest":
@@ -453,5 +469,13 @@ def load_trained(run: Path, weights: str = "best") -> tuple[Transformer, Any, An
         raise TrainingError(f"--weights {weights!r}: choose best, latest or averaged")
     model = Transformer(cfg)
     ckpt.load_checkpoint_weights(model, path)
-    src_tok, tgt_tok = load_tokenizers(run, info["meta"]["tokenizer"]["files"])
+    try:
+        src_tok, tgt_tok = load_tokenizers(run, files)
+    except ValueError as error:
+        raise TrainingError(f"{run}: incomplete run directory: {error}") from None
+    if (src_tok.vocab_size, tgt_tok.vocab_size) != (cfg.vocab_size, cfg.target_vocab_size):
+        raise TrainingError(
+            f"{run}: the tokenizers' vocabularies ({src_tok.vocab_size}, {tgt_tok.vocab_size}) do "
+            f"not match the model's ({cfg.vocab_size}, {cfg.target_vocab_size})"
+        )
     return model.eval(), src_tok, tgt_tok, info

@@ -1,0 +1,172 @@
+"""`vaswani translate` and `vaswani evaluate` on a run directory written by `vaswani train`."""
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from vaswani.cli import main
+from vaswani.config import DecodeConfig
+from vaswani.decode import translate
+from vaswani.train.loop import load_trained
+
+NUMBERS = ["271493", "", "500181", "   ", "566528", "42"]
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def feed_stdin(monkeypatch, text: str) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode("utf-8"))))
+
+
+def test_arguments_are_translated_in_order_with_empty_lines_kept(numbers_run, capsys):
+    code, out, _ = cli(capsys, "translate", "--checkpoint", str(numbers_run), *NUMBERS)
+    assert code == 0
+    lines = out.split("\n")[:-1]
+    assert len(lines) == len(NUMBERS)
+    assert lines[1] == "" and lines[3] == ""
+    model, src_tok, tgt_tok, _ = load_trained(numbers_run)
+    assert lines == translate(model, src_tok, tgt_tok, NUMBERS, DecodeConfig())
+    assert lines[0] == "zweihunderteinundsiebzigtausendvierhundertdreiundneunzig"
+
+
+def test_stdin_and_files_give_the_same_lines(numbers_run, capsys, monkeypatch, tmp_path):
+    _, from_args, _ = cli(capsys, "translate", "--checkpoint", str(numbers_run), *NUMBERS)
+    feed_stdin(monkeypatch, "\n".join(NUMBERS) + "\n")
+    code, from_stdin, _ = cli(capsys, "translate", "--checkpoint", str(numbers_run))
+    assert code == 0 and from_stdin == from_args
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("\r\n".join(NUMBERS))  # Windows line ends, no final newline
+    code, _, err = cli(
+        capsys, "translate", "--checkpoint", str(numbers_run), "--input", str(source),
+        "--output", str(target),
+    )  # fmt: skip
+    assert code == 0 and f"translated 6 lines of {source}" in err
+    assert target.read_text() == from_args
+
+
+def test_n_best_lists_hypotheses_best_first(numbers_run, capsys):
+    code, out, _ = cli(
+        capsys, "translate", "--checkpoint", str(numbers_run), "--n-best", "3", "12345", "", "7"
+    )
+    assert code == 0
+    rows = [line.split(" ||| ") for line in out.splitlines()]
+    assert [r[0] for r in rows] == ["0", "0", "0", "2", "2", "2"]
+    scores = [float(r[2]) for r in rows[:3]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_the_console_script_reads_a_pipe(numbers_run):
+    result = subprocess.run(
+        [sys.executable, "-m", "vaswani.cli", "translate", "--checkpoint", str(numbers_run),
+         "--beam-size", "1"],
+        input="271493\n\n42\n", capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[3] == ""
+
+
+def test_empty_input_is_an_error(numbers_run, capsys, monkeypatch, tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    code, _, err = cli(capsys, "translate", "--checkpoint", str(numbers_run), "--input", str(empty))
+    assert code == 2 and "empty.txt is empty: nothing to translate" in err
+    feed_stdin(monkeypatch, "")
+    code, _, err = cli(capsys, "translate", "--checkpoint", str(numbers_run))
+    assert code == 2 and "stdin is empty" in err
+
+
+def test_a_line_over_the_position_limit_is_refused_or_truncated_with_a_warning(
+    numbers_run, capsys, tmp_path
+):
+    source = tmp_path / "long.txt"
+    source.write_text("12\n" + "1" * 400 + "\n")
+    args = ["translate", "--checkpoint", str(numbers_run), "--input", str(source)]
+    code, out, err = cli(capsys, *args)
+    assert code == 2 and out == ""
+    assert err.startswith("error: line 2 has 401 tokens") and "--too-long truncate" in err
+    code, out, err = cli(capsys, *args, "--too-long", "truncate")
+    assert code == 0 and len(out.splitlines()) == 2
+    assert err.startswith("warning: line 2 has 401 tokens") and "first 127 tokens" in err
+
+
+def test_a_huge_line_is_refused_by_the_byte_limit(numbers_run, capsys, tmp_path):
+    source = tmp_path / "huge.txt"
+    source.write_text("1" * 5000 + "\n")
+    code, _, err = cli(
+        capsys, "translate", "--checkpoint", str(numbers_run), "--input", str(source),
+        "--max-line-bytes", "1000",
+    )  # fmt: skip
+    assert code == 2 and "huge.txt:1: line longer than 1000 bytes" in err
+
+
+def broken_copy(run, tmp_path, change) -> str:
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    change(copy)
+    return str(copy)
+
+
+def drop_config(run):
+    (run / "config.json").unlink()
+
+
+def unknown_field(run):
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, "rotary": True}))
+
+
+def other_shape(run):
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, "d_ff": 128}))
+
+
+def drop_tokenizer(run):
+    (run / "tokenizer.json").unlink()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (drop_config, "not a complete run directory (no config.json)"),
+        (unknown_field, "incompatible version of vaswani"),
+        (other_shape, "mis-shaped"),
+        (drop_tokenizer, "incomplete run directory"),
+    ],
+)
+def test_a_broken_run_directory_is_one_clear_error(numbers_run, capsys, tmp_path, change, message):
+    run = broken_copy(numbers_run, tmp_path, change)
+    code, _, err = cli(capsys, "translate", "--checkpoint", run, "12")
+    assert code == 2 and message in err and len(err.splitlines()) == 1
+
+
+def test_evaluate_prints_scores_with_signatures_and_speed(numbers_run, capsys):
+    code, out, _ = cli(capsys, "evaluate", "--checkpoint", str(numbers_run), "--beam-size", "2")
+    assert code == 0
+    assert "BLEU = " in out and "nrefs:1|case:mixed" in out and "chrF = " in out
+    assert "exact match: " in out
+    assert "sentences/s" in out and "tokens/s (beam 2, alpha 0.6, bf16, cpu)" in out
+
+
+def test_evaluate_reads_source_and_reference_files(numbers_run, capsys, tmp_path):
+    src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
+    src.write_text("271493\n500181\n")
+    ref.write_text(
+        "zweihunderteinundsiebzigtausendvierhundertdreiundneunzig\n"
+        "fünfhunderttausendeinhunderteinundachtzig\n"
+    )
+    code, out, _ = cli(
+        capsys, "evaluate", "--checkpoint", str(numbers_run), "--src", str(src), "--ref", str(ref),
+        "--beam-size", "1",
+    )  # fmt: skip
+    assert code == 0 and "2 sentences from" in out
+    chrf = float(out.split("chrF = ")[1].split()[0])
+    assert chrf > 50
