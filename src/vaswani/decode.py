@@ -83,7 +83,7 @@ class Stepper:
 
     def reorder(self, rows: Tensor, same_sources: bool = True) -> None:
         """Continue row i from row rows[i]; `same_sources`: no row moves to another sentence."""
-        self.cache = self.cache.reorder(rows, same_sources)
+        self.cache = self.cache.reorder(rows, same_sources, in_place=True)
 
 
 def start_decoding(

@@ -75,28 +75,56 @@ class KVCache:
             raise ValueError("nothing has been decoded into this cache yet")
         return kv[0][:, :, : self.length], kv[1][:, :, : self.length]
 
-    def reorder(self, indices: Tensor, same_sources: bool = False) -> KVCache:
+    def reorder(
+        self, indices: Tensor, same_sources: bool = False, in_place: bool = False
+    ) -> KVCache:
         """A cache whose row i is row `indices[i]` of this one (beam search keeps, copies beams).
 
-        With `same_sources` the caller promises that every row keeps its source sentence (beams
-        of one sentence trade places), so the encoder keys/values are shared, not copied.
+        same_sources: the caller promises that every row keeps its source sentence (beams of one
+            sentence trade places), so the encoder keys/values are kept as they are.
+        in_place: reuse this cache's buffers (no more rows than it has; this cache is then
+            invalid). Decoding does this every step: allocating fresh buffers of that size each
+            time costs several times more than the copy itself.
         """
 
         def pick(t: Tensor) -> Tensor:
-            return t.index_select(0, indices)
+            if not in_place:
+                return t.index_select(0, indices)
+            t[: indices.size(0)] = t.index_select(0, indices)  # gathered first, then written
+            return t[: indices.size(0)]
 
+        def pick_buffer(t: Tensor) -> Tensor:
+            if not in_place:
+                return t.index_select(0, indices)
+            # Only the positions decoded so far move; the buffer's batch prefix is reused.
+            rows = indices.size(0)
+            t[:rows, :, : self.length] = t[:, :, : self.length].index_select(0, indices)
+            return t[:rows]
+
+        if in_place and indices.size(0) > self.memory_rows():
+            raise ValueError("an in-place reorder cannot add rows; reorder with in_place=False")
         keep_memory = same_sources or self.cross_kv is None
         return KVCache(
-            self_kv=[None if kv is None else (pick(kv[0]), pick(kv[1])) for kv in self.self_kv],
+            self_kv=[
+                None if kv is None else (pick_buffer(kv[0]), pick_buffer(kv[1]))
+                for kv in self.self_kv
+            ],
             cross_kv=self.cross_kv
             if keep_memory
             else [(pick(k), pick(v)) for k, v in self.cross_kv],
             memory_mask=self.memory_mask
             if same_sources or self.memory_mask is None
-            else pick(self.memory_mask),
+            else self.memory_mask.index_select(0, indices),
             length=self.length,
             capacity=self.capacity,
         )
+
+    def memory_rows(self) -> int:
+        """The number of rows (sequences) this cache holds."""
+        tensors = [kv[0] for kv in self.self_kv if kv is not None] + [
+            k for k, _ in self.cross_kv or []
+        ]
+        return tensors[0].size(0) if tensors else 0
 
 
 @dataclass
