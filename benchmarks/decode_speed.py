@@ -146,6 +146,7 @@ def main() -> None:
     )
     print("| precision | search | new tokens | vaswani tok/s | generate tok/s | speed-up |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
+    seconds: dict[tuple[str, str, int], float] = {}
     for precision in args.precisions:
         # bf16: both models' weights are cast once (autocast would cast them again every step).
         dtype = torch.bfloat16 if precision == "bf16" else torch.float32
@@ -179,11 +180,18 @@ def main() -> None:
                     note = ""
                 tokens = args.batch * new
                 search = "greedy" if beams == 1 else f"beam {beams}"
+                seconds[precision, search, new] = ours_s
                 print(
                     f"| {precision} | {search} | {new} | {tokens / ours_s:,.0f} | "
                     f"{tokens / theirs_s:,.0f} | {theirs_s / ours_s:.2f}x |{note}",
                     flush=True,
                 )
+
+    # Growth with length: doubling the new tokens should cost about twice as much (target <= 2.2x).
+    for (precision, search, new), ours_s in seconds.items():
+        if (precision, search, 2 * new) in seconds:
+            ratio = seconds[precision, search, 2 * new] / ours_s
+            print(f"vaswani {precision} {search}: {2 * new} tokens cost {ratio:.2f}x {new} tokens")
 
 
 if __name__ == "__main__":
