@@ -127,11 +127,8 @@ def non_negative_int(text: str) -> int:
     return value
 
 
-def add_decoding_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags `translate` and `evaluate` share: which weights, how to search, how to batch."""
-    from vaswani.config import LENGTH_PENALTIES, DecodeConfig
-
-    paper = DecodeConfig()
+def add_model_flags(parser: argparse.ArgumentParser) -> None:
+    """Which run, which of its weights, where and in what precision to run them."""
     parser.add_argument(
         "--checkpoint", type=Path, required=True, metavar="RUN_DIR", help="a run directory"
     )
@@ -141,6 +138,16 @@ def add_decoding_flags(parser: argparse.ArgumentParser) -> None:
         default="best",
         help="best validation BLEU, the latest checkpoint, or `vaswani average`'s",
     )
+    parser.add_argument("--precision", choices=("bf16", "fp32"), default="bf16", help="autocast")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ...")
+
+
+def add_decoding_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags `translate`, `evaluate` and `serve` share: the model, how to search and batch."""
+    from vaswani.config import LENGTH_PENALTIES, DecodeConfig
+
+    add_model_flags(parser)
+    paper = DecodeConfig()
     parser.add_argument(
         "--beam-size",
         type=positive_int,
@@ -184,8 +191,6 @@ def add_decoding_flags(parser: argparse.ArgumentParser) -> None:
         default=1 << 20,
         help="refuse any input line longer than this many bytes",
     )
-    parser.add_argument("--precision", choices=("bf16", "fp32"), default="bf16", help="autocast")
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ...")
 
 
 def decode_config(args: argparse.Namespace, n_best: int = 1) -> DecodeConfig:
@@ -351,6 +356,57 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     )
     if args.output:
         args.output.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve a run's model over HTTP until Ctrl-C or SIGTERM."""
+    from vaswani.serve import ServeSettings, create_app, serve
+
+    model, src_tok, tgt_tok, _, _ = load_for_decoding(args)
+    settings = ServeSettings(
+        max_body_bytes=args.max_body_bytes,
+        max_texts=args.max_texts,
+        max_chars=args.max_chars,
+        max_beam_size=args.max_beam_size,
+        beam_size=args.beam_size,
+        max_length=args.max_length,
+        timeout_s=args.timeout,
+        max_queued_texts=args.max_queued_texts,
+        batch_wait_ms=args.batch_wait_ms,
+        batch_tokens=args.batch_tokens,
+        dynamic_batching=not args.no_batching,
+        precision=args.precision,
+    )
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"warning: listening on {args.host}: reachable from other machines", file=sys.stderr)
+    print(f"serving {args.checkpoint} on http://{args.host}:{args.port} (docs at /docs)")
+    serve(create_app(model, src_tok, tgt_tok, settings), args.host, args.port)
+    print("server stopped")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Attention maps, the positional encoding, or training curves, as PNG or SVG."""
+    from vaswani import plot
+
+    try:
+        if args.what == "attention":
+            model, src_tok, tgt_tok, _, _ = load_for_decoding(args)
+            out = args.out or Path("attention.png")
+            plot.attention(model, src_tok, tgt_tok, args.sentence, out)
+            for kind in ("encoder", "decoder", "cross"):
+                print(f"wrote {out.with_name(f'{out.stem}-{kind}{out.suffix}')}")
+            return 0
+        if args.what == "positional-encoding":
+            out = args.out or Path("positional-encoding.png")
+            plot.positional_encoding(args.d_model, args.length, out)
+        else:
+            out = args.out or Path(args.run_dir) / "training.png"
+            plot.training(args.run_dir, out)
+    except ValueError as error:
+        raise CliError(str(error)) from None
+    print(f"wrote {out}")
     return 0
 
 
@@ -607,6 +663,95 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--output", type=Path, help="also write the translations here")
     add_decoding_flags(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
+
+    from vaswani.serve import ServeSettings
+
+    limits = ServeSettings()
+    serve = sub.add_parser(
+        "serve",
+        help="serve a trained model over HTTP (POST /translate, GET /health, /docs)",
+        description=(
+            'An HTTP API over a run\'s model: POST /translate with {"text": ...} or '
+            '{"texts": [...]} and optional beam_size and max_length; GET /health; the OpenAPI '
+            "schema at /openapi.json and /docs. Requests arriving together are batched into one "
+            "model call. Every limit below is answered with a clear 4xx (413 body, 422 request) "
+            "or 503 (queue full) or 504 (timeout). Ctrl-C or SIGTERM finishes requests in flight."
+        ),
+        formatter_class=HelpFormatter,
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to bind; 0.0.0.0 exposes it to the network"
+    )
+    serve.add_argument("--port", type=positive_int, default=8000)
+    serve.add_argument("--max-body-bytes", type=positive_int, default=limits.max_body_bytes)
+    serve.add_argument(
+        "--max-texts", type=positive_int, default=limits.max_texts, help="per request"
+    )
+    serve.add_argument("--max-chars", type=positive_int, default=limits.max_chars, help="per text")
+    serve.add_argument("--max-beam-size", type=positive_int, default=limits.max_beam_size)
+    serve.add_argument(
+        "--max-length", type=positive_int, default=limits.max_length, help="largest max_length"
+    )
+    serve.add_argument(
+        "--timeout", type=float, default=limits.timeout_s, help="seconds before a 504"
+    )
+    serve.add_argument(
+        "--max-queued-texts",
+        type=positive_int,
+        default=limits.max_queued_texts,
+        help="sentences waiting or in translation; more get 503",
+    )
+    serve.add_argument(
+        "--batch-wait-ms",
+        type=float,
+        default=limits.batch_wait_ms,
+        help="how long to wait for more requests to batch with one (0: no dynamic batching)",
+    )
+    serve.add_argument(
+        "--batch-tokens",
+        type=positive_int,
+        default=limits.batch_tokens,
+        help="token budget of one model call (source tokens x beam size)",
+    )
+    serve.add_argument(
+        "--no-batching", action="store_true", help="one request per model call (for comparison)"
+    )
+    add_decoding_flags(serve)
+    serve.set_defaults(func=cmd_serve)
+
+    plot = sub.add_parser(
+        "plot",
+        help="draw attention maps, the positional encoding or training curves (PNG or SVG)",
+        description="Pictures of a model: `attention` (every head of every layer for one "
+        "sentence and its translation), `positional-encoding` (§3.5), `training` (loss, "
+        "learning rate, validation BLEU, tokens/s from a run's metrics.jsonl).",
+        formatter_class=HelpFormatter,
+    )
+    kinds = plot.add_subparsers(dest="what", metavar="WHAT", required=True)
+    attention = kinds.add_parser(
+        "attention",
+        help="attention maps of one sentence: OUT-encoder, OUT-decoder, OUT-cross",
+        formatter_class=HelpFormatter,
+    )
+    attention.add_argument("sentence", help="source sentence to translate and draw")
+    attention.add_argument(
+        "--out", type=Path, help="file name stem and type (default attention.png)"
+    )
+    add_model_flags(attention)
+    positions = kinds.add_parser(
+        "positional-encoding",
+        help="the sinusoidal encoding as a heat map",
+        formatter_class=HelpFormatter,
+    )
+    positions.add_argument("--d-model", type=positive_int, default=256)
+    positions.add_argument("--length", type=positive_int, default=100, help="positions")
+    positions.add_argument("--out", type=Path, help="default positional-encoding.png")
+    curves = kinds.add_parser(
+        "training", help="training curves from RUN_DIR/metrics.jsonl", formatter_class=HelpFormatter
+    )
+    curves.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    curves.add_argument("--out", type=Path, help="default RUN_DIR/training.png")
+    plot.set_defaults(func=cmd_plot)
 
     average = sub.add_parser(
         "average",

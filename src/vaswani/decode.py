@@ -388,11 +388,16 @@ class Translation:
 
 
 def encode_sources(
-    tokenizer: Tokenizer, texts: list[str], max_len: int, too_long: str = "error"
+    tokenizer: Tokenizer,
+    texts: list[str],
+    max_len: int,
+    too_long: str = "error",
+    what: str = "line",
 ) -> dict[int, list[int]]:
-    """Token ids with end-of-sentence, by line index, of the non-blank lines.
+    """Token ids with end-of-sentence, by index, of the non-blank texts; messages call a text
+    `what` and count from 1.
 
-    A line over the position limit max_len raises InputTooLong (too_long="error") or is cut to fit
+    A text over the position limit max_len raises InputTooLong (too_long="error") or is cut to fit
     with a `TruncatedInput` warning naming it (too_long="truncate").
     """
     if too_long not in ("error", "truncate"):
@@ -403,7 +408,7 @@ def encode_sources(
         if len(ids) + 1 <= max_len:
             continue
         message = (
-            f"line {i + 1} has {len(ids) + 1} tokens with end-of-sentence, more than the model's "
+            f"{what} {i + 1} has {len(ids) + 1} tokens with end-of-sentence, more than the model's "
             f"position limit max_len={max_len}"
         )
         if too_long == "error":

@@ -1,0 +1,163 @@
+"""Pictures of what a Transformer does: attention maps, the positional encoding, training curves.
+
+Each function builds a matplotlib figure, writes it (PNG or SVG, by the file's suffix) and returns
+it, so callers and tests can look at its panels.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display needed
+
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from vaswani.config import DecodeConfig  # noqa: E402
+from vaswani.decode import decode  # noqa: E402
+from vaswani.model import sinusoidal_encoding  # noqa: E402
+
+PANEL_INCHES_PER_TOKEN = 0.16  # room for one token label at font size 7
+MIN_PANEL_INCHES = 2.2
+
+
+def save(fig: Figure, path: Path) -> Figure:
+    path = Path(path)
+    if path.suffix.lower() not in (".png", ".svg"):
+        raise ValueError(f"{path}: write .png or .svg")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return fig
+
+
+def heads_grid(maps: list[torch.Tensor], queries: list[str], keys: list[str], title: str) -> Figure:
+    """One row per layer, one panel per head; query tokens down, key tokens across.
+
+    maps: per layer (H, Lq, Lk) attention weights of one sentence.
+    """
+    layers, heads = len(maps), maps[0].size(0)
+    width = max(MIN_PANEL_INCHES, PANEL_INCHES_PER_TOKEN * len(keys) + 0.8)
+    height = max(MIN_PANEL_INCHES, PANEL_INCHES_PER_TOKEN * len(queries) + 0.8)
+    fig, axes = plt.subplots(
+        layers, heads, figsize=(width * heads + 1.2, height * layers + 0.6), squeeze=False
+    )
+    image = None
+    for layer, weights in enumerate(maps):
+        for head in range(heads):
+            ax = axes[layer][head]
+            image = ax.imshow(
+                weights[head].float().cpu().numpy(), vmin=0.0, vmax=1.0, cmap="viridis"
+            )
+            ax.set_xticks(range(len(keys)), keys, rotation=90, fontsize=7)
+            # Query labels on the first column only: they would run into the panel to the left.
+            ax.set_yticks(range(len(queries)), queries if head == 0 else [], fontsize=7)
+            ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=9)
+            if head == 0:
+                ax.set_ylabel("query (attending)", fontsize=8)
+            if layer == layers - 1:
+                ax.set_xlabel("key (attended to)", fontsize=8)
+    fig.suptitle(title)
+    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+    return fig
+
+
+def attention(
+    model: Any, src_tokenizer: Any, tgt_tokenizer: Any, text: str, out: Path
+) -> dict[str, Figure]:
+    """Translate `text` greedily, then draw encoder self-, decoder self- and cross-attention of
+    that translation, one file each: OUT-encoder.png, OUT-decoder.png, OUT-cross.png."""
+    cfg = model.cfg
+    device = next(model.parameters()).device
+    ids = src_tokenizer.encode(text)
+    if not ids:
+        raise ValueError("the sentence to plot is empty")
+    if len(ids) + 1 > cfg.max_len:
+        raise ValueError(f"the sentence has {len(ids) + 1} tokens, over max_len={cfg.max_len}")
+    src = torch.tensor([[*ids, cfg.eos_id]], device=device)
+    with torch.no_grad():
+        output = decode(model, src, DecodeConfig(beam_size=1))[0][0].tokens
+        tgt = torch.tensor([[cfg.bos_id, *output]], device=device)
+        maps = model.attention_maps(src, tgt)
+    src_labels = [*src_tokenizer.tokens(ids), "</s>"]
+    tgt_labels = ["<s>", *tgt_tokenizer.tokens(output)]
+    translation = tgt_tokenizer.decode(output)
+    out = Path(out)
+    figures = {
+        "encoder": heads_grid(
+            [m[0] for m in maps.encoder], src_labels, src_labels,
+            f"Encoder self-attention: {text!r}",
+        ),
+        "decoder": heads_grid(
+            [m[0] for m in maps.decoder_self], tgt_labels, tgt_labels,
+            f"Decoder self-attention (masked): {translation!r}",
+        ),
+        "cross": heads_grid(
+            [m[0] for m in maps.cross], tgt_labels, src_labels,
+            f"Encoder-decoder attention: {text!r} -> {translation!r}",
+        ),
+    }  # fmt: skip
+    for kind, fig in figures.items():
+        save(fig, out.with_name(f"{out.stem}-{kind}{out.suffix}"))
+    return figures
+
+
+def positional_encoding(d_model: int, length: int, out: Path) -> Figure:
+    """The sinusoidal positional encoding (§3.5) as a heat map: positions down, dimensions across."""
+    table = sinusoidal_encoding(length, d_model).numpy()
+    fig, ax = plt.subplots(figsize=(max(6.0, d_model / 40), max(4.0, length / 25)))
+    image = ax.imshow(table, aspect="auto", cmap="RdBu", vmin=-1.0, vmax=1.0)
+    ax.set_xlabel("dimension (even: sin, odd: cos)")
+    ax.set_ylabel("position")
+    ax.set_title(f"Sinusoidal positional encoding, d_model={d_model}, {length} positions")
+    fig.colorbar(image, ax=ax, label="value")
+    return save(fig, out)
+
+
+def read_metrics(run: Path) -> list[dict]:
+    path = Path(run) / "metrics.jsonl"
+    if not path.is_file():
+        raise ValueError(f"{run}: no metrics.jsonl; give a run directory of `vaswani train`")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def training(run: Path, out: Path) -> Figure:
+    """Loss, learning rate, validation BLEU and tokens/s from a run's metrics.jsonl."""
+    records = read_metrics(run)
+    train = [r for r in records if "loss" in r]
+    valid = [r for r in records if "valid_loss" in r]
+    if not train:
+        raise ValueError(f"{run}: metrics.jsonl has no training steps yet")
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+    (loss_ax, lr_ax), (bleu_ax, speed_ax) = axes
+    steps = [r["step"] for r in train]
+    loss_ax.plot(steps, [r["loss"] for r in train], label="training (label-smoothed)", lw=0.8)
+    if valid:
+        loss_ax.plot([r["step"] for r in valid], [r["valid_loss"] for r in valid], "o-",
+                     label="validation")  # fmt: skip
+    loss_ax.set(title="Loss", xlabel="step", ylabel="cross-entropy per token (nats)")
+    loss_ax.legend()
+    lr_ax.plot(steps, [r["lr"] for r in train])
+    lr_ax.set(title="Learning rate (§5.3)", xlabel="step", ylabel="learning rate")
+    if valid:
+        bleu_ax.plot([r["step"] for r in valid], [r["valid_bleu"] for r in valid], "o-")
+    else:
+        bleu_ax.text(0.5, 0.5, "no evaluation yet", ha="center", transform=bleu_ax.transAxes)
+    bleu_ax.set(title="Validation sacreBLEU (greedy)", xlabel="step", ylabel="BLEU")
+    speed_ax.plot(steps, [r["tokens_per_s"] for r in train], lw=0.8)
+    speed_ax.set(title="Throughput", xlabel="step", ylabel="target tokens / s")
+    for ax in axes.flat:
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"Training run {Path(run).name}")
+    fig.tight_layout()
+    return save(fig, out)
+
+
+def panels(fig: Figure) -> int:
+    """Panels of a figure, colour bars not counted."""
+    return sum(1 for ax in fig.axes if ax.get_label() != "<colorbar>")

@@ -1,0 +1,282 @@
+"""`vaswani serve`: real HTTP on loopback, uvicorn started in the test (RELIABILITY 17-20)."""
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import uvicorn
+
+from vaswani.cli import build_parser
+from vaswani.config import DecodeConfig
+from vaswani.decode import translate
+from vaswani.serve import ServeSettings, create_app
+from vaswani.train.loop import load_trained
+
+FP32 = {"precision": "fp32"}
+
+
+class Server:
+    """uvicorn serving `app` on a free loopback port, in a thread of this process."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=10)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]})
+        self.thread.start()
+        deadline = time.time() + 60
+        while not self.server.started:
+            assert time.time() < deadline, "server did not start"
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+    def request(self, method: str, path: str, body=None, headers=None) -> tuple[int, dict]:
+        return request(self.port, method, path, body, headers)
+
+
+def request(port, method, path, body=None, headers=None, timeout=60) -> tuple[int, dict]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    if isinstance(body, dict):
+        body = json.dumps(body).encode()
+    headers = {"Content-Type": "application/json", **(headers or {})}
+    connection.request(method, path, body=body, headers=headers)
+    response = connection.getresponse()
+    data = response.read()
+    connection.close()
+    return response.status, json.loads(data) if data else {}
+
+
+@pytest.fixture(scope="module")
+def loaded(numbers_run):
+    return load_trained(numbers_run)
+
+
+@pytest.fixture
+def serving(loaded):
+    servers = []
+
+    def start(**settings):
+        model, src_tok, tgt_tok, _ = loaded
+        server = Server(create_app(model, src_tok, tgt_tok, ServeSettings(**settings)))
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def test_translations_equal_the_python_api_and_keep_order(serving, loaded):
+    server = serving(**FP32)
+    texts = ["271493", "", "500181", "42"]
+    status, body = server.request("POST", "/translate", {"texts": texts})
+    assert status == 200
+    model, src_tok, tgt_tok, _ = loaded
+    assert body["translations"] == translate(model, src_tok, tgt_tok, texts, DecodeConfig())
+    status, one = server.request("POST", "/translate", {"text": "42", "beam_size": 1})
+    assert status == 200 and one["beam_size"] == 1
+    assert one["translations"] == translate(
+        model, src_tok, tgt_tok, ["42"], DecodeConfig(beam_size=1)
+    )
+
+
+def test_concurrent_requests_are_all_answered_and_batched_together(serving, loaded):
+    server = serving(batch_wait_ms=100, **FP32)
+    model, src_tok, tgt_tok, _ = loaded
+    numbers = [str(n) for n in range(1000, 1000 + 24 * 37, 37)]
+
+    def ask(number):
+        return server.request("POST", "/translate", {"texts": [number, ""]})
+
+    with ThreadPoolExecutor(24) as pool:
+        answers = list(pool.map(ask, numbers))
+    assert all(status == 200 for status, _ in answers)
+    expected = translate(model, src_tok, tgt_tok, numbers, DecodeConfig())
+    assert [body["translations"] for _, body in answers] == [[e, ""] for e in expected]
+    assert server.app.state.translator.batches < len(numbers)  # several requests per model call
+
+
+def test_health_and_openapi(serving):
+    server = serving()
+    status, body = server.request("GET", "/health")
+    assert status == 200 and body["status"] == "ok" and body["device"] == "cpu"
+    status, schema = server.request("GET", "/openapi.json")
+    assert status == 200 and "/translate" in schema["paths"]
+
+
+def test_health_is_503_when_the_test_translation_fails(loaded):
+    model, src_tok, tgt_tok, _ = loaded
+
+    class Broken:
+        def encode_batch(self, texts):
+            raise RuntimeError("tokenizer broken")
+
+    server = Server(create_app(model, Broken(), tgt_tok, ServeSettings()))
+    try:
+        status, body = server.request("GET", "/health")
+        assert status == 503 and "tokenizer broken" in body["error"]
+        status, _ = server.request("POST", "/translate", {"text": "1"})
+        assert status == 503
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        (b'{"text": "1"', 422, "JSON decode error"),
+        ({"text": 5}, 422, "string"),
+        ({"text": "1", "path": "/etc/passwd"}, 422, "Extra inputs are not permitted"),
+        ({}, 422, 'exactly one of "text" and "texts"'),
+        ({"texts": []}, 422, '"texts" is empty'),
+        ({"texts": ["1"] * 9}, 422, "9 texts, over the limit of 8"),
+        ({"text": "1" * 151}, 422, "text 1 is over the limit of 150 characters"),
+        ({"text": "1", "beam_size": 5}, 422, "beam_size 5 is over the limit of 4"),
+        ({"text": "1", "beam_size": 0}, 422, "greater than or equal to 1"),
+        ({"text": "1", "max_length": 65}, 422, "max_length 65 is over the limit of 64"),
+        ({"texts": ["1", "9" * 130]}, 422, "text 2 has 131 tokens"),
+        ({"text": "1" * 300}, 413, "over the limit of 256 bytes"),
+    ],
+)
+def test_each_limit_gets_its_status_and_the_next_request_works(serving, body, status, message):
+    settings = dict(max_body_bytes=256, max_texts=8, max_chars=150, max_beam_size=4, max_length=64)
+    server = serving(**settings)
+    got, answer = server.request("POST", "/translate", body)
+    assert got == status and message in str(answer), answer
+    assert server.request("POST", "/translate", {"text": "12"})[0] == 200
+
+
+def test_a_chunked_body_over_the_limit_is_refused(serving):
+    server = serving(max_body_bytes=256)
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    chunks = iter([b'{"text": "', b"1" * 200, b"1" * 200, b'"}'])
+    connection.request("POST", "/translate", body=chunks, encode_chunked=True)
+    response = connection.getresponse()
+    assert response.status == 413 and b"over the limit" in response.read()
+
+
+def slow_model(server, seconds: float):
+    """Make each model call take `seconds` longer; returns a function that undoes it."""
+    translator = server.app.state.translator
+    run = translator.run
+
+    def slow(texts, dc):
+        time.sleep(seconds)
+        return run(texts, dc)
+
+    translator.run = slow
+    return lambda: setattr(translator, "run", run)
+
+
+def test_a_burst_over_the_queue_gets_503_at_once_and_the_rest_are_served(serving):
+    server = serving(max_queued_texts=4, batch_wait_ms=0)
+    slow_model(server, 0.5)
+
+    def ask(_):
+        started = time.perf_counter()
+        status, _ = server.request("POST", "/translate", {"texts": ["1", "2"]})
+        return status, time.perf_counter() - started
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(ask, range(8)))
+    refused = [seconds for status, seconds in results if status == 503]
+    served = [status for status, _ in results if status == 200]
+    assert len(served) >= 2 and len(refused) >= 4, results
+    assert max(refused) < 0.4, results  # answered at once, not after the slow model calls
+    assert server.request("POST", "/translate", {"text": "7"})[0] == 200
+
+
+def test_a_request_past_its_deadline_gets_504_and_the_worker_is_freed(serving):
+    server = serving(timeout_s=0.3)
+    undo = slow_model(server, 1.0)
+    status, body = server.request("POST", "/translate", {"text": "1"})
+    assert status == 504 and "0.3 s" in body["detail"]
+    undo()
+    time.sleep(1.0)  # the batch that timed out finishes; nothing else is stuck behind it
+    assert server.request("POST", "/translate", {"text": "1"})[0] == 200
+
+
+def rss_mb() -> float:
+    with open(f"/proc/{os.getpid()}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS"))
+    return int(line.split()[1]) / 1024
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
+def test_memory_stays_flat_over_repeated_bursts(serving):
+    server = serving(batch_wait_ms=2)
+
+    def burst():
+        with ThreadPoolExecutor(16) as pool:
+            statuses = list(
+                pool.map(
+                    lambda i: server.request("POST", "/translate", {"texts": [str(i)] * 8})[0],
+                    range(200, 296),
+                )
+            )
+        assert set(statuses) == {200}
+
+    burst()
+    before = rss_mb()
+    for _ in range(3):
+        burst()
+    assert rss_mb() - before < 50
+
+
+def test_the_server_binds_loopback_by_default():
+    args = build_parser().parse_args(["serve", "--checkpoint", "run"])
+    assert args.host == "127.0.0.1"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_sigterm_finishes_requests_in_flight_and_exits_0(numbers_run):
+    port = free_port()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "vaswani.cli", "serve", "--checkpoint", str(numbers_run),
+         "--port", str(port), "--precision", "fp32", "--max-texts", "3000",
+         "--max-queued-texts", "3000", "--batch-tokens", "100000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.time() + 120
+        while True:
+            assert time.time() < deadline and child.poll() is None, child.stderr.read()
+            try:
+                if request(port, "GET", "/health", timeout=5)[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.1)
+        texts = [str(n) for n in range(100000, 103000)]  # a few seconds of work
+        with ThreadPoolExecutor(1) as pool:
+            answer = pool.submit(
+                request, port, "POST", "/translate", {"texts": texts, "beam_size": 8}
+            )
+            time.sleep(0.5)  # the request is in the model now
+            child.send_signal(signal.SIGTERM)
+            status, body = answer.result(timeout=120)
+        assert status == 200 and len(body["translations"]) == 3000
+        assert body["seconds"] > 0.5  # it was still being translated when SIGTERM came
+        assert child.wait(timeout=60) == 0
+        with pytest.raises(OSError):
+            request(port, "GET", "/health", timeout=5)
+    finally:
+        child.kill()
