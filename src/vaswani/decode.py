@@ -96,11 +96,14 @@ def start_decoding(
     cfg = model.cfg
     limits = length_limits(src_ids, cfg.pad_id, cfg.max_len, dc)
     memory, src_mask = model.encode(src_ids)
-    room = int(limits.max()) + 1 if use_cache else 0
-    cache = model.init_cache(memory, src_mask, capacity=room)
-    if copies > 1:
-        rows = torch.arange(src_ids.size(0), device=src_ids.device).repeat_interleave(copies)
-        cache = cache.reorder(rows)  # (B * copies) rows; the encoder ran once per sentence
+    if use_cache:
+        # Beams of a sentence share one cache row (no copies of keys; see `KVCache`).
+        cache = model.init_cache(memory, src_mask, int(limits.max()) + 1, beams=copies)
+    else:
+        cache = model.init_cache(memory, src_mask)
+        if copies > 1:  # re-running prefixes: one plain row per beam
+            rows = torch.arange(src_ids.size(0), device=src_ids.device).repeat_interleave(copies)
+            cache = cache.reorder(rows)
     return Stepper(model, cache, use_cache), limits
 
 

@@ -337,3 +337,23 @@ def test_attention_maps_cover_every_layer_and_are_distributions(tiny):
         torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
     assert torch.all(maps.cross[0][..., 5] == 0)  # the padding key gets no attention
     assert torch.all(maps.decoder_self[0][0, :, 0, 1:] == 0)  # nor do future tokens
+
+
+def test_a_beam_cache_matches_one_row_per_beam_and_keeps_beams_in_their_sentence(tiny):
+    model = Transformer(tiny).eval()
+    src, k = random_ids(tiny, 2, 5), 3
+    steps = random_ids(tiny, 2 * k, 4)
+    order = torch.tensor([2, 0, 0, 4, 5, 3])  # beams trade places within each sentence
+    with torch.no_grad():
+        memory, mask = model.encode(src)
+        shared = model.init_cache(memory, mask, capacity=8, beams=k)
+        rows = model.init_cache(memory, mask, capacity=8).reorder(
+            torch.arange(2).repeat_interleave(k)
+        )
+        for t in range(4):
+            a, shared = model.decode_step(steps[:, t : t + 1], shared)
+            b, rows = model.decode_step(steps[:, t : t + 1], rows)
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+            shared, rows = shared.reorder(order, same_sources=True), rows.reorder(order)
+    with pytest.raises(ValueError, match="within their own sentence"):
+        shared.reorder(torch.tensor([0, 1, 3, 3, 4, 5]))

@@ -57,9 +57,19 @@ class KVCache:
     length: number of target positions decoded so far (the position of the next token).
     capacity: positions to reserve room for when the buffers are first made (0: exactly what the
         first call needs); decoding sets it to its length limit, so the buffers never regrow.
+    beams: hypotheses per source sentence that share this cache (beam search); 1 otherwise.
+    ancestry: with beams > 1, (B, beams, room * beams) booleans: which stored key each beam's
+        history consists of (see below); None otherwise.
 
     `decode_step` writes new positions into the buffers in place when they have room: continue
     from the cache it returns, and `reorder` (which copies) before branching from one cache twice.
+
+    Beams without copying. With beams = k the decoder takes (B*k, 1) tokens a step but keeps one
+    row per sentence: the k beams' keys of position t are stored side by side at slots t*k .. t*k+k-1
+    of that row, and are never moved. A beam's history is a path through those slots, recorded in
+    `ancestry`; the k beams of a sentence attend as k queries over its slots, each masked to its own
+    path, and over one copy of the encoder output. Reordering beams then gathers a few booleans
+    instead of copying every beam's keys and values each step.
     """
 
     self_kv: list[KV | None]
@@ -67,6 +77,8 @@ class KVCache:
     memory_mask: Tensor | None = None
     length: int = 0
     capacity: int = 0
+    beams: int = 1
+    ancestry: Tensor | None = None
 
     def self_keys_values(self, layer: int) -> KV:
         """The self-attention keys and values of `layer` for the positions so far, (B, H, length, Dh)."""
@@ -101,6 +113,8 @@ class KVCache:
             t[:rows, :, : self.length] = t[:, :, : self.length].index_select(0, indices)
             return t[:rows]
 
+        if self.beams > 1:
+            return self.reorder_beams(indices, in_place)
         if in_place and indices.size(0) > self.memory_rows():
             raise ValueError("an in-place reorder cannot add rows; reorder with in_place=False")
         keep_memory = same_sources or self.cross_kv is None
@@ -117,6 +131,41 @@ class KVCache:
             else self.memory_mask.index_select(0, indices),
             length=self.length,
             capacity=self.capacity,
+        )
+
+    def reorder_beams(self, indices: Tensor, in_place: bool) -> KVCache:
+        """`reorder` for a beam cache: indices (B'*k,) name beams b*k + j; each group of k must
+        come from one sentence. Keys stay where they are; only the ancestry follows the beams."""
+        k = self.beams
+        groups = indices.view(-1, k)  # (B', k)
+        sentences = groups[:, 0] // k  # (B',)
+        if not bool((groups // k == sentences[:, None]).all()):
+            raise ValueError("a beam cache can only reorder beams within their own sentence")
+        parents = groups % k  # (B', k)
+        same = sentences.size(0) == self.ancestry.size(0) and bool(
+            (sentences == torch.arange(sentences.size(0), device=sentences.device)).all()
+        )
+
+        def pick(t: Tensor) -> Tensor:
+            if same:
+                return t
+            if not in_place:
+                return t.index_select(0, sentences)
+            t[: sentences.size(0)] = t.index_select(0, sentences)
+            return t[: sentences.size(0)]
+
+        ancestry = pick(self.ancestry)
+        ancestry = ancestry.gather(1, parents[:, :, None].expand(-1, -1, ancestry.size(2)))
+        return KVCache(
+            self_kv=[None if kv is None else (pick(kv[0]), pick(kv[1])) for kv in self.self_kv],
+            cross_kv=None
+            if self.cross_kv is None
+            else [(pick(a), pick(b)) for a, b in self.cross_kv],
+            memory_mask=None if self.memory_mask is None else pick(self.memory_mask),
+            length=self.length,
+            capacity=self.capacity,
+            beams=k,
+            ancestry=ancestry,
         )
 
     def memory_rows(self) -> int:
@@ -186,6 +235,8 @@ class Decoder(nn.Module):
     def forward(
         self, ids: Tensor, cache: KVCache, maps: AttentionMaps | None = None
     ) -> tuple[Tensor, KVCache]:
+        if cache.beams > 1:
+            return self.forward_beams(ids, cache)
         past_len = cache.length
         x = self.embed(ids, offset=past_len)  # (B, T, D)
         # A single new token may attend to everything before it: no mask needed.
@@ -211,6 +262,42 @@ class Decoder(nn.Module):
             new_kv, cache.cross_kv, cache.memory_mask, past_len + ids.size(1), cache.capacity
         )
         return self.final_norm(x), cache
+
+    def forward_beams(self, ids: Tensor, cache: KVCache) -> tuple[Tensor, KVCache]:
+        """One step of k beams per sentence over a beam cache (see `KVCache`).
+
+        The layers see each sentence's k beams as k positions of one sequence: projections,
+        feed-forward and LayerNorm act per position anyway, self-attention writes the k new keys
+        side by side and reads them through the ancestry mask, and cross-attention reads the
+        sentence's encoder output once for all its beams.
+
+        Shapes: ids (B*k, 1) -> (B*k, 1, D)
+        """
+        k, t = cache.beams, cache.length
+        if ids.size(1) != 1:
+            raise ValueError("a beam cache takes one new token per beam and step")
+        x = self.embed(ids, offset=t)  # (B*k, 1, D): every beam is at position t
+        x = x.view(-1, k, x.size(-1))  # (B, k, D)
+        ancestry = cache.ancestry
+        # Each beam sees its own new key; earlier slots as its history says.
+        ancestry[:, :, t * k : (t + 1) * k] = torch.eye(k, dtype=torch.bool, device=ids.device)
+        self_mask = ancestry[:, None, :, : (t + 1) * k]  # (B, 1, k, (t+1)*k)
+        new_kv: list[KV | None] = []
+        for i, layer in enumerate(self.layers):
+            x, kv, _, _ = layer(
+                x,
+                self_mask,
+                memory_kv=cache.cross_kv[i] if cache.cross_kv is not None else None,
+                memory_mask=cache.memory_mask,
+                past=cache.self_kv[i],
+                past_len=t * k,
+                capacity=cache.capacity * k,
+            )
+            new_kv.append(kv)
+        cache = KVCache(
+            new_kv, cache.cross_kv, cache.memory_mask, t + 1, cache.capacity, k, ancestry
+        )
+        return self.final_norm(x).view(-1, 1, x.size(-1)), cache
 
 
 def output_projection(cfg: ModelConfig, vocab_size: int) -> nn.Linear:
@@ -253,13 +340,25 @@ class Transformer(nn.Module):
         src_mask = padding_mask(src_ids, self.cfg.pad_id)  # (B, 1, 1, S), built once
         return self.encoder(src_ids, src_mask), src_mask
 
-    def init_cache(self, memory: Tensor, src_mask: Tensor, capacity: int = 0) -> KVCache:
+    def init_cache(
+        self, memory: Tensor, src_mask: Tensor, capacity: int = 0, beams: int = 1
+    ) -> KVCache:
         """An empty cache for decoding `memory`: encoder-decoder keys/values computed once here.
 
-        `capacity`: the most target positions decoding will reach, to reserve room for at once.
+        capacity: the most target positions decoding will reach, to reserve room for at once.
+        beams: decode `beams` hypotheses per sentence, rows b*beams .. b*beams+beams-1 of each
+            step's tokens, sharing one cache row per sentence (needs a capacity; see `KVCache`).
         """
         cross_kv = [layer.cross_attn.project_memory(memory) for layer in self.decoder.layers]
-        return KVCache([None] * len(self.decoder.layers), cross_kv, src_mask, capacity=capacity)
+        ancestry = None
+        if beams > 1:
+            if capacity < 1:
+                raise ValueError("a cache for several beams needs a capacity")
+            ancestry = torch.zeros(
+                memory.size(0), beams, capacity * beams, dtype=torch.bool, device=memory.device
+            )
+        layers = len(self.decoder.layers)
+        return KVCache([None] * layers, cross_kv, src_mask, 0, capacity, beams, ancestry)
 
     def decode_step(self, tgt_ids: Tensor, cache: KVCache) -> tuple[Tensor, KVCache]:
         check_ids(
