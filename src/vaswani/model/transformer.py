@@ -146,18 +146,26 @@ class KVCache:
             (sentences == torch.arange(sentences.size(0), device=sentences.device)).all()
         )
 
-        def pick(t: Tensor) -> Tensor:
+        def pick(t: Tensor, used: int | None = None) -> Tensor:
+            """Rows of the kept sentences; for key/value buffers only their `used` slots move."""
             if same:
                 return t
             if not in_place:
                 return t.index_select(0, sentences)
-            t[: sentences.size(0)] = t.index_select(0, sentences)
+            if used is None:
+                t[: sentences.size(0)] = t.index_select(0, sentences)
+            else:
+                t[: sentences.size(0), :, :used] = t[:, :, :used].index_select(0, sentences)
             return t[: sentences.size(0)]
 
+        used = self.length * k
         ancestry = pick(self.ancestry)
         ancestry = ancestry.gather(1, parents[:, :, None].expand(-1, -1, ancestry.size(2)))
         return KVCache(
-            self_kv=[None if kv is None else (pick(kv[0]), pick(kv[1])) for kv in self.self_kv],
+            self_kv=[
+                None if kv is None else (pick(kv[0], used), pick(kv[1], used))
+                for kv in self.self_kv
+            ],
             cross_kv=None
             if self.cross_kv is None
             else [(pick(a), pick(b)) for a, b in self.cross_kv],
