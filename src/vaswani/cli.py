@@ -208,9 +208,7 @@ def decode_config(args: argparse.Namespace, n_best: int = 1) -> DecodeConfig:
 
 def load_for_decoding(args: argparse.Namespace) -> tuple[Any, Any, Any, dict, Any]:
     """The model (on its device, in eval mode), tokenizers, data record and an autocast context."""
-    import torch
-
-    from vaswani.train.distributed import pick_device
+    from vaswani.train.distributed import autocast, pick_device
     from vaswani.train.loop import load_trained
 
     try:
@@ -219,8 +217,7 @@ def load_for_decoding(args: argparse.Namespace) -> tuple[Any, Any, Any, dict, An
         raise CliError(str(error)) from None
     model, src_tok, tgt_tok, info = load_trained(args.checkpoint, args.weights)
     model.to(device)
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16")
-    return model, src_tok, tgt_tok, info, autocast
+    return model, src_tok, tgt_tok, info, autocast(device, args.precision)
 
 
 def read_input_lines(path: Path | None, max_line_bytes: int) -> list[str]:
@@ -249,8 +246,10 @@ def format_translations(
     first_line: int, translations: list[list[Translation]], n_best: int
 ) -> list[str]:
     """One line per input line; with --n-best, `LINE ||| TEXT ||| SCORE` per hypothesis."""
+    from vaswani.decode import best_texts
+
     if n_best == 1:
-        return [found[0].text if found else "" for found in translations]
+        return best_texts(translations)
     return [
         f"{first_line + i} ||| {t.text} ||| {t.score:.4f}"
         for i, found in enumerate(translations)

@@ -479,5 +479,11 @@ def translate(
     progress: Callable[[int], None] | None = None,
 ) -> list[str]:
     """The best translation of each text, in order; "" for a blank text (the model is not run)."""
-    nbest = translate_nbest(model, src_tokenizer, tgt_tokenizer, texts, dc, too_long, progress)
+    return best_texts(
+        translate_nbest(model, src_tokenizer, tgt_tokenizer, texts, dc, too_long, progress)
+    )
+
+
+def best_texts(nbest: list[list[Translation]]) -> list[str]:
+    """The best translation's text per input, "" where there is none (a blank input)."""
     return [found[0].text if found else "" for found in nbest]

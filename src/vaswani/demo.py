@@ -14,14 +14,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from vaswani import plot
 from vaswani.config import DecodeConfig, TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.decode import translate
 from vaswani.evaluate import Scores, score
-from vaswani.train.distributed import pick_device
+from vaswani.train.distributed import autocast, pick_device
 from vaswani.train.loop import load_trained, train
 
 MARKER = ".vaswani-demo"  # a directory holding this was made by the demo and may be replaced
@@ -90,12 +88,10 @@ def run_demo(
 
     # Validation BLEU picks "best" weights, and word BLEU is 0 on one-word targets: take the last.
     model, src_tok, tgt_tok, _ = load_trained(run_dir, weights="latest")
-    model.to(pick_device(device))
+    run_on = pick_device(device)
+    model.to(run_on)
     sources, references = PreparedData(data_dir).text("test")
-    autocast = torch.autocast(
-        next(model.parameters()).device.type, dtype=torch.bfloat16, enabled=precision == "bf16"
-    )
-    with autocast:
+    with autocast(run_on, precision):
         hypotheses = translate(model, src_tok, tgt_tok, sources, DecodeConfig())
     exact = sum(h == r for h, r in zip(hypotheses, references, strict=True)) / len(references)
     plot.attention(model, src_tok, tgt_tok, sources[0], out / "attention.png")

@@ -34,7 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vaswani import __version__
 from vaswani.config import DecodeConfig
-from vaswani.decode import InputTooLong, encode_sources, translate_nbest
+from vaswani.decode import InputTooLong, encode_sources, translate
+from vaswani.train.distributed import autocast
 
 
 @dataclass(frozen=True)
@@ -115,12 +116,8 @@ class Translator:
         return next(self.model.parameters()).device
 
     def run(self, texts: list[str], dc: DecodeConfig) -> list[str]:
-        autocast = torch.autocast(
-            self.device.type, dtype=torch.bfloat16, enabled=self.settings.precision == "bf16"
-        )
-        with torch.no_grad(), autocast:
-            found = translate_nbest(self.model, self.src_tok, self.tgt_tok, texts, dc)
-        return [options[0].text if options else "" for options in found]
+        with torch.no_grad(), autocast(self.device, self.settings.precision):
+            return translate(self.model, self.src_tok, self.tgt_tok, texts, dc)
 
     def start(self) -> None:
         """Check the model with one translation, then start the worker; on failure the server

@@ -45,6 +45,19 @@ def check_ids(ids: Tensor, vocab_size: int, max_len: int, what: str, offset: int
         raise ValueError(f"{what} holds token id {bad}, outside the vocabulary [0, {vocab_size})")
 
 
+def select_rows(t: Tensor, rows: Tensor, in_place: bool, used: int | None = None) -> Tensor:
+    """Rows `rows` of `t` (dim 0). in_place: written over t's first rows (the rows are gathered
+    first), returning that prefix as a view; with `used`, only the first `used` positions of dim 2
+    move (the filled part of a key/value buffer; the rest of its room is left as it is)."""
+    if not in_place:
+        return t.index_select(0, rows)
+    if used is None:
+        t[: rows.size(0)] = t.index_select(0, rows)
+    else:
+        t[: rows.size(0), :, :used] = t[:, :, :used].index_select(0, rows)
+    return t[: rows.size(0)]
+
+
 @dataclass
 class KVCache:
     """What decoding keeps between steps; passed in and returned, never hidden on modules.
@@ -98,29 +111,18 @@ class KVCache:
             invalid). Decoding does this every step: allocating fresh buffers of that size each
             time costs several times more than the copy itself.
         """
-
-        def pick(t: Tensor) -> Tensor:
-            if not in_place:
-                return t.index_select(0, indices)
-            t[: indices.size(0)] = t.index_select(0, indices)  # gathered first, then written
-            return t[: indices.size(0)]
-
-        def pick_buffer(t: Tensor) -> Tensor:
-            if not in_place:
-                return t.index_select(0, indices)
-            # Only the positions decoded so far move; the buffer's batch prefix is reused.
-            rows = indices.size(0)
-            t[:rows, :, : self.length] = t[:, :, : self.length].index_select(0, indices)
-            return t[:rows]
-
         if self.beams > 1:
             return self.reorder_beams(indices, in_place)
         if in_place and indices.size(0) > self.memory_rows():
             raise ValueError("an in-place reorder cannot add rows; reorder with in_place=False")
+
+        def pick(t: Tensor, used: int | None = None) -> Tensor:
+            return select_rows(t, indices, in_place, used)
+
         keep_memory = same_sources or self.cross_kv is None
         return KVCache(
             self_kv=[
-                None if kv is None else (pick_buffer(kv[0]), pick_buffer(kv[1]))
+                None if kv is None else (pick(kv[0], self.length), pick(kv[1], self.length))
                 for kv in self.self_kv
             ],
             cross_kv=self.cross_kv
@@ -147,16 +149,7 @@ class KVCache:
         )
 
         def pick(t: Tensor, used: int | None = None) -> Tensor:
-            """Rows of the kept sentences; for key/value buffers only their `used` slots move."""
-            if same:
-                return t
-            if not in_place:
-                return t.index_select(0, sentences)
-            if used is None:
-                t[: sentences.size(0)] = t.index_select(0, sentences)
-            else:
-                t[: sentences.size(0), :, :used] = t[:, :, :used].index_select(0, sentences)
-            return t[: sentences.size(0)]
+            return t if same else select_rows(t, sentences, in_place, used)
 
         used = self.length * k
         ancestry = pick(self.ancestry)
@@ -243,12 +236,24 @@ class Decoder(nn.Module):
     def forward(
         self, ids: Tensor, cache: KVCache, maps: AttentionMaps | None = None
     ) -> tuple[Tensor, KVCache]:
-        if cache.beams > 1:
-            return self.forward_beams(ids, cache)
-        past_len = cache.length
-        x = self.embed(ids, offset=past_len)  # (B, T, D)
-        # A single new token may attend to everything before it: no mask needed.
-        self_mask = causal_mask(ids.size(1), past_len, ids.device) if ids.size(1) > 1 else None
+        t, k = cache.length, cache.beams
+        x = self.embed(ids, offset=t)  # (N, T, D)
+        if k > 1:
+            # A beam cache (see `KVCache`): the layers see each sentence's k beams as k positions
+            # of one sequence. Projections, feed-forward and LayerNorm act per position anyway;
+            # self-attention writes the k new keys side by side and reads through the ancestry
+            # mask; cross-attention reads the sentence's encoder output once for all its beams.
+            if ids.size(1) != 1 or maps is not None:
+                raise ValueError("a beam cache takes one new token per beam and step, no maps")
+            x = x.view(-1, k, x.size(-1))  # (B, k, D)
+            # Each beam sees its own new key; earlier slots as its history says.
+            cache.ancestry[:, :, t * k : (t + 1) * k] = torch.eye(
+                k, dtype=torch.bool, device=ids.device
+            )
+            self_mask = cache.ancestry[:, None, :, : (t + 1) * k]  # (B, 1, k, (t+1)*k)
+        else:
+            # A single new token may attend to everything before it: no mask needed.
+            self_mask = causal_mask(ids.size(1), t, ids.device) if ids.size(1) > 1 else None
         new_kv: list[KV | None] = []
         for i, layer in enumerate(self.layers):
             x, kv, self_w, cross_w = layer(
@@ -257,9 +262,9 @@ class Decoder(nn.Module):
                 memory_kv=None if cache.cross_kv is None else cache.cross_kv[i],
                 memory_mask=cache.memory_mask,
                 past=cache.self_kv[i],
-                past_len=past_len,
+                past_len=t * k,  # slots: k per position in a beam cache
                 need_weights=maps is not None,
-                capacity=cache.capacity,
+                capacity=cache.capacity * k,
             )
             new_kv.append(kv)
             if maps is not None:
@@ -267,45 +272,15 @@ class Decoder(nn.Module):
                 if cross_w is not None:
                     maps.cross.append(cross_w)
         cache = KVCache(
-            new_kv, cache.cross_kv, cache.memory_mask, past_len + ids.size(1), cache.capacity
+            new_kv,
+            cache.cross_kv,
+            cache.memory_mask,
+            t + ids.size(1),
+            cache.capacity,
+            k,
+            cache.ancestry,
         )
-        return self.final_norm(x), cache
-
-    def forward_beams(self, ids: Tensor, cache: KVCache) -> tuple[Tensor, KVCache]:
-        """One step of k beams per sentence over a beam cache (see `KVCache`).
-
-        The layers see each sentence's k beams as k positions of one sequence: projections,
-        feed-forward and LayerNorm act per position anyway, self-attention writes the k new keys
-        side by side and reads them through the ancestry mask, and cross-attention reads the
-        sentence's encoder output once for all its beams.
-
-        Shapes: ids (B*k, 1) -> (B*k, 1, D)
-        """
-        k, t = cache.beams, cache.length
-        if ids.size(1) != 1:
-            raise ValueError("a beam cache takes one new token per beam and step")
-        x = self.embed(ids, offset=t)  # (B*k, 1, D): every beam is at position t
-        x = x.view(-1, k, x.size(-1))  # (B, k, D)
-        ancestry = cache.ancestry
-        # Each beam sees its own new key; earlier slots as its history says.
-        ancestry[:, :, t * k : (t + 1) * k] = torch.eye(k, dtype=torch.bool, device=ids.device)
-        self_mask = ancestry[:, None, :, : (t + 1) * k]  # (B, 1, k, (t+1)*k)
-        new_kv: list[KV | None] = []
-        for i, layer in enumerate(self.layers):
-            x, kv, _, _ = layer(
-                x,
-                self_mask,
-                memory_kv=cache.cross_kv[i] if cache.cross_kv is not None else None,
-                memory_mask=cache.memory_mask,
-                past=cache.self_kv[i],
-                past_len=t * k,
-                capacity=cache.capacity * k,
-            )
-            new_kv.append(kv)
-        cache = KVCache(
-            new_kv, cache.cross_kv, cache.memory_mask, t + 1, cache.capacity, k, ancestry
-        )
-        return self.final_norm(x).view(-1, 1, x.size(-1)), cache
+        return self.final_norm(x).view(*ids.shape, -1), cache
 
 
 def output_projection(cfg: ModelConfig, vocab_size: int) -> nn.Linear:

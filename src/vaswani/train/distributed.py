@@ -60,6 +60,11 @@ def pick_device(name: str) -> torch.device:
     return device
 
 
+def autocast(device: torch.device, precision: str) -> torch.autocast:
+    """bf16 autocast on `device` when precision is "bf16"; a no-op context for "fp32"."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
 def init_distributed(device_name: str) -> Distributed:
     """Join the process group that torchrun describes in the environment, if any."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))

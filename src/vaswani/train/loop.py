@@ -34,6 +34,7 @@ from vaswani.model import Transformer
 from vaswani.progress import progress_bar
 from vaswani.train import checkpoint as ckpt
 from vaswani.train.distributed import Distributed, init_distributed
+from vaswani.train.distributed import autocast as precision_autocast
 from vaswani.train.loss import label_smoothed_cross_entropy
 from vaswani.train.schedule import noam_lr
 
@@ -161,7 +162,7 @@ def evaluate(
     was_training = model.training
     model.eval()
     cfg = model.cfg
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=tc.precision == "bf16")
+    autocast = precision_autocast(device, tc.precision)
     loss_sum, tokens = 0.0, 0
     sampler = TokenBatchSampler(valid.src_lengths, valid.tgt_lengths, tc.max_tokens, shuffle=False)
     for indices in sampler.batches(0):
@@ -301,7 +302,7 @@ def _train(
 
     # --- the loop ------------------------------------------------------------------------------
     net = DistributedDataParallel(model) if dist.enabled else model
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=tc.precision == "bf16")
+    autocast = precision_autocast(device, tc.precision)
     stream = sampler.iterate(Position(*state["position"]))
     pad, bos, eos = cfg.pad_id, cfg.bos_id, cfg.eos_id
     budget_steps = tc.max_steps if tc.max_steps is not None else float("inf")
