@@ -86,6 +86,14 @@ def test_any_unicode_encodes_within_the_vocabulary_and_decodes(tokenizer, text):
     assert isinstance(tokenizer.decode(ids), str)
 
 
+@pytest.mark.parametrize("text", ["<unk>", "a </s> b", "<s><pad>", "x<unk>y"])
+def test_text_spelling_a_special_token_is_ordinary_text(tokenizer, text):
+    ids = tokenizer.encode(text)
+    assert not set(ids) & {tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, tokenizer.unk_id}
+    assert tokenizer.decode(ids) == text
+    assert tokenizer.encode_batch([text]) == [ids]
+
+
 @settings(max_examples=200, deadline=None)
 @given(ids=st.lists(st.integers(-5, 400)))
 def test_any_id_sequence_decodes(tokenizer, ids):

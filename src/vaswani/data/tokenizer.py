@@ -25,6 +25,9 @@ class SubwordTokenizer:
 
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer
+        # Text that spells a special token ("</s>") is ordinary text, not that token: otherwise a
+        # user's "</s>" would end the sentence early. (A run-time setting; tokenizer.json omits it.)
+        tokenizer.encode_special_tokens = True
         ids = [tokenizer.token_to_id(token) for token in SPECIAL_TOKENS]
         if ids != [0, 1, 2, 3]:
             raise ValueError(f"tokenizer must hold {SPECIAL_TOKENS} as ids 0..3, got {ids}")
