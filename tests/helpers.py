@@ -1,6 +1,13 @@
 """Shared helpers for tests (importable because tests/ is on sys.path through its conftest.py)."""
 
+import http.client
+import json
+import socket
+import threading
+import time
+
 import torch
+import uvicorn
 
 from vaswani.config import ModelConfig
 
@@ -9,3 +16,40 @@ def random_ids(cfg: ModelConfig, batch: int, length: int, vocab: int | None = No
     """Token ids that are never one of the special ids (pad, bos, eos)."""
     low = max(cfg.pad_id, cfg.bos_id, cfg.eos_id) + 1
     return torch.randint(low, vocab or cfg.vocab_size, (batch, length))
+
+
+class Server:
+    """uvicorn serving `app` on a free loopback port, in a thread of this process."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=10)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]})
+        self.thread.start()
+        deadline = time.time() + 60
+        while not self.server.started:
+            assert time.time() < deadline, "server did not start"
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+    def request(self, method: str, path: str, body=None, headers=None) -> tuple[int, dict]:
+        return request(self.port, method, path, body, headers)
+
+
+def request(port, method, path, body=None, headers=None, timeout=60) -> tuple[int, dict]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    if isinstance(body, dict):
+        body = json.dumps(body).encode()
+    headers = {"Content-Type": "application/json", **(headers or {})}
+    connection.request(method, path, body=body, headers=headers)
+    response = connection.getresponse()
+    data = response.read()
+    connection.close()
+    return response.status, json.loads(data) if data else {}

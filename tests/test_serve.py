@@ -1,19 +1,17 @@
 """`vaswani serve`: real HTTP on loopback, uvicorn started in the test (RELIABILITY 17-20)."""
 
 import http.client
-import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import uvicorn
 
+from helpers import Server, request
 from vaswani.cli import build_parser
 from vaswani.config import DecodeConfig
 from vaswani.decode import translate
@@ -21,43 +19,6 @@ from vaswani.serve import ServeSettings, create_app
 from vaswani.train.loop import load_trained
 
 FP32 = {"precision": "fp32"}
-
-
-class Server:
-    """uvicorn serving `app` on a free loopback port, in a thread of this process."""
-
-    def __init__(self, app) -> None:
-        self.app = app
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=10)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]})
-        self.thread.start()
-        deadline = time.time() + 60
-        while not self.server.started:
-            assert time.time() < deadline, "server did not start"
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
-
-    def request(self, method: str, path: str, body=None, headers=None) -> tuple[int, dict]:
-        return request(self.port, method, path, body, headers)
-
-
-def request(port, method, path, body=None, headers=None, timeout=60) -> tuple[int, dict]:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    if isinstance(body, dict):
-        body = json.dumps(body).encode()
-    headers = {"Content-Type": "application/json", **(headers or {})}
-    connection.request(method, path, body=body, headers=headers)
-    response = connection.getresponse()
-    data = response.read()
-    connection.close()
-    return response.status, json.loads(data) if data else {}
 
 
 @pytest.fixture(scope="module")

@@ -325,6 +325,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         sources, references = [s for s, _ in pairs], [r for _, r in pairs]
         what = f"{args.src}"
     else:
+        if info.get("path") is None:
+            raise CliError(
+                "this run directory has no training data (it was imported); evaluate with "
+                "--src FILE --ref FILE"
+            )
         data_dir = Path(info["path"])
         if not (data_dir / "meta.json").is_file():
             raise CliError(
@@ -415,6 +420,24 @@ def cmd_average(args: argparse.Namespace) -> int:
 
     path, names = average_checkpoints(args.run_dir, args.last)
     print(f"averaged {len(names)} checkpoints ({', '.join(names)}) into {path}")
+    return 0
+
+
+def cmd_import_marian(args: argparse.Namespace) -> int:
+    """Convert a Hugging Face Marian / OPUS-MT model directory into a vaswani run directory."""
+    from vaswani.marian import MarianImportError, import_marian
+
+    try:
+        run = import_marian(args.hf_dir, args.out)
+    except MarianImportError as error:
+        raise CliError(str(error)) from None
+    cfg = ModelConfig.from_dict(json.loads((run / "config.json").read_text()))
+    print(
+        f"imported {args.hf_dir} into {run}: {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, "
+        f"d_model {cfg.d_model}, {cfg.n_heads} heads, vocabulary {cfg.vocab_size}, "
+        f"activation {cfg.activation}"
+    )
+    print(f'try: vaswani translate --checkpoint {run} "..."')
     return 0
 
 
@@ -778,6 +801,24 @@ def build_parser() -> argparse.ArgumentParser:
     average.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     average.add_argument("--last", type=positive_int, default=5, help="how many checkpoints")
     average.set_defaults(func=cmd_average)
+
+    marian = sub.add_parser(
+        "import-marian",
+        help="turn a Hugging Face Marian / OPUS-MT model into a run directory",
+        description=(
+            "Convert a MarianMTModel directory on disk (config.json, model.safetensors or "
+            "pytorch_model.bin, source.spm, target.spm, vocab.json) into a vaswani run directory "
+            "that translate, evaluate, serve and plot accept. Nothing is downloaded, and nothing in "
+            "the checkpoint is executed. A model vaswani cannot compute exactly is refused, with "
+            "the field that stands in the way."
+        ),
+        formatter_class=HelpFormatter,
+    )
+    marian.add_argument("hf_dir", type=Path, metavar="HF_DIR", help="the Hugging Face model folder")
+    marian.add_argument(
+        "--out", type=Path, required=True, help="new run directory (must not exist or be empty)"
+    )
+    marian.set_defaults(func=cmd_import_marian)
 
     demo = sub.add_parser(
         "demo",

@@ -30,8 +30,9 @@ def check_fields(cls: type, data: dict[str, Any]) -> None:
 
 
 POSITIONS = ("sinusoidal", "learned")
+SINUSOID_LAYOUTS = ("interleaved", "halves")
 NORMS = ("post", "pre")
-ACTIVATIONS = ("relu", "gelu")
+ACTIVATIONS = ("relu", "gelu", "silu")
 TIE_EMBEDDINGS = ("none", "decoder", "all")
 
 
@@ -62,19 +63,26 @@ class ModelConfig:
     """Position limit: the longest source or target sequence the model accepts."""
     positions: str = "sinusoidal"
     """§3.5: "sinusoidal" (paper) or "learned" (Table 3 row E)."""
+    sinusoid_layout: str = "interleaved"
+    """Where the sines and cosines of the sinusoidal table go: "interleaved" (paper: sines in the
+    even columns, cosines in the odd ones) or "halves" (sines, then cosines; Marian / OPUS-MT)."""
     norm: str = "post"
     """§3.1: "post" = LayerNorm(x + Sublayer(x)) (paper); "pre" = x + Sublayer(LayerNorm(x))."""
     activation: str = "relu"
-    """§3.3: "relu" (paper) or "gelu"."""
+    """§3.3: "relu" (paper), "gelu", or "silu" (x * sigmoid(x), "swish"; many OPUS-MT models)."""
     tie_embeddings: str = "all"
     """§3.4: "all" shares source, target and output matrices (needs a shared vocabulary);
     "decoder" ties only the target embedding and output projection; "none" ties nothing."""
     scale_embeddings: bool = True
     """§3.4: multiply token embeddings by sqrt(d_model)."""
+    output_bias: bool = False
+    """A bias on the output logits (Marian's final_logits_bias); the paper's projection has none."""
     layer_norm_eps: float = 1e-5
     pad_id: int = 0
     bos_id: int = 1
     eos_id: int = 2
+    """pad_id pads; bos_id is the token decoding starts from (Marian starts from pad_id: the two
+    may be equal); eos_id ends a sentence."""
 
     def __post_init__(self) -> None:
         require = requirement("ModelConfig")
@@ -106,6 +114,7 @@ class ModelConfig:
         require(self.layer_norm_eps > 0, f"layer_norm_eps must be > 0, got {self.layer_norm_eps!r}")
         for name, allowed in (
             ("positions", POSITIONS),
+            ("sinusoid_layout", SINUSOID_LAYOUTS),
             ("norm", NORMS),
             ("activation", ACTIVATIONS),
             ("tie_embeddings", TIE_EMBEDDINGS),

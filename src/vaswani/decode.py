@@ -19,7 +19,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from vaswani.config import DecodeConfig
+from vaswani.config import DecodeConfig, ModelConfig
 from vaswani.model import DecoderOnly, KVCache, Transformer
 
 
@@ -107,9 +107,13 @@ def start_decoding(
     return Stepper(model, cache, use_cache), limits
 
 
-def forbid_early_end(log_probs: Tensor, step: int, eos_id: int, dc: DecodeConfig) -> None:
+def forbid(log_probs: Tensor, step: int, cfg: ModelConfig, dc: DecodeConfig) -> None:
+    """Rule out padding as an output (it is never a translation's token; Marian models also start
+    from it), and the end of the sentence before `dc.min_new_tokens`. Applied to the normalised
+    log-probabilities, as Hugging Face's `bad_words_ids` and `min_new_tokens` are."""
+    log_probs[:, cfg.pad_id] = float("-inf")
     if step < dc.min_new_tokens:
-        log_probs[:, eos_id] = float("-inf")
+        log_probs[:, cfg.eos_id] = float("-inf")
 
 
 def strip(row: list[int], eos_id: int, pad_id: int) -> list[int]:
@@ -144,7 +148,7 @@ def greedy(
     log_prob = torch.zeros(batch, device=src_ids.device)
     for step in range(int(limits.max())):
         log_probs = step_log_probs(tokens)  # (N, V)
-        forbid_early_end(log_probs, step, cfg.eos_id, dc)
+        forbid(log_probs, step, cfg, dc)
         best, next_token = log_probs.max(dim=-1)  # (N,), (N,)
         log_prob += best
         tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (N, step + 2)
@@ -223,7 +227,7 @@ def beam_search(
     for step in range(int(limits.max())):
         n = len(active)
         log_probs = step_log_probs(tokens)  # (n*k, V)
-        forbid_early_end(log_probs, step, cfg.eos_id, dc)
+        forbid(log_probs, step, cfg, dc)
         vocab = log_probs.size(-1)
         candidates = (scores.view(-1, 1) + log_probs).view(n, k * vocab)
         top_scores, top = candidates.topk(2 * k, dim=1)  # (n, 2k), best first

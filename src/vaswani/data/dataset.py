@@ -69,7 +69,7 @@ class PreparedData:
                 f"{FORMAT_VERSION}; run prepare again"
             )
         self.src_tokenizer, self.tgt_tokenizer = load_tokenizers(
-            self.directory, self.meta["tokenizer"]["files"]
+            self.directory, self.meta["tokenizer"]
         )
         self.dtype = np.dtype(self.meta["dtype"])
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, trainers
 from tokenizers.models import BPE
@@ -97,16 +98,24 @@ class SubwordTokenizer:
         return [self.tokenizer.decode([i], skip_special_tokens=False) for i in ids]
 
 
-def load_tokenizers(
-    directory: Path, files: dict[str, str]
-) -> tuple[SubwordTokenizer, SubwordTokenizer]:
-    """The source and target tokenizers named in meta.json's `files`; one object when shared."""
-    src = SubwordTokenizer.load(Path(directory) / files["src"])
-    tgt = (
-        src
-        if files["tgt"] == files["src"]
-        else SubwordTokenizer.load(Path(directory) / files["tgt"])
-    )
+def load_tokenizers(directory: Path, meta: dict) -> tuple[Any, Any]:
+    """The source and target tokenizers a `tokenizer` record of meta.json / data.json names; one
+    object when shared. kind "bpe" (vaswani's own, the default) or "marian" (SentencePiece)."""
+    directory, files = Path(directory), meta["files"]
+    kind = meta.get("kind", "bpe")
+    if kind == "marian":
+        from vaswani.data.spm import SentencePieceTokenizer, read_vocab
+
+        vocab = read_vocab(directory / files["vocab"])
+        tgt_vocab = read_vocab(directory / files["tgt_vocab"]) if "tgt_vocab" in files else vocab
+        return (
+            SentencePieceTokenizer(directory / files["src"], vocab),
+            SentencePieceTokenizer(directory / files["tgt"], tgt_vocab),
+        )
+    if kind != "bpe":
+        raise ValueError(f"unknown tokenizer kind {kind!r} (this vaswani reads bpe and marian)")
+    src = SubwordTokenizer.load(directory / files["src"])
+    tgt = src if files["tgt"] == files["src"] else SubwordTokenizer.load(directory / files["tgt"])
     return src, tgt
 
 

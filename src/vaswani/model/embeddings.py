@@ -14,11 +14,12 @@ from vaswani.config import ModelConfig
 from vaswani.model.layers import Dropout
 
 
-def sinusoidal_encoding(length: int, d_model: int) -> Tensor:
+def sinusoidal_encoding(length: int, d_model: int, layout: str = "interleaved") -> Tensor:
     """§3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(same angle).
 
     i is the index of the (sin, cos) pair, so even columns hold sines and odd columns cosines,
-    interleaved as in the paper. Returns (length, d_model) in float32.
+    interleaved as in the paper. layout="halves" holds the same values with all the sines first,
+    then all the cosines (Marian's order). Returns (length, d_model) in float32.
     """
     position = torch.arange(length, dtype=torch.float64).unsqueeze(1)  # (L, 1)
     pair = torch.arange(0, d_model, 2, dtype=torch.float64)  # 2i for each pair: (ceil(D/2),)
@@ -26,6 +27,8 @@ def sinusoidal_encoding(length: int, d_model: int) -> Tensor:
     table = torch.zeros(length, d_model, dtype=torch.float64)
     table[:, 0::2] = torch.sin(angle)
     table[:, 1::2] = torch.cos(angle[:, : d_model // 2])  # odd d_model has one sine more
+    if layout == "halves":
+        table = torch.cat([table[:, 0::2], table[:, 1::2]], dim=1)
     return table.float()
 
 
@@ -51,7 +54,9 @@ class Embeddings(nn.Module):
             self.learned = None
             # A fixed function of the position: not a parameter, not saved in checkpoints.
             self.register_buffer(
-                "sinusoid", sinusoidal_encoding(cfg.max_len, cfg.d_model), persistent=False
+                "sinusoid",
+                sinusoidal_encoding(cfg.max_len, cfg.d_model, cfg.sinusoid_layout),
+                persistent=False,
             )
         self.dropout = Dropout(cfg.dropout)
 

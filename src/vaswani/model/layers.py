@@ -72,7 +72,7 @@ class PositionwiseFeedForward(nn.Module):
         super().__init__()
         self.linear1 = nn.Linear(cfg.d_model, cfg.d_ff)
         self.linear2 = nn.Linear(cfg.d_ff, cfg.d_model)
-        self.activation = F.relu if cfg.activation == "relu" else F.gelu
+        self.activation = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}[cfg.activation]
         self.dropout = Dropout(cfg.activation_dropout)
         for linear in (self.linear1, self.linear2):
             nn.init.xavier_uniform_(linear.weight)

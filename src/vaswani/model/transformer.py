@@ -284,9 +284,12 @@ class Decoder(nn.Module):
 
 
 def output_projection(cfg: ModelConfig, vocab_size: int) -> nn.Linear:
-    """The pre-softmax linear transformation (§3.4); no bias, so it can share the embeddings."""
-    linear = nn.Linear(cfg.d_model, vocab_size, bias=False)
+    """The pre-softmax linear transformation (§3.4), whose weight may be the embeddings'; a bias
+    (starting at zero) only with `cfg.output_bias`."""
+    linear = nn.Linear(cfg.d_model, vocab_size, bias=cfg.output_bias)
     nn.init.normal_(linear.weight, mean=0.0, std=cfg.d_model**-0.5)
+    if linear.bias is not None:
+        nn.init.zeros_(linear.bias)
     return linear
 
 

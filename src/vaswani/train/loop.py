@@ -448,7 +448,8 @@ def load_trained(run: Path, weights: str = "best") -> tuple[Transformer, Any, An
     try:
         cfg = ModelConfig.from_dict(json.loads((run / CONFIG).read_text()))
         info = json.loads((run / DATA_INFO).read_text())
-        files = info["meta"]["tokenizer"]["files"]
+        tokenizer_meta = info["meta"]["tokenizer"]
+        tokenizer_meta["files"]["src"], tokenizer_meta["files"]["tgt"]
     except (ValueError, KeyError, TypeError) as error:
         raise TrainingError(
             f"{run}: cannot use {CONFIG} / {DATA_INFO}, damaged or written by an incompatible "
@@ -471,7 +472,7 @@ def load_trained(run: Path, weights: str = "best") -> tuple[Transformer, Any, An
     model = Transformer(cfg)
     ckpt.load_checkpoint_weights(model, path)
     try:
-        src_tok, tgt_tok = load_tokenizers(run, files)
+        src_tok, tgt_tok = load_tokenizers(run, tokenizer_meta)
     except ValueError as error:
         raise TrainingError(f"{run}: incomplete run directory: {error}") from None
     if (src_tok.vocab_size, tgt_tok.vocab_size) != (cfg.vocab_size, cfg.target_vocab_size):

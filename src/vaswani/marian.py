@@ -1,0 +1,275 @@
+"""Import Hugging Face Marian / OPUS-MT checkpoints as vaswani run directories.
+
+A `MarianMTModel` directory (config.json, model.safetensors or pytorch_model.bin, source.spm,
+target.spm, vocab.json) holds the paper's architecture with four differences that `ModelConfig`
+has switches for: the sinusoid table is laid out as sines then cosines (`sinusoid_layout="halves"`),
+the feed-forward activation is often SiLU ("swish"), the logits get a bias (`output_bias`), and
+decoding starts from the pad id (`bos_id = pad_id`). Anything the format can say that vaswani
+cannot compute the same way is refused, naming the field, instead of importing a different model.
+
+Weights are read with safetensors, or with `torch.load(weights_only=True)`: nothing in the
+checkpoint is executed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vaswani.config import ModelConfig
+from vaswani.model import Transformer, sinusoidal_encoding
+from vaswani.train import checkpoint as ckpt
+
+# Hugging Face activation names -> vaswani's (HF "gelu" is the exact, erf-based GELU).
+ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu", "silu": "silu"}
+
+# Fields that MarianMTModel's code ignores but that, set to anything but these values, describe
+# another architecture (written by converters from BART / mBART-like models).
+ARCHITECTURE_FIELDS = {
+    "normalize_before": False,  # layer norm before each sub-layer (pre-norm)
+    "normalize_embedding": False,  # layer norm on the embeddings
+    "add_final_layer_norm": False,  # a final layer norm after each stack
+    "static_position_embeddings": True,  # False: learned positions
+    "add_bias_logits": False,
+}
+
+FILES = {"src": "source.spm", "tgt": "target.spm", "vocab": "vocab.json"}
+TARGET_VOCAB = "target_vocab.json"
+
+
+class MarianImportError(ValueError):
+    """A Marian checkpoint that vaswani cannot represent exactly, or that is incomplete."""
+
+
+def model_config(hf: dict[str, Any]) -> ModelConfig:
+    """The `ModelConfig` computing what `MarianMTModel` with config `hf` computes."""
+
+    def refuse(field: str, why: str) -> MarianImportError:
+        return MarianImportError(f"config.json: {field}={hf.get(field)!r}: {why}")
+
+    if hf.get("model_type") != "marian":
+        raise refuse("model_type", "only Marian checkpoints (model_type 'marian') can be imported")
+    for field, expected in ARCHITECTURE_FIELDS.items():
+        if field in hf and hf[field] != expected:
+            raise refuse(field, f"vaswani's Marian import needs {json.dumps(expected)}")
+    for a, b in (
+        ("encoder_attention_heads", "decoder_attention_heads"),
+        ("encoder_ffn_dim", "decoder_ffn_dim"),
+    ):
+        if hf.get(a) != hf.get(b):
+            raise refuse(b, f"differs from {a}={hf.get(a)!r}; vaswani uses one value for both")
+    activation = hf.get("activation_function", "gelu")
+    if activation not in ACTIVATIONS:
+        raise refuse("activation_function", f"supported: {', '.join(ACTIVATIONS)}")
+    vocab = hf["vocab_size"]
+    tgt_vocab = hf.get("decoder_vocab_size") or vocab
+    shared = hf.get("share_encoder_decoder_embeddings", True)
+    tied_output = hf.get("tie_word_embeddings", True)
+    if shared and tgt_vocab != vocab:
+        raise refuse("decoder_vocab_size", "shared embeddings need one vocabulary size")
+    if shared and not tied_output:
+        raise refuse(
+            "tie_word_embeddings",
+            "shared source/target embeddings with a separate output matrix have no vaswani form",
+        )
+    tie = "all" if shared else ("decoder" if tied_output else "none")
+    for field in ("pad_token_id", "eos_token_id", "decoder_start_token_id"):
+        if not isinstance(hf.get(field), int):
+            raise refuse(field, "a token id is needed")
+    if hf["decoder_start_token_id"] != hf["pad_token_id"]:
+        raise refuse("decoder_start_token_id", "Marian decoding starts from pad_token_id")
+    try:
+        return ModelConfig(
+            vocab_size=vocab,
+            tgt_vocab_size=None if tgt_vocab == vocab else tgt_vocab,
+            d_model=hf["d_model"],
+            n_heads=hf["encoder_attention_heads"],
+            d_ff=hf["encoder_ffn_dim"],
+            n_encoder_layers=hf["encoder_layers"],
+            n_decoder_layers=hf["decoder_layers"],
+            dropout=hf.get("dropout", 0.1),
+            attention_dropout=hf.get("attention_dropout", 0.0),
+            activation_dropout=hf.get("activation_dropout", 0.0),
+            max_len=hf["max_position_embeddings"],
+            positions="sinusoidal",
+            sinusoid_layout="halves",
+            norm="post",
+            activation=ACTIVATIONS[activation],
+            tie_embeddings=tie,
+            scale_embeddings=bool(hf.get("scale_embedding", False)),
+            output_bias=True,
+            layer_norm_eps=1e-5,
+            pad_id=hf["pad_token_id"],
+            bos_id=hf["decoder_start_token_id"],
+            eos_id=hf["eos_token_id"],
+        )
+    except KeyError as error:
+        raise MarianImportError(f"config.json: no {error.args[0]} field") from None
+    except ValueError as error:
+        raise MarianImportError(f"config.json describes no valid model: {error}") from None
+
+
+def weight_names(cfg: ModelConfig) -> dict[str, list[str]]:
+    """Each vaswani tensor and the Marian tensors it is made of, concatenated along dim 0 (the
+    fused query|key|value and key|value projections). Tied tensors appear once."""
+    names = {"decoder.embed.token.weight": ["model.decoder.embed_tokens.weight"]}
+    if cfg.tie_embeddings != "all":
+        names["encoder.embed.token.weight"] = ["model.encoder.embed_tokens.weight"]
+    if cfg.tie_embeddings == "none":
+        names["generator.weight"] = ["lm_head.weight"]
+    if cfg.output_bias:
+        names["generator.bias"] = ["final_logits_bias"]
+    for side in ("encoder", "decoder"):
+        for i in range(getattr(cfg, f"n_{side}_layers")):
+            ours, theirs = f"{side}.layers.{i}.", f"model.{side}.layers.{i}."
+            for kind in ("weight", "bias"):
+                pairs = {
+                    "self_attn.qkv_proj": [f"self_attn.{x}_proj" for x in "qkv"],
+                    "self_attn.out_proj": ["self_attn.out_proj"],
+                    "self_attn_norm.norm": ["self_attn_layer_norm"],
+                    "ffn.linear1": ["fc1"],
+                    "ffn.linear2": ["fc2"],
+                    "ffn_norm.norm": ["final_layer_norm"],
+                }
+                if side == "decoder":
+                    pairs |= {
+                        "cross_attn.q_proj": ["encoder_attn.q_proj"],
+                        "cross_attn.kv_proj": ["encoder_attn.k_proj", "encoder_attn.v_proj"],
+                        "cross_attn.out_proj": ["encoder_attn.out_proj"],
+                        "cross_attn_norm.norm": ["encoder_attn_layer_norm"],
+                    }
+                for a, bs in pairs.items():
+                    names[f"{ours}{a}.{kind}"] = [f"{theirs}{b}.{kind}" for b in bs]
+    return names
+
+
+# Where a tied checkpoint may keep a tensor instead (Hugging Face saves a tied tensor once).
+ALIASES = {
+    "model.decoder.embed_tokens.weight": ["model.shared.weight"],
+    "model.encoder.embed_tokens.weight": ["model.shared.weight"],
+    "lm_head.weight": ["model.decoder.embed_tokens.weight", "model.shared.weight"],
+}
+# Tensors a checkpoint may hold that vaswani computes instead (checked, not loaded).
+POSITION_TABLES = ("model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight")
+
+
+def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
+    """The tensors of a Hugging Face model directory, read without executing anything."""
+    safetensors_file, pickle_file = hf_dir / "model.safetensors", hf_dir / "pytorch_model.bin"
+    if safetensors_file.is_file():
+        return ckpt.read_weights(safetensors_file)
+    if pickle_file.is_file():
+        return ckpt.torch_load(pickle_file)  # the weights-only unpickler: tensors, nothing else
+    raise MarianImportError(
+        f"{hf_dir}: no model.safetensors or pytorch_model.bin (sharded checkpoints are not read)"
+    )
+
+
+def convert_weights(cfg: ModelConfig, hf: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """vaswani tensors (float32) from Marian ones; refuses tensors it would have to leave out."""
+    hf = {name.removeprefix("module."): tensor for name, tensor in hf.items()}
+    used: set[str] = set()
+
+    def fetch(name: str) -> torch.Tensor:
+        for candidate in [name, *ALIASES.get(name, [])]:
+            if candidate in hf:
+                used.add(candidate)
+                return hf[candidate]
+        raise MarianImportError(f"weights: no tensor {name}")
+
+    out = {
+        ours: torch.cat([fetch(n) for n in theirs]) for ours, theirs in weight_names(cfg).items()
+    }
+    out["generator.bias"] = out["generator.bias"].reshape(-1)  # HF keeps it as (1, V)
+    # Tied copies that a checkpoint also stores must really be the same tensor.
+    tied = {
+        "all": ["model.encoder.embed_tokens.weight", "lm_head.weight"],
+        "decoder": ["lm_head.weight"],
+        "none": [],
+    }[cfg.tie_embeddings]
+    for name in tied:
+        if name in hf and name not in used:
+            if not torch.equal(hf[name], out["decoder.embed.token.weight"]):
+                raise MarianImportError(
+                    f"weights: {name} differs from the decoder embedding it is tied to"
+                )
+            used.add(name)
+    if "model.shared.weight" in hf:
+        used.add("model.shared.weight")
+    for name in POSITION_TABLES:
+        if name in hf:
+            expected = sinusoidal_encoding(hf[name].size(0), cfg.d_model, cfg.sinusoid_layout)
+            if hf[name].shape != expected.shape or not torch.allclose(
+                hf[name].float(), expected, atol=1e-4
+            ):
+                raise MarianImportError(f"weights: {name} is not Marian's sinusoid table")
+            used.add(name)
+    unused = sorted(set(hf) - used)
+    if unused:
+        raise MarianImportError(
+            "weights: tensors with no place in vaswani's Marian layout: "
+            + ", ".join(unused[:6])
+            + (" ..." if len(unused) > 6 else "")
+        )
+    return {name: tensor.float().contiguous() for name, tensor in out.items()}
+
+
+def import_marian(hf_dir: Path, out: Path) -> Path:
+    """Write a vaswani run directory at `out` from the Hugging Face Marian directory `hf_dir`.
+
+    The result has config.json, data.json (recording the import and the tokenizer), the
+    SentencePiece models and vocabularies, and best/ weights: every command that takes
+    `--checkpoint RUN_DIR` accepts it.
+    """
+    from vaswani.data.tokenizer import load_tokenizers
+    from vaswani.train.loop import BEST, CONFIG, DATA_INFO
+
+    hf_dir, out = Path(hf_dir), Path(out)
+    if not (hf_dir / "config.json").is_file():
+        raise MarianImportError(f"{hf_dir}: no config.json; give a Hugging Face model directory")
+    if out.exists() and any(out.iterdir()):
+        raise MarianImportError(f"{out}: exists and is not empty; choose a new directory")
+    hf_config = json.loads((hf_dir / "config.json").read_text(encoding="utf-8"))
+    cfg = model_config(hf_config)
+    tokenizer_config = hf_dir / "tokenizer_config.json"
+    separate = (
+        json.loads(tokenizer_config.read_text(encoding="utf-8")).get("separate_vocabs", False)
+        if tokenizer_config.is_file()
+        else False
+    )
+    files = dict(FILES, **({"tgt_vocab": TARGET_VOCAB} if separate else {}))
+    for name in files.values():
+        if not (hf_dir / name).is_file():
+            raise MarianImportError(f"{hf_dir}: no {name} (the tokenizer files are needed)")
+
+    model = Transformer(cfg)
+    tensors = convert_weights(cfg, read_hf_weights(hf_dir))
+    aliases = ckpt.unique_state(model)[1]  # a tied tensor goes by the model's first name for it
+    ckpt.load_weights(model, {aliases.get(k, k): v for k, v in tensors.items()}, hf_dir)
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name in files.values():
+        shutil.copyfile(hf_dir / name, out / name)
+    tokenizer_meta = {"kind": "marian", "files": files}
+    try:
+        src_tok, tgt_tok = load_tokenizers(out, tokenizer_meta)
+    except ValueError as error:
+        raise MarianImportError(f"{hf_dir}: unusable tokenizer files: {error}") from None
+    if (src_tok.vocab_size, tgt_tok.vocab_size) != (cfg.vocab_size, cfg.target_vocab_size):
+        raise MarianImportError(
+            f"{hf_dir}: the vocabularies have {src_tok.vocab_size} / {tgt_tok.vocab_size} ids, "
+            f"the model {cfg.vocab_size} / {cfg.target_vocab_size}"
+        )
+    info = {
+        "path": None,
+        "imported_from": {"format": "marian", "path": str(hf_dir.resolve())},
+        "meta": {"tokenizer": tokenizer_meta},
+    }
+    (out / CONFIG).write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
+    (out / DATA_INFO).write_text(json.dumps(info, indent=2) + "\n")
+    ckpt.write_checkpoint(out, BEST, {ckpt.WEIGHTS: lambda p: ckpt.save_weights(model, p)})
+    return out
