@@ -6,6 +6,7 @@ embeddings, a non-zero final logits bias) is trained on them for a few seconds, 
 sentences at varied lengths like a real model does, then saved with `save_pretrained`.
 """
 
+import dataclasses
 import io
 import json
 import pickle
@@ -344,3 +345,58 @@ def test_pickled_weights_load_as_tensors_only(hf, imported, tmp_path):
     with pytest.raises(CheckpointError, match="unsafe"):
         import_marian(copy, tmp_path / "run-bad")
     assert not marker.exists()
+
+
+SUBJECTS = [("der Hund", "the dog"), ("die Katze", "the cat"), ("das Kind", "the child")]
+SUBJECTS += [("er", "he"), ("sie", "she")]
+OBJECTS = [("Milch", "milk"), ("Tee", "tea"), ("Wasser", "water"), ("Saft", "juice")]
+OBJECTS += [("Kaffee", "coffee"), ("Brot", "bread")]
+
+
+def test_fine_tuning_an_imported_model(imported, tmp_path, capsys):
+    """prepare --tokenizer-from and train --init: the imported model learns new pairs."""
+    from vaswani.config import TrainConfig
+    from vaswani.data import PreparedData
+    from vaswani.train.loop import evaluate
+
+    run = imported[0]
+    corpus = tmp_path / "pairs.tsv"
+    pairs = [
+        f"{s_de} {verb_de} {o_de}\t{s_en} {verb_en} {o_en}"
+        for s_de, s_en in SUBJECTS
+        for o_de, o_en in OBJECTS
+        for verb_de, verb_en in (("trinkt", "drinks"), ("mag", "likes"))
+    ]
+    corpus.write_text("\n".join(pairs) + "\n")
+    data = tmp_path / "data"
+    args = ["prepare", str(corpus), "--out", str(data), "--valid-fraction", "0.2"]
+    assert main([*args, "--test-fraction", "0.1", "--tokenizer-from", str(run)]) == 0
+    prepared = PreparedData(data)
+    assert prepared.meta["tokenizer"]["kind"] == "marian"
+    assert prepared.src_tokenizer.encode("der Hund") == imported[1][1].encode("der Hund")
+
+    tc = TrainConfig(data=str(data), out=str(tmp_path / "tuned"), init=str(run), max_steps=40)
+    tc = dataclasses.replace(
+        tc, warmup=10, lr_scale=0.5, max_tokens=512, eval_every=40, save_every=40, precision="fp32"
+    ).resolved()
+    before = evaluate(imported[1][0], prepared, tc, torch.device("cpu"))["valid_loss"]
+    args = ["train", "--data", str(data), "--out", tc.out, "--init", str(run), "--max-steps", "40"]
+    args += ["--warmup", "10", "--lr-scale", "0.5", "--max-tokens", "512", "--eval-every", "40"]
+    assert main([*args, "--save-every", "40", "--precision", "fp32"]) == 0
+    records = [json.loads(line) for line in (tmp_path / "tuned" / "metrics.jsonl").open()]
+    after = [r["valid_loss"] for r in records if "valid_loss" in r][-1]
+    assert after < 0.5 * before
+
+    model, src_tok, tgt_tok, _ = load_trained(tmp_path / "tuned")
+    assert model.cfg == dataclasses.replace(imported[1][0].cfg)  # same architecture, new weights
+    assert translate(model, src_tok, tgt_tok, ["der Hund trinkt Milch"]) != [""]
+
+
+def test_fine_tuning_refuses_data_with_another_tokenizer(imported, numbers_data, tmp_path):
+    from vaswani.config import TrainConfig
+    from vaswani.train.loop import TrainingError, train
+
+    run = str(imported[0])
+    tc = TrainConfig(data=str(numbers_data), out=str(tmp_path / "t"), init=run, max_steps=1)
+    with pytest.raises(TrainingError, match="--tokenizer-from"):
+        train(tc, progress=False)

@@ -63,6 +63,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
         numbers_max=args.numbers_max,
         seed=args.seed,
         ding_path=args.ding_path,
+        tokenizer_from=args.tokenizer_from,
     )
     start = time.perf_counter()
     meta = prepare(args.inputs, args.out, opts, force=args.force)
@@ -526,6 +527,7 @@ def train_default(name: str) -> object:
 # flag name -> (type, help); defaults come from TrainConfig, the single source of them
 TRAIN_FLAGS: dict[str, tuple[object, str]] = {
     "preset": (str, "model size: tiny, small, base, big"),
+    "init": (str, "fine-tune: start from this run directory's model and weights"),
     "max_tokens": (None, "tokens per micro-batch and side, padding included"),
     "accumulate": (None, "micro-batches per update (gradient accumulation)"),
     "warmup": (None, "warm-up steps of the learning-rate schedule (§5.3)"),
@@ -623,6 +625,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive_int,
         default=256,
         help="drop pairs longer than this many tokens (with BOS/EOS) on either side",
+    )
+    prep.add_argument(
+        "--tokenizer-from",
+        type=Path,
+        metavar="RUN_DIR",
+        help="use this run's tokenizer instead of learning one (to fine-tune it with train --init)",
     )
     prep.add_argument(
         "--separate-vocab",

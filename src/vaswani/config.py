@@ -223,6 +223,10 @@ class TrainConfig:
     preset: str = "small"
     model: dict[str, Any] = dataclasses.field(default_factory=dict)
     """ModelConfig fields that override the preset (vocabulary sizes come from the data)."""
+    init: str | None = None
+    """Fine-tune: a run directory (e.g. an imported OPUS-MT model) whose model and best weights
+    training starts from, instead of the preset and random weights; `model` may still override
+    fields such as dropout. The data must use its tokenizer (`prepare --tokenizer-from`)."""
     max_tokens: int | None = None
     """Token budget of one micro-batch, per side, padding included (§5.1 used ~25k);
     None: the preset's (PRESET_TRAINING)."""

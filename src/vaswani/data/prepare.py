@@ -21,6 +21,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from vaswani.data.corpora import (
     read_tsv,
     split_of,
 )
-from vaswani.data.tokenizer import SubwordTokenizer, iter_text_lines
+from vaswani.data.tokenizer import SubwordTokenizer, iter_text_lines, load_tokenizers
 from vaswani.progress import progress_bar
 
 FORMAT_VERSION = 1
@@ -62,6 +63,8 @@ class PrepareOptions:
     ding_path: Path = DING_PATH
     min_frequency: int = 2
     progress: bool = True
+    tokenizer_from: Path | None = None
+    """A run directory whose tokenizer to use instead of learning one (to fine-tune that run)."""
 
 
 @dataclass
@@ -198,7 +201,16 @@ def _prepare_into(
     counts, duplicates, yielded = _split_corpus(corpus, raw, valid_fraction, test_fraction, opts)
     if counts["train"] == 0:
         raise DataError("no training pairs left after reading; check the input files")
-    tokenizers, tokenizer_files = _train_tokenizers(work, raw, counts["train"], opts)
+    if opts.tokenizer_from is None:
+        tokenizers, tokenizer_files = _train_tokenizers(work, raw, counts["train"], opts)
+        tokenizer_meta = {
+            "shared": opts.shared_vocab,
+            "requested_vocab_size": opts.vocab_size,
+            "min_frequency": opts.min_frequency,
+        }
+    else:
+        tokenizers, tokenizer_meta = _copy_tokenizers(work, Path(opts.tokenizer_from))
+        tokenizer_files = tokenizer_meta.pop("files")
     vocab = {side: tokenizers[side].vocab_size for side in SIDES}
     dtype = np.dtype("<u2") if max(vocab.values()) <= 1 << 16 else np.dtype("<u4")
     splits_meta = {}
@@ -216,13 +228,7 @@ def _prepare_into(
         "pairs_read": yielded + sum(corpus.dropped.values()),
         "dropped_while_reading": dropped,
         "split_fractions": {"valid": valid_fraction, "test": test_fraction},
-        "tokenizer": {
-            "shared": opts.shared_vocab,
-            "files": tokenizer_files,
-            "vocab_size": vocab,
-            "requested_vocab_size": opts.vocab_size,
-            "min_frequency": opts.min_frequency,
-        },
+        "tokenizer": {**tokenizer_meta, "files": tokenizer_files, "vocab_size": vocab},
         "max_len": opts.max_len,
         "dtype": dtype.str,
         "splits": splits_meta,
@@ -285,6 +291,31 @@ def _train_tokenizers(
     for side in SIDES:
         tokenizers[side].save(work / files[side])
     return tokenizers, files
+
+
+def _copy_tokenizers(work: Path, run: Path) -> tuple[dict[str, Any], dict]:
+    """The tokenizer of run directory `run` (e.g. an imported OPUS-MT model), copied into `work`."""
+    try:
+        info = json.loads((run / "data.json").read_text(encoding="utf-8"))
+        tokenizer_meta = dict(info["meta"]["tokenizer"])
+        files = tokenizer_meta["files"]
+        for name in set(files.values()):
+            shutil.copyfile(run / name, work / name)
+        src, tgt = load_tokenizers(work, tokenizer_meta)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise DataError(
+            f"--tokenizer-from {run}: not a run directory with a usable tokenizer ({error})"
+        ) from None
+    kind = tokenizer_meta.get("kind", "bpe")
+    # One vocabulary for both sides: Marian's vocab.json (unless a target_vocab.json is added), or
+    # one BPE file.
+    shared = "tgt_vocab" not in files if kind == "marian" else files["src"] == files["tgt"]
+    return {"src": src, "tgt": tgt}, {
+        "kind": kind,
+        "shared": shared,
+        "files": files,
+        "from_run": str(run),
+    }
 
 
 def _encode_split(

@@ -12,6 +12,7 @@ A run directory holds everything `translate` needs and everything `--resume` nee
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -69,7 +70,7 @@ def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
     """The preset, sized to the data's vocabulary, with the run's overrides."""
     vocab = data.meta["tokenizer"]["vocab_size"]
     fields: dict[str, Any] = {"vocab_size": vocab["src"]}
-    if not data.meta["tokenizer"]["shared"]:
+    if not data.meta["tokenizer"].get("shared", True):
         fields.update(tgt_vocab_size=vocab["tgt"], tie_embeddings="decoder")
     fields.update(tc.model)
     cfg = ModelConfig.from_preset(tc.preset, **fields)
@@ -83,6 +84,24 @@ def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
             f"--model max_len={longest}"
         )
     return cfg
+
+
+def initial_model(init: Path, data: PreparedData) -> Transformer:
+    """The model of run directory `init` to fine-tune on `data`, which must use its tokenizer."""
+    model, _, _, info = load_trained(init)
+    theirs = info["meta"]["tokenizer"]
+    ours = data.meta["tokenizer"]
+    same = theirs.get("kind", "bpe") == ours.get("kind", "bpe") and all(
+        (init / name).read_bytes() == (data.directory / name).read_bytes()
+        for name in set(theirs["files"].values())
+        if (data.directory / name).is_file()
+    )
+    if not same or set(theirs["files"].values()) != set(ours["files"].values()):
+        raise TrainingError(
+            f"{data.directory} was not prepared with the tokenizer of {init}; prepare it with "
+            f"--tokenizer-from {init}"
+        )
+    return model
 
 
 def create_run_dir(tc: TrainConfig, cfg: ModelConfig, data: PreparedData) -> Path:
@@ -254,10 +273,15 @@ def _train(
     run = Path(tc.out)
 
     # --- the run directory: new, or the one being resumed -----------------------------------------
+    initial = None
     if resume:
         cfg = ModelConfig.from_dict(json.loads((run / CONFIG).read_text()))
     else:
-        cfg = model_config_for(tc, data)
+        if tc.init is None:
+            cfg = model_config_for(tc, data)
+        else:
+            initial = initial_model(Path(tc.init), data)
+            cfg = dataclasses.replace(initial.cfg, **tc.model)
         if dist.is_main:
             create_run_dir(tc, cfg, data)
         dist.barrier()
@@ -269,7 +293,10 @@ def _train(
 
     # --- model, optimizer (§5.3: Adam with beta1 0.9, beta2 0.98, eps 1e-9), data order ------------
     torch.manual_seed(tc.seed)
-    model = Transformer(cfg).to(device)
+    model = Transformer(cfg)
+    if initial is not None:
+        model.load_state_dict(initial.state_dict())
+    model = model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=tc.adam_betas, eps=tc.adam_eps)
     train_split = data.split("train")
     sampler = TokenBatchSampler(
