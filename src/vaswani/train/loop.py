@@ -476,7 +476,8 @@ def load_trained(run: Path, weights: str = "best") -> tuple[Transformer, Any, An
         cfg = ModelConfig.from_dict(json.loads((run / CONFIG).read_text()))
         info = json.loads((run / DATA_INFO).read_text())
         tokenizer_meta = info["meta"]["tokenizer"]
-        tokenizer_meta["files"]["src"], tokenizer_meta["files"]["tgt"]
+        if not {"src", "tgt"} <= set(tokenizer_meta["files"]):
+            raise KeyError("tokenizer files")
     except (ValueError, KeyError, TypeError) as error:
         raise TrainingError(
             f"{run}: cannot use {CONFIG} / {DATA_INFO}, damaged or written by an incompatible "
