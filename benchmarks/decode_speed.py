@@ -31,8 +31,7 @@ import torch
 from vaswani import ModelConfig, Transformer
 from vaswani.config import DecodeConfig
 from vaswani.decode import decode
-from vaswani.marian import convert_weights, model_config, read_hf_weights, weight_names
-from vaswani.train.checkpoint import load_weights, unique_state
+from vaswani.marian import load_marian_model, model_config, weight_names
 
 
 def marian_config(cfg: ModelConfig):
@@ -99,10 +98,7 @@ def opus_sized_import(cfg: ModelConfig, directory: Path):
         hf.final_logits_bias.normal_(0.0, 0.1)
     hf.save_pretrained(directory)
     hf_config = json.loads((directory / "config.json").read_text())
-    imported = Transformer(model_config(hf_config))
-    tensors = convert_weights(imported.cfg, read_hf_weights(directory))
-    aliases = unique_state(imported)[1]
-    load_weights(imported, {aliases.get(k, k): v for k, v in tensors.items()}, directory)
+    imported = load_marian_model(directory, model_config(hf_config))
     return imported.eval(), MarianMTModel.from_pretrained(directory).eval()
 
 

@@ -135,6 +135,18 @@ def hf_batch(tokenizer, texts):
     return batch["input_ids"], batch["attention_mask"]
 
 
+def hf_generate(hf, texts, **settings):
+    """The source ids of `texts` and Hugging Face's `generate` output for them, padding ruled out
+    (what OPUS-MT configs set with bad_words_ids; vaswani never outputs padding)."""
+    _, hf_model, tokenizer = hf
+    ids, mask = hf_batch(tokenizer, texts)
+    pad = hf_model.config.pad_token_id
+    out = hf_model.generate(
+        input_ids=ids, attention_mask=mask, do_sample=False, bad_words_ids=[[pad]], **settings
+    )
+    return ids, out
+
+
 def generated(row: list[int], eos: int, pad: int) -> list[int]:
     """The tokens of a `generate` row after the start token, up to end-of-sentence or padding."""
     out = []
@@ -180,18 +192,9 @@ def test_the_tokenizer_equals_marians(hf, imported):
 
 
 def test_greedy_equals_generate(hf, imported):
-    _, hf_model, tokenizer = hf
     model = imported[1][0]
     cfg = model.cfg
-    ids, mask = hf_batch(tokenizer, INPUTS)
-    theirs = hf_model.generate(
-        input_ids=ids,
-        attention_mask=mask,
-        num_beams=1,
-        do_sample=False,
-        max_new_tokens=30,
-        bad_words_ids=[[cfg.pad_id]],  # what OPUS-MT configs set; vaswani never outputs padding
-    )
+    ids, theirs = hf_generate(hf, INPUTS, num_beams=1, max_new_tokens=30)
     ours = greedy(model, ids, DecodeConfig(beam_size=1, max_new_tokens=30))
     expected = [generated(row, cfg.eos_id, cfg.pad_id) for row in theirs.tolist()]
     assert [h.tokens for h in ours] == expected
@@ -199,19 +202,15 @@ def test_greedy_equals_generate(hf, imported):
 
 
 def test_beam_4_equals_generate(hf, imported):
-    _, hf_model, tokenizer = hf
     model = imported[1][0]
     cfg = model.cfg
-    ids, mask = hf_batch(tokenizer, INPUTS)
-    theirs = hf_model.generate(
-        input_ids=ids,
-        attention_mask=mask,
+    ids, theirs = hf_generate(
+        hf,
+        INPUTS,
         num_beams=4,
-        do_sample=False,
         max_new_tokens=30,
         length_penalty=0.6,  # Hugging Face's definition: log P / length^0.6, EOS counted
         early_stopping=False,
-        bad_words_ids=[[cfg.pad_id]],
         output_scores=True,
         return_dict_in_generate=True,
     )
@@ -228,16 +227,8 @@ def test_translate_evaluate_plot_and_serve_use_the_imported_directory(
     hf, imported, tmp_path, capsys
 ):
     run, (model, src_tok, tgt_tok, _) = imported
-    _, hf_model, tokenizer = hf
-    ids, mask = hf_batch(tokenizer, GERMAN)
-    theirs = hf_model.generate(
-        input_ids=ids,
-        attention_mask=mask,
-        num_beams=4,
-        max_new_tokens=40,
-        bad_words_ids=[[model.cfg.pad_id]],
-    )
-    expected = tokenizer.batch_decode(theirs, skip_special_tokens=True)
+    _, theirs = hf_generate(hf, GERMAN, num_beams=4, max_new_tokens=40)
+    expected = hf[2].batch_decode(theirs, skip_special_tokens=True)
     assert (
         sum(e == r for e, r in zip(expected, ENGLISH, strict=True)) >= 4
     )  # the toy model learned its data

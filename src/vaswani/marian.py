@@ -124,24 +124,24 @@ def weight_names(cfg: ModelConfig) -> dict[str, list[str]]:
     if cfg.output_bias:
         names["generator.bias"] = ["final_logits_bias"]
     for side in ("encoder", "decoder"):
+        pairs = {
+            "self_attn.qkv_proj": [f"self_attn.{x}_proj" for x in "qkv"],
+            "self_attn.out_proj": ["self_attn.out_proj"],
+            "self_attn_norm.norm": ["self_attn_layer_norm"],
+            "ffn.linear1": ["fc1"],
+            "ffn.linear2": ["fc2"],
+            "ffn_norm.norm": ["final_layer_norm"],
+        }
+        if side == "decoder":
+            pairs |= {
+                "cross_attn.q_proj": ["encoder_attn.q_proj"],
+                "cross_attn.kv_proj": ["encoder_attn.k_proj", "encoder_attn.v_proj"],
+                "cross_attn.out_proj": ["encoder_attn.out_proj"],
+                "cross_attn_norm.norm": ["encoder_attn_layer_norm"],
+            }
         for i in range(getattr(cfg, f"n_{side}_layers")):
             ours, theirs = f"{side}.layers.{i}.", f"model.{side}.layers.{i}."
             for kind in ("weight", "bias"):
-                pairs = {
-                    "self_attn.qkv_proj": [f"self_attn.{x}_proj" for x in "qkv"],
-                    "self_attn.out_proj": ["self_attn.out_proj"],
-                    "self_attn_norm.norm": ["self_attn_layer_norm"],
-                    "ffn.linear1": ["fc1"],
-                    "ffn.linear2": ["fc2"],
-                    "ffn_norm.norm": ["final_layer_norm"],
-                }
-                if side == "decoder":
-                    pairs |= {
-                        "cross_attn.q_proj": ["encoder_attn.q_proj"],
-                        "cross_attn.kv_proj": ["encoder_attn.k_proj", "encoder_attn.v_proj"],
-                        "cross_attn.out_proj": ["encoder_attn.out_proj"],
-                        "cross_attn_norm.norm": ["encoder_attn_layer_norm"],
-                    }
                 for a, bs in pairs.items():
                     names[f"{ours}{a}.{kind}"] = [f"{theirs}{b}.{kind}" for b in bs]
     return names
@@ -218,6 +218,15 @@ def convert_weights(cfg: ModelConfig, hf: dict[str, torch.Tensor]) -> dict[str, 
     return {name: tensor.float().contiguous() for name, tensor in out.items()}
 
 
+def load_marian_model(hf_dir: Path, cfg: ModelConfig) -> Transformer:
+    """A vaswani model of `cfg` holding the weights of the Marian model directory `hf_dir`."""
+    model = Transformer(cfg)
+    tensors = convert_weights(cfg, read_hf_weights(hf_dir))
+    aliases = ckpt.unique_state(model)[1]  # a tied tensor goes by the model's first name for it
+    ckpt.load_weights(model, {aliases.get(k, k): v for k, v in tensors.items()}, hf_dir)
+    return model
+
+
 def import_marian(hf_dir: Path, out: Path) -> Path:
     """Write a vaswani run directory at `out` from the Hugging Face Marian directory `hf_dir`.
 
@@ -225,7 +234,7 @@ def import_marian(hf_dir: Path, out: Path) -> Path:
     SentencePiece models and vocabularies, and best/ weights: every command that takes
     `--checkpoint RUN_DIR` accepts it.
     """
-    from vaswani.data.tokenizer import load_tokenizers
+    from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
     from vaswani.train.loop import BEST, CONFIG, DATA_INFO
 
     hf_dir, out = Path(hf_dir), Path(out)
@@ -246,10 +255,7 @@ def import_marian(hf_dir: Path, out: Path) -> Path:
         if not (hf_dir / name).is_file():
             raise MarianImportError(f"{hf_dir}: no {name} (the tokenizer files are needed)")
 
-    model = Transformer(cfg)
-    tensors = convert_weights(cfg, read_hf_weights(hf_dir))
-    aliases = ckpt.unique_state(model)[1]  # a tied tensor goes by the model's first name for it
-    ckpt.load_weights(model, {aliases.get(k, k): v for k, v in tensors.items()}, hf_dir)
+    model = load_marian_model(hf_dir, cfg)
 
     out.mkdir(parents=True, exist_ok=True)
     for name in files.values():
@@ -259,11 +265,9 @@ def import_marian(hf_dir: Path, out: Path) -> Path:
         src_tok, tgt_tok = load_tokenizers(out, tokenizer_meta)
     except ValueError as error:
         raise MarianImportError(f"{hf_dir}: unusable tokenizer files: {error}") from None
-    if (src_tok.vocab_size, tgt_tok.vocab_size) != (cfg.vocab_size, cfg.target_vocab_size):
-        raise MarianImportError(
-            f"{hf_dir}: the vocabularies have {src_tok.vocab_size} / {tgt_tok.vocab_size} ids, "
-            f"the model {cfg.vocab_size} / {cfg.target_vocab_size}"
-        )
+    mismatch = vocab_mismatch(src_tok, tgt_tok, cfg.vocab_size, cfg.target_vocab_size)
+    if mismatch:
+        raise MarianImportError(f"{hf_dir}: {mismatch}")
     info = {
         "path": None,
         "imported_from": {"format": "marian", "path": str(hf_dir.resolve())},

@@ -119,6 +119,16 @@ def load_tokenizers(directory: Path, meta: dict) -> tuple[Any, Any]:
     return src, tgt
 
 
+def vocab_mismatch(src: Any, tgt: Any, vocab_size: int, target_vocab_size: int) -> str | None:
+    """Why tokenizers `src` and `tgt` cannot serve a model with these vocabulary sizes, or None."""
+    if (src.vocab_size, tgt.vocab_size) == (vocab_size, target_vocab_size):
+        return None
+    return (
+        f"the tokenizers' vocabularies ({src.vocab_size}, {tgt.vocab_size}) do not match the "
+        f"model's ({vocab_size}, {target_vocab_size})"
+    )
+
+
 def iter_text_lines(*paths: Path) -> Iterator[str]:
     """Lines of UTF-8 text files written by `vaswani prepare` (one segment per line)."""
     for path in paths:

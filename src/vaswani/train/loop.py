@@ -460,7 +460,7 @@ def load_trained(run: Path, weights: str = "best") -> tuple[Transformer, Any, An
     `weights`: "best" (best validation BLEU; the latest checkpoint when there is no best/),
     "latest", or "averaged" (written by `vaswani average`).
     """
-    from vaswani.data.tokenizer import load_tokenizers
+    from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
     from vaswani.train.average import AVERAGED
 
     run = Path(run)
@@ -503,9 +503,7 @@ def load_trained(run: Path, weights: str = "best") -> tuple[Transformer, Any, An
         src_tok, tgt_tok = load_tokenizers(run, tokenizer_meta)
     except ValueError as error:
         raise TrainingError(f"{run}: incomplete run directory: {error}") from None
-    if (src_tok.vocab_size, tgt_tok.vocab_size) != (cfg.vocab_size, cfg.target_vocab_size):
-        raise TrainingError(
-            f"{run}: the tokenizers' vocabularies ({src_tok.vocab_size}, {tgt_tok.vocab_size}) do "
-            f"not match the model's ({cfg.vocab_size}, {cfg.target_vocab_size})"
-        )
+    mismatch = vocab_mismatch(src_tok, tgt_tok, cfg.vocab_size, cfg.target_vocab_size)
+    if mismatch:
+        raise TrainingError(f"{run}: {mismatch}")
     return model.eval(), src_tok, tgt_tok, info
