@@ -48,3 +48,56 @@ def numbers_run(numbers_data, tmp_path_factory):
     )
     train(tc, progress=False)
     return out
+
+
+@pytest.fixture(scope="session")
+def lm_data(tmp_path_factory):
+    """The built-in grammar-en corpus, small, prepared for a language model."""
+    from vaswani.data import PrepareOptions, prepare
+
+    out = tmp_path_factory.mktemp("data") / "grammar"
+    # 500 entries: the grammar's words become single tokens, which a tiny model learns quickly.
+    prepare([], out, PrepareOptions(task="lm", vocab_size=500, builtin_size=3000, progress=False))
+    return out
+
+
+@pytest.fixture(scope="session")
+def lm_run(lm_data, tmp_path_factory):
+    """A tiny language model trained on `lm_data` for 300 steps (about 10 s)."""
+    from vaswani.config import TrainConfig
+    from vaswani.train.loop import train
+
+    out = tmp_path_factory.mktemp("runs") / "grammar"
+    tc = TrainConfig(data=str(lm_data), out=str(out), task="lm", preset="tiny", max_tokens=1024,
+                     warmup=100, lr_scale=2.0, max_steps=300, eval_every=50, save_every=300)  # fmt: skip
+    train(tc, progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def classify_data(tmp_path_factory):
+    """The built-in sentiment-en corpus, small, prepared for a classifier."""
+    from vaswani.data import PrepareOptions, prepare
+
+    out = tmp_path_factory.mktemp("data") / "sentiment"
+    opts = PrepareOptions(task="classify", vocab_size=400, builtin_size=4000, progress=False)
+    prepare([], out, opts)
+    return out
+
+
+def train_classifier(data, out, pooling: str):
+    from vaswani.config import TrainConfig
+    from vaswani.train.loop import train
+
+    tc = TrainConfig(data=str(data), out=str(out), task="classify", preset="tiny", max_tokens=1024,
+                     warmup=100, lr_scale=0.5, max_steps=300, eval_every=100, save_every=300,
+                     model={"pooling": pooling})  # fmt: skip
+    return train(tc, progress=False)
+
+
+@pytest.fixture(scope="session")
+def classify_run(classify_data, tmp_path_factory):
+    """A tiny classifier (mean pooling) trained on `classify_data` for 300 steps (about 8 s)."""
+    out = tmp_path_factory.mktemp("runs") / "sentiment"
+    train_classifier(classify_data, out, "mean")
+    return out

@@ -68,7 +68,7 @@ def test_concurrent_requests_are_all_answered_and_batched_together(serving, load
     assert all(status == 200 for status, _ in answers)
     expected = translate(model, src_tok, tgt_tok, numbers, DecodeConfig())
     assert [body["translations"] for _, body in answers] == [[e, ""] for e in expected]
-    assert server.app.state.translator.batches < len(numbers)  # several requests per model call
+    assert server.app.state.worker.batches < len(numbers)  # several requests per model call
 
 
 def test_health_and_openapi(serving):
@@ -132,7 +132,7 @@ def test_a_chunked_body_over_the_limit_is_refused(serving):
 
 def slow_model(server, seconds: float):
     """Make each model call take `seconds` longer; returns a function that undoes it."""
-    translator = server.app.state.translator
+    translator = server.app.state.worker
     run = translator.run
 
     def slow(texts, dc):

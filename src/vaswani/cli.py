@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaswani import __version__
-from vaswani.config import PRESET_TRAINING, PRESETS, ModelConfig
+from vaswani.config import PRESET_TRAINING, PRESETS, TASKS, ModelConfig
 from vaswani.data.corpora import DataError
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     from vaswani.data import PreparedData, PrepareOptions, TokenBatchSampler, prepare
 
     opts = PrepareOptions(
+        task=args.task,
         vocab_size=args.vocab_size,
         max_len=args.max_len,
         shared_vocab=not args.separate_vocab,
@@ -61,6 +63,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
         max_line_bytes=args.max_line_bytes,
         numbers_size=args.numbers_size,
         numbers_max=args.numbers_max,
+        builtin_size=args.size,
         seed=args.seed,
         ding_path=args.ding_path,
         tokenizer_from=args.tokenizer_from,
@@ -69,12 +72,18 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     meta = prepare(args.inputs, args.out, opts, force=args.force)
     seconds = time.perf_counter() - start
     vocab = meta["tokenizer"]["vocab_size"]
-    shared = "shared" if meta["tokenizer"]["shared"] else "separate"
+    if args.task == "translate":
+        shared = "shared" if meta["tokenizer"]["shared"] else "separate"
+        what = f"{shared} vocabulary: {vocab['src']} / {vocab['tgt']}"
+    elif args.task == "lm":
+        what = f"language model, vocabulary {vocab['tgt']}"
+    else:
+        labels = PreparedData(args.out).tgt_tokenizer.labels
+        what = f"classifier, vocabulary {vocab['src']}, {len(labels)} labels: {', '.join(labels)}"
+    print(f"prepared {args.out} in {seconds:.1f}s ({what})")
     print(
-        f"prepared {args.out} in {seconds:.1f}s ({shared} vocabulary: {vocab['src']} / {vocab['tgt']})"
-    )
-    print(
-        f"read {meta['pairs_read']} pairs; dropped while reading: {meta['dropped_while_reading'] or 'none'}"
+        f"read {meta['pairs_read']} examples; dropped while reading: "
+        f"{meta['dropped_while_reading'] or 'none'}"
     )
     train = PreparedData(args.out).split("train")
     try:
@@ -83,9 +92,19 @@ def cmd_prepare(args: argparse.Namespace) -> int:
         raise CliError(f"prepared {args.out}, but no padding report: {error}") from None
     for name, split in meta["splits"].items():
         src, tgt = split["src_lengths"], split["tgt_lengths"]
+        if args.task == "translate":
+            lengths = (
+                f"tokens/pair src {src['mean']:.1f} tgt {tgt['mean']:.1f}, "
+                f"max {src['max']}/{tgt['max']}"
+            )
+        else:
+            side = tgt if args.task == "lm" else src
+            lengths = f"tokens/text {side['mean']:.1f}, max {side['max']}"
+        if "long_texts_cut" in split:
+            lengths += f", long texts cut into pieces: {split['long_texts_cut']}"
         print(
-            f"  {name:<5} {split['pairs']:>9} pairs  (filtered as too long: {split['filtered_too_long']})"
-            f"  tokens/pair src {src['mean']:.1f} tgt {tgt['mean']:.1f}, max {src['max']}/{tgt['max']}"
+            f"  {name:<5} {split['pairs']:>9} examples  (filtered as too long: "
+            f"{split['filtered_too_long']})  {lengths}"
         )
     print(
         f"padding with --max-tokens {args.max_tokens}: {100 * sampler.padding_fraction():.1f}% "
@@ -95,7 +114,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    """Train a translation model, or resume a run."""
+    """Train a model for the data's task, or resume a run."""
     from vaswani.config import TrainConfig
     from vaswani.train.loop import resume_config, train
 
@@ -115,10 +134,29 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CliError("give a budget: --max-steps N and/or --max-minutes M")
     result = train(tc, resume=bool(args.resume), reset_data_position=args.reset_data_position)
     line = f"stopped by {result.stopped_by} at step {result.step}; run directory {result.run_dir}"
-    if result.best_bleu is not None:
-        line += f"; best validation BLEU {result.best_bleu:.2f}"
+    if result.best is not None:
+        best = {
+            "translate": f"BLEU {result.best:.2f}",
+            "lm": f"loss {result.best:.3f} (perplexity {math.exp(min(result.best, 50.0)):.2f})",
+            "classify": f"accuracy {100 * result.best:.1f}%",
+        }[result.task]
+        line += f"; best validation {best}"
     print(line)
     return 130 if result.stopped_by == "interrupt" else 0
+
+
+def non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0.0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def probability(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
 
 
 def non_negative_int(text: str) -> int:
@@ -137,7 +175,8 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
         "--weights",
         choices=("best", "latest", "averaged"),
         default="best",
-        help="best validation BLEU, the latest checkpoint, or `vaswani average`'s",
+        help="best validation figure (BLEU, loss or accuracy), the latest checkpoint, or "
+        "`vaswani average`'s",
     )
     parser.add_argument("--precision", choices=("bf16", "fp32"), default="bf16", help="autocast")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ...")
@@ -173,11 +212,15 @@ def add_decoding_flags(parser: argparse.ArgumentParser) -> None:
         default=paper.max_extra,
         help="an output stops after its source's length + this many tokens",
     )
+    add_input_flags(parser, "batch budget: source tokens (padding included) times beam size")
+
+
+def add_input_flags(parser: argparse.ArgumentParser, budget_help: str) -> None:
+    """The batch budget and what to do with input over the model's limits."""
+    from vaswani.config import DecodeConfig
+
     parser.add_argument(
-        "--max-tokens",
-        type=positive_int,
-        default=paper.max_tokens,
-        help="batch budget: source tokens (padding included) times beam size",
+        "--max-tokens", type=positive_int, default=DecodeConfig().max_tokens, help=budget_help
     )
     parser.add_argument(
         "--too-long",
@@ -207,8 +250,19 @@ def decode_config(args: argparse.Namespace, n_best: int = 1) -> DecodeConfig:
     )
 
 
-def load_for_decoding(args: argparse.Namespace) -> tuple[Any, Any, Any, dict, Any]:
-    """The model (on its device, in eval mode), tokenizers, data record and an autocast context."""
+# The command that uses a run of each task.
+TASK_COMMANDS = {"translate": "vaswani translate", "lm": "vaswani generate",
+                 "classify": "vaswani classify"}  # fmt: skip
+TASK_NAMES = {"translate": "a translation model", "lm": "a language model",
+              "classify": "a classifier"}  # fmt: skip
+
+
+def load_for_decoding(
+    args: argparse.Namespace, tasks: tuple[str, ...] = ("translate",)
+) -> tuple[Any, Any, Any, dict, Any]:
+    """The model (on its device, in eval mode), tokenizers, data record and an autocast context;
+    a run of a task other than `tasks` is refused, naming the command that uses it."""
+    from vaswani.data.dataset import task_of
     from vaswani.train.distributed import autocast, pick_device
     from vaswani.train.loop import load_trained
 
@@ -217,6 +271,11 @@ def load_for_decoding(args: argparse.Namespace) -> tuple[Any, Any, Any, dict, An
     except (ValueError, RuntimeError) as error:
         raise CliError(str(error)) from None
     model, src_tok, tgt_tok, info = load_trained(args.checkpoint, args.weights)
+    task = task_of(info["meta"])
+    if task not in tasks:
+        raise CliError(
+            f"{args.checkpoint} holds {TASK_NAMES[task]} (task {task}); use {TASK_COMMANDS[task]}"
+        )
     model.to(device)
     return model, src_tok, tgt_tok, info, autocast(device, args.precision)
 
@@ -310,8 +369,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     """sacreBLEU and chrF of a split's translations, or of --src against --ref; decoding speed."""
     import time
 
-    from vaswani.data import PreparedData
     from vaswani.data.corpora import read_parallel_files
+    from vaswani.data.dataset import task_of
     from vaswani.decode import translate
     from vaswani.evaluate import score
     from vaswani.progress import progress_bar
@@ -319,26 +378,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     show_warnings_as_lines()
     if (args.src is None) != (args.ref is None):
         raise CliError("--src and --ref go together")
-    model, src_tok, tgt_tok, info, autocast = load_for_decoding(args)
+    model, src_tok, tgt_tok, info, autocast = load_for_decoding(args, TASKS)
+    task = task_of(info["meta"])
+    if task != "translate":
+        if args.src is not None:
+            raise CliError(f"--src/--ref are for translation; give {TASK_NAMES[task]} --input FILE")
+        return evaluate_single_stack(args, task, model, src_tok, tgt_tok, info)
+    if args.input is not None:
+        raise CliError("a translation model is evaluated with --src FILE --ref FILE, not --input")
     if args.src is not None:
         # The training data's reader: same errors for bad text, counts, and empty pairs dropped.
         pairs = list(read_parallel_files(args.src, args.ref, max_line_bytes=args.max_line_bytes))
         sources, references = [s for s, _ in pairs], [r for _, r in pairs]
         what = f"{args.src}"
     else:
-        if info.get("path") is None:
-            raise CliError(
-                "this run directory has no training data (it was imported); evaluate with "
-                "--src FILE --ref FILE"
-            )
-        data_dir = Path(info["path"])
-        if not (data_dir / "meta.json").is_file():
-            raise CliError(
-                f"the run's data directory {data_dir} is gone; prepare it again there, or "
-                "evaluate with --src FILE --ref FILE"
-            )
-        sources, references = PreparedData(data_dir).text(args.split)
-        what = f"the {args.split} split of {data_dir}"
+        data = run_data(info, "--src FILE --ref FILE")
+        sources, references = data.text(args.split)
+        what = f"the {args.split} split of {data.directory}"
     if not sources:
         raise CliError(f"nothing to evaluate: {what} has no non-empty sentence pairs")
     dc = decode_config(args)
@@ -364,11 +420,157 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_data(info: dict, alternative: str) -> Any:
+    """The prepared data a run was trained on (its data.json `info`), or a CliError saying why
+    not and to use `alternative` flags instead."""
+    from vaswani.data import PreparedData
+
+    if info.get("path") is None:
+        raise CliError(
+            f"this run directory has no training data (it was imported); evaluate with {alternative}"
+        )
+    data_dir = Path(info["path"])
+    if not (data_dir / "meta.json").is_file():
+        raise CliError(
+            f"the run's data directory {data_dir} is gone; prepare it again there, or evaluate "
+            f"with {alternative}"
+        )
+    return PreparedData(data_dir)
+
+
+def encoded_input(
+    args: argparse.Namespace, task: str, model: Any, src_tok: Any, tgt_tok: Any
+) -> Any:
+    """`--input FILE` encoded like a prepared split: a language model's text file (long lines cut
+    into pieces as `prepare` does), or a classifier's TSV of text<TAB>label."""
+    from vaswani.data.corpora import read_text_files, read_tsv
+    from vaswani.data.dataset import EncodedSplit
+    from vaswani.data.prepare import cut_into_pieces
+    from vaswani.decode import encode_sources
+
+    max_len = model.cfg.max_len
+    if task == "lm":
+        texts = [
+            text for _, text in read_text_files([args.input], max_line_bytes=args.max_line_bytes)
+        ]
+        pieces = cut_into_pieces(src_tok.encode_batch(texts), max_len - 1)
+        return EncodedSplit([[] for _ in pieces], pieces)
+    pairs = list(
+        read_tsv(args.input, max_line_bytes=args.max_line_bytes, column_names="text, label")
+    )
+    # One position goes to the start token the classifier puts before each text.
+    encoded = encode_sources(
+        src_tok, [text for text, _ in pairs], max_len - 1, args.too_long, "line"
+    )
+    try:
+        labels = tgt_tok.encode_batch([label for _, label in pairs])
+    except ValueError as error:
+        raise CliError(
+            f"{args.input}: {error}; the model knows {', '.join(tgt_tok.labels)}"
+        ) from None
+    return EncodedSplit([encoded[i] for i in range(len(pairs))], labels)
+
+
+def evaluate_single_stack(
+    args: argparse.Namespace, task: str, model: Any, src_tok: Any, tgt_tok: Any, info: dict
+) -> int:
+    """Perplexity of a language model, or accuracy and a confusion matrix of a classifier, on a
+    split of the run's data or on --input."""
+    import time
+
+    import torch
+
+    from vaswani.train.loop import split_loss
+
+    if args.input is not None:
+        part, what = encoded_input(args, task, model, src_tok, tgt_tok), str(args.input)
+    else:
+        data = run_data(info, "--input FILE")
+        part, what = data.split(args.split), f"the {args.split} split of {data.directory}"
+    if len(part) == 0:
+        raise CliError(f"nothing to evaluate: {what} has no examples")
+    n_labels = model.cfg.n_labels
+    confusion = torch.zeros(n_labels, n_labels, dtype=torch.long) if task == "classify" else None
+    start = time.perf_counter()
+    try:
+        loss, count = split_loss(model, part, task, args.max_tokens, args.precision, confusion)
+    except ValueError as error:  # an example over the batch budget
+        raise CliError(str(error)) from None
+    seconds = time.perf_counter() - start
+    if task == "lm":
+        print(f"{len(part)} texts ({count} tokens, end-of-text included) from {what}")
+        print(
+            f"perplexity = {math.exp(min(loss, 50.0)):.3f}   (mean loss {loss:.4f} nats per token)"
+        )
+        print(f"scoring: {seconds:.1f}s, {count / seconds:.0f} tokens/s ({args.precision})")
+        return 0
+    from vaswani import plot
+
+    labels = tgt_tok.labels
+    correct = int(confusion.trace())
+    print(f"{count} texts from {what}")
+    print(f"accuracy = {100 * correct / count:.2f}%   ({correct}/{count}; mean loss {loss:.4f})")
+    print("confusion matrix (rows: true label, columns: predicted label):")
+    width = max(8, *(len(label) for label in labels))
+    print(" " * (width + 2) + " ".join(f"{label:>{width}}" for label in labels))
+    for label, row in zip(labels, confusion.tolist(), strict=True):
+        print(f"  {label:<{width}}" + " ".join(f"{n:>{width}}" for n in row))
+    out = (
+        args.plot
+        or Path(args.checkpoint) / f"confusion-{args.split if args.input is None else 'input'}.png"
+    )
+    plot.confusion_matrix(confusion, labels, out, f"{Path(args.checkpoint).name} on {what}")
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Continue prompts with a language model, by sampling."""
+    import time
+
+    from vaswani.decode import generate
+
+    model, tokenizer, _, _, autocast = load_for_decoding(args, ("lm",))
+    prompts = [prompt for prompt in args.prompt or [""] for _ in range(args.num_samples)]
+    start = time.perf_counter()
+    with autocast:
+        found = generate(model, tokenizer, prompts, args.max_new_tokens, args.temperature,
+                         args.top_k, args.top_p, args.seed, use_cache=not args.no_cache)  # fmt: skip
+    seconds = time.perf_counter() - start
+    for g in found:
+        print(g.prompt + g.text)
+    tokens = sum(g.tokens for g in found)
+    print(
+        f"{len(found)} texts, {tokens} new tokens in {seconds:.2f}s ({tokens / seconds:.0f} "
+        f"tokens/s, KV cache {'off' if args.no_cache else 'on'})",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_classify(args: argparse.Namespace) -> int:
+    """Label texts with a classifier: arguments, a file, or stdin, one text a line."""
+    from vaswani.decode import classify
+
+    show_warnings_as_lines()
+    if args.texts and args.input is not None:
+        raise CliError("give TEXT arguments or --input FILE, not both")
+    texts = args.texts or read_input_lines(args.input, args.max_line_bytes)
+    if not texts:
+        raise CliError("nothing to classify: the input is empty")
+    model, tokenizer, labels, _, autocast = load_for_decoding(args, ("classify",))
+    with autocast:
+        found = classify(model, tokenizer, labels.labels, texts, args.max_tokens, args.too_long)
+    for result in found:
+        print("" if result is None else f"{result.label}\t{result.probability:.4f}")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve a run's model over HTTP until Ctrl-C or SIGTERM."""
     from vaswani.serve import ServeSettings, create_app, serve
 
-    model, src_tok, tgt_tok, _, _ = load_for_decoding(args)
+    model, src_tok, tgt_tok, _, _ = load_for_decoding(args, TASKS)
     settings = ServeSettings(
         max_body_bytes=args.max_body_bytes,
         max_texts=args.max_texts,
@@ -527,6 +729,7 @@ def train_default(name: str) -> object:
 # flag name -> (type, help); defaults come from TrainConfig, the single source of them
 TRAIN_FLAGS: dict[str, tuple[object, str]] = {
     "preset": (str, "model size: tiny, small, base, big"),
+    "task": (TASKS, "refuse data prepared for another task (none given: the data's task)"),
     "init": (str, "fine-tune: start from this run directory's model and weights"),
     "max_tokens": (None, "tokens per micro-batch and side, padding included"),
     "accumulate": (None, "micro-batches per update (gradient accumulation)"),
@@ -551,12 +754,15 @@ TRAIN_FLAGS: dict[str, tuple[object, str]] = {
 def add_train_parser(sub: argparse._SubParsersAction) -> None:
     train = sub.add_parser(
         "train",
-        help="train a translation model on a prepared dataset (or --resume a run)",
+        help="train a model on a prepared dataset (or --resume a run)",
         description=(
-            "Train an encoder-decoder Transformer with the paper's recipe: Adam (0.9, 0.98, 1e-9), "
-            "warm-up then inverse-square-root learning rate, label smoothing 0.1, dropout. "
-            "Validates (loss, perplexity, sacreBLEU) and checkpoints as it goes. For several "
-            "processes: torchrun --nproc_per_node N -m vaswani.cli train ..."
+            "Train a Transformer with the paper's recipe: Adam (0.9, 0.98, 1e-9), warm-up then "
+            "inverse-square-root learning rate, label smoothing 0.1, dropout. The data's task "
+            "picks the model: translate an encoder-decoder (validated by loss, perplexity, "
+            "sacreBLEU), lm a decoder-only language model (loss, perplexity, a sample), classify "
+            "an encoder with a pooled classification head (loss, accuracy; --model pooling=first "
+            "or mean). Checkpoints as it goes. For several processes: torchrun --nproc_per_node N "
+            "-m vaswani.cli train ..."
         ),
     )
     train.add_argument("--data", type=Path, help="directory written by `vaswani prepare`")
@@ -607,18 +813,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     prep = sub.add_parser(
         "prepare",
-        help="turn parallel text into a dataset for training (tokenizer, token ids, meta.json)",
+        help="turn text into a dataset for training (tokenizer, token ids, meta.json)",
         description=(
-            "Read parallel text, drop empty and duplicate pairs, split train/valid/test by a hash "
-            "of each pair, train a byte-level BPE tokenizer on the training split, and write "
-            "memory-mappable token ids and meta.json to --out. INPUTS is a built-in corpus "
-            "(numbers-de, ding-de-en), one TSV file of source<TAB>target lines, or two aligned "
-            "files (source, then target); plain or gzip-compressed UTF-8."
+            "Read the text of a task, drop empty and duplicate examples, split train/valid/test by "
+            "a hash of each example, train a byte-level BPE tokenizer on the training split, and "
+            "write memory-mappable token ids and meta.json to --out. Plain or gzip-compressed "
+            "UTF-8. CORPUS_OR_PATHS by --task: translate: a built-in corpus (numbers-de, "
+            "ding-de-en), one TSV file of source<TAB>target lines, or two aligned files (source, "
+            "then target); lm: text files, one text (sentence, paragraph) a line, or the built-in "
+            "grammar-en (the default); classify: one TSV file of text<TAB>label lines, or the "
+            "built-in sentiment-en (the default)."
         ),
         formatter_class=HelpFormatter,
     )
-    prep.add_argument("inputs", nargs="+", metavar="CORPUS_OR_PATHS")
+    prep.add_argument("inputs", nargs="*", metavar="CORPUS_OR_PATHS")
     prep.add_argument("--out", type=Path, required=True, help="directory to write")
+    prep.add_argument(
+        "--task",
+        choices=TASKS,
+        default="translate",
+        help="translate (encoder-decoder), lm (decoder-only language model), classify "
+        "(encoder with a classification head)",
+    )
     prep.add_argument("--vocab-size", type=positive_int, default=8000, help="BPE vocabulary size")
     prep.add_argument(
         "--max-len",
@@ -665,7 +881,12 @@ def build_parser() -> argparse.ArgumentParser:
     prep.add_argument(
         "--numbers-max", type=positive_int, default=999_999, help="numbers-de: largest number"
     )
-    prep.add_argument("--seed", type=int, default=0, help="numbers-de: random seed")
+    prep.add_argument(
+        "--size", type=positive_int, default=20000, help="grammar-en, sentiment-en: examples"
+    )
+    prep.add_argument(
+        "--seed", type=int, default=0, help="numbers-de, grammar-en, sentiment-en: random seed"
+    )
     prep.add_argument(
         "--ding-path", type=Path, default=Path("/usr/share/trans/de-en"), help="ding-de-en: file"
     )
@@ -698,27 +919,95 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = sub.add_parser(
         "evaluate",
-        help="sacreBLEU and chrF of a trained model on a split of its data",
-        description="Translate a split of the data the run was trained on (or --src/--ref files) "
-        "and score it with sacreBLEU and chrF, printing their signatures and the decoding speed.",
+        help="score a trained model on a split of its data: BLEU, perplexity or accuracy",
+        description="Score a run on a split of the data it was trained on, or on files. A "
+        "translation model: translate the split (or --src/--ref files) and score it with "
+        "sacreBLEU and chrF, printing their signatures and the decoding speed. A language model: "
+        "perplexity, exp(mean cross-entropy per token) (or of --input, a text file). A "
+        "classifier: accuracy and the confusion matrix, also drawn to --plot (or of --input, a "
+        "TSV of text<TAB>label).",
         formatter_class=HelpFormatter,
     )
     evaluate.add_argument("--split", choices=("valid", "test"), default="test")
-    evaluate.add_argument("--src", type=Path, help="source file instead of a split")
-    evaluate.add_argument("--ref", type=Path, help="reference file for --src")
-    evaluate.add_argument("--output", type=Path, help="also write the translations here")
+    evaluate.add_argument("--src", type=Path, help="translation: source file instead of a split")
+    evaluate.add_argument("--ref", type=Path, help="translation: reference file for --src")
+    evaluate.add_argument("--output", type=Path, help="translation: also write translations here")
+    evaluate.add_argument(
+        "--input", type=Path, help="lm: a text file; classify: a TSV of text<TAB>label"
+    )
+    evaluate.add_argument(
+        "--plot",
+        type=Path,
+        help="classify: where to draw the confusion matrix (default RUN_DIR/confusion-SPLIT.png)",
+    )
     add_decoding_flags(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
+
+    generate = sub.add_parser(
+        "generate",
+        help="continue prompts with a trained language model (sampling, KV cache)",
+        description="Sample continuations of --prompt texts (none: start from nothing) from a "
+        "language model trained with --task lm. Each prompt and sample has its own random "
+        "generator, seeded with --seed + its index: the same command gives the same text. Text "
+        "goes to stdout (prompt and continuation, one a line), speed to stderr.",
+        formatter_class=HelpFormatter,
+    )
+    generate.add_argument(
+        "--prompt", action="append", metavar="TEXT", help="text to continue (repeatable)"
+    )
+    generate.add_argument(
+        "--num-samples", type=positive_int, default=1, help="continuations per prompt"
+    )
+    generate.add_argument("--max-new-tokens", type=positive_int, default=100)
+    generate.add_argument(
+        "--temperature",
+        type=non_negative_float,
+        default=1.0,
+        help="divides the logits: < 1 sharper, > 1 flatter; 0 takes the most probable token",
+    )
+    generate.add_argument(
+        "--top-k", type=non_negative_int, default=0, help="draw from the k most probable; 0 = all"
+    )
+    generate.add_argument(
+        "--top-p",
+        type=probability,
+        default=1.0,
+        help="draw from the smallest set of tokens holding this much probability (nucleus)",
+    )
+    generate.add_argument("--seed", type=int, default=0, help="random seed")
+    generate.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="re-run the whole text at each step instead of using the KV cache (same output)",
+    )
+    add_model_flags(generate)
+    generate.set_defaults(func=cmd_generate)
+
+    classify = sub.add_parser(
+        "classify",
+        help="label texts with a trained classifier (arguments, a file, or stdin)",
+        description="Print the most probable label of each text and its probability "
+        "(LABEL<TAB>PROBABILITY), one line per input line, an empty line for an empty one.",
+        formatter_class=HelpFormatter,
+    )
+    classify.add_argument("texts", nargs="*", metavar="TEXT", help="texts to classify")
+    classify.add_argument("--input", type=Path, help="file of texts, one per line (- = stdin)")
+    add_model_flags(classify)
+    add_input_flags(classify, "batch budget: tokens, padding included")
+    classify.set_defaults(func=cmd_classify)
 
     from vaswani.serve import ServeSettings
 
     limits = ServeSettings()
     serve = sub.add_parser(
         "serve",
-        help="serve a trained model over HTTP (POST /translate, GET /health, /docs)",
+        help="serve a trained model over HTTP (POST /translate, /generate or /classify, GET /health)",
         description=(
-            'An HTTP API over a run\'s model: POST /translate with {"text": ...} or '
-            '{"texts": [...]} and optional beam_size and max_length; GET /health; the OpenAPI '
+            'An HTTP API over a run\'s model. A translation model: POST /translate with {"text": '
+            '...} or {"texts": [...]} and optional beam_size and max_length. A language model: '
+            'POST /generate with {"prompt": ...} or {"prompts": [...]} and optional '
+            "max_new_tokens, temperature, top_k, top_p, seed. A classifier: POST /classify with "
+            '{"text": ...} or {"texts": [...]}. GET /health; the OpenAPI '
             "schema at /openapi.json and /docs. Requests arriving together are batched into one "
             "model call. Every limit below is answered with a clear 4xx (413 body, 422 request) "
             "or 503 (queue full) or 504 (timeout). Ctrl-C or SIGTERM finishes requests in flight."
@@ -736,7 +1025,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-chars", type=positive_int, default=limits.max_chars, help="per text")
     serve.add_argument("--max-beam-size", type=positive_int, default=limits.max_beam_size)
     serve.add_argument(
-        "--max-length", type=positive_int, default=limits.max_length, help="largest max_length"
+        "--max-length",
+        type=positive_int,
+        default=limits.max_length,
+        help="largest max_length (translate) or max_new_tokens (generate)",
     )
     serve.add_argument(
         "--timeout", type=float, default=limits.timeout_s, help="seconds before a 504"

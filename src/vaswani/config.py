@@ -34,6 +34,10 @@ SINUSOID_LAYOUTS = ("interleaved", "halves")
 NORMS = ("post", "pre")
 ACTIVATIONS = ("relu", "gelu", "silu")
 TIE_EMBEDDINGS = ("none", "decoder", "all")
+POOLINGS = ("mean", "first")
+TASKS = ("translate", "lm", "classify")
+"""What a dataset and a run are for: translation (encoder-decoder `Transformer`), language modelling
+(`DecoderOnly`), or sequence classification (`EncoderClassifier`)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,12 @@ class ModelConfig:
     output_bias: bool = False
     """A bias on the output logits (Marian's final_logits_bias); the paper's projection has none."""
     layer_norm_eps: float = 1e-5
+    n_labels: int = 0
+    """Classes of a sequence classifier's head (`EncoderClassifier`); 0 for the other models."""
+    pooling: str = "mean"
+    """How a classifier makes one vector of the encoder's output: "mean" over the real (non-pad)
+    positions, or "first": the position of the start token it puts before the text (BERT's
+    [CLS])."""
     pad_id: int = 0
     bos_id: int = 1
     eos_id: int = 2
@@ -98,7 +108,7 @@ class ModelConfig:
                 isinstance(self.tgt_vocab_size, int) and self.tgt_vocab_size > 0,
                 f"tgt_vocab_size must be a positive int or None, got {self.tgt_vocab_size!r}",
             )
-        for name in ("n_encoder_layers", "n_decoder_layers"):
+        for name in ("n_encoder_layers", "n_decoder_layers", "n_labels"):
             value = getattr(self, name)
             require(
                 isinstance(value, int) and value >= 0, f"{name} must be an int >= 0, got {value!r}"
@@ -118,6 +128,7 @@ class ModelConfig:
             ("norm", NORMS),
             ("activation", ACTIVATIONS),
             ("tie_embeddings", TIE_EMBEDDINGS),
+            ("pooling", POOLINGS),
         ):
             value = getattr(self, name)
             require(value in allowed, f"{name}={value!r}; choose one of {', '.join(allowed)}")
@@ -223,6 +234,8 @@ class TrainConfig:
     preset: str = "small"
     model: dict[str, Any] = dataclasses.field(default_factory=dict)
     """ModelConfig fields that override the preset (vocabulary sizes come from the data)."""
+    task: str | None = None
+    """The task the data must have been prepared for (`prepare --task`); None: whichever it was."""
     init: str | None = None
     """Fine-tune: a run directory (e.g. an imported OPUS-MT model) whose model and best weights
     training starts from, instead of the preset and random weights; `model` may still override
@@ -248,7 +261,7 @@ class TrainConfig:
     max_minutes: float | None = None
     eval_every: int = 500
     eval_sentences: int = 200
-    """Validation pairs translated greedily for BLEU at each evaluation."""
+    """Validation pairs translated greedily for BLEU at each evaluation (translation only)."""
     save_every: int = 500
     keep_last: int = 5
     log_every: int = 10
@@ -261,6 +274,10 @@ class TrainConfig:
 
         require(
             self.preset in PRESETS, f"preset={self.preset!r}; choose one of {', '.join(PRESETS)}"
+        )
+        require(
+            self.task is None or self.task in TASKS,
+            f"task={self.task!r}; choose one of {', '.join(TASKS)}",
         )
         require(self.precision in PRECISIONS, f"precision={self.precision!r}; choose bf16 or fp32")
         require(

@@ -1,4 +1,5 @@
-"""Decoding: greedy search, beam search and sampling, as plain functions over a model and its cache.
+"""Decoding: greedy search, beam search and sampling, as plain functions over a model and its cache;
+and over text: `translate`, `generate` (a language model) and `classify` (a classifier).
 
 Each new token costs one decoder step over one position: the model's KV cache keeps the keys and
 values of the prefix (`use_cache=False` re-runs the whole prefix every step instead; it gives the
@@ -20,7 +21,7 @@ import torch
 from torch import Tensor
 
 from vaswani.config import DecodeConfig, ModelConfig
-from vaswani.model import DecoderOnly, KVCache, Transformer
+from vaswani.model import DecoderOnly, EncoderClassifier, KVCache, Transformer
 
 
 @dataclass
@@ -318,6 +319,7 @@ def sample(
     same whatever else is sampled with it. Prompts are token ids without the begin-of-sentence
     token, which is put before each. temperature 0 takes the most probable token (greedy).
     `Hypothesis.log_prob` is under the model's own distribution (temperature 1, no filtering).
+    Padding and the start token are never drawn.
     """
     cfg = model.cfg
     if temperature < 0 or not 0.0 < top_p <= 1.0 or top_k < 0:
@@ -326,6 +328,7 @@ def sample(
             f"temperature={temperature}, top_p={top_p}, top_k={top_k}"
         )
     device = next(model.parameters()).device
+    never = torch.tensor(sorted({cfg.pad_id, cfg.bos_id}), device=device)
     results: list[Hypothesis | None] = [None] * len(prompts)
     by_length: dict[int, list[int]] = {}
     for i, prompt in enumerate(prompts):
@@ -347,10 +350,12 @@ def sample(
         stopped = torch.zeros(len(group), dtype=torch.bool, device=device)
         for _ in range(steps):
             log_probs = stepper(tokens)  # (N, V)
+            # Padding and the start token are never a language model's targets: never draw them.
+            allowed = log_probs.index_fill(1, never, float("-inf"))
             if temperature == 0:
-                next_token = log_probs.argmax(dim=-1)
+                next_token = allowed.argmax(dim=-1)
             else:
-                probs = filter_logits(log_probs / temperature, top_k, top_p).softmax(dim=-1)
+                probs = filter_logits(allowed / temperature, top_k, top_p).softmax(dim=-1)
                 uniform = torch.cat([torch.rand(1, generator=g, device=device) for g in generators])
                 # Inverse-CDF draw: the first token whose cumulative probability exceeds u.
                 cumulative = probs.cumsum(dim=-1)
@@ -427,6 +432,19 @@ def encode_sources(
     return encoded
 
 
+def length_batches(widths: list[int], budget: int) -> list[range]:
+    """Cut items sorted by width (their cost as a batch row) into consecutive batches whose rows,
+    all as wide as the batch's last and widest, cost at most `budget` (one item at least)."""
+    batches, start = [], 0
+    while start < len(widths):
+        end = start + 1
+        while end < len(widths) and (end - start + 1) * widths[end] <= budget:
+            end += 1
+        batches.append(range(start, end))
+        start = end
+    return batches
+
+
 def translate_nbest(
     model: Transformer,
     src_tokenizer: Tokenizer,
@@ -449,16 +467,9 @@ def translate_nbest(
     encoded = encode_sources(src_tokenizer, texts, cfg.max_len, too_long)
     results: list[list[Translation]] = [[] for _ in texts]
     todo = sorted(encoded, key=lambda i: len(encoded[i]))
-    start = 0
-    while start < len(todo):
-        # Sorted by length, so the last sentence of a batch is its longest.
-        end = start + 1
-        while (
-            end < len(todo)
-            and (end - start + 1) * (len(encoded[todo[end]]) + 1) * dc.beam_size <= dc.max_tokens
-        ):
-            end += 1
-        batch = todo[start:end]
+    widths = [(len(encoded[i]) + 1) * dc.beam_size for i in todo]
+    for positions in length_batches(widths, dc.max_tokens):
+        batch = [todo[j] for j in positions]
         width = len(encoded[batch[-1]]) + 1
         src = torch.full((len(batch), width), cfg.pad_id, dtype=torch.long)
         for row, i in enumerate(batch):
@@ -469,7 +480,6 @@ def translate_nbest(
             ]
         if progress is not None:
             progress(len(batch))
-        start = end
     return results
 
 
@@ -491,3 +501,82 @@ def translate(
 def best_texts(nbest: list[list[Translation]]) -> list[str]:
     """The best translation's text per input, "" where there is none (a blank input)."""
     return [found[0].text if found else "" for found in nbest]
+
+
+@dataclass
+class Generation:
+    """A prompt's continuation by a language model."""
+
+    prompt: str
+    text: str
+    """The generated text, which goes right after the prompt (a leading space included)."""
+    tokens: int
+    """Generated tokens, end-of-sentence not counted."""
+    finished: bool
+    """True when the model ended the text, False when it reached the token limit."""
+
+
+def generate(
+    model: DecoderOnly,
+    tokenizer: Tokenizer,
+    prompts: list[str],
+    max_new_tokens: int = 100,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int = 0,
+    use_cache: bool = True,
+) -> list[Generation]:
+    """Continue each text prompt by sampling (see `sample`); "" starts from nothing. A prompt that
+    leaves no room under the model's position limit raises InputTooLong."""
+    cfg = model.cfg
+    encoded = tokenizer.encode_batch(prompts) if prompts else []
+    for i, ids in enumerate(encoded):
+        if len(ids) + 2 > cfg.max_len:  # the start token, the prompt, one new token
+            raise InputTooLong(
+                f"prompt {i + 1} has {len(ids)} tokens; the model's position limit "
+                f"max_len={cfg.max_len} leaves no room to generate; shorten it"
+            )
+    found = sample(model, encoded, max_new_tokens, temperature, top_k, top_p, seed, use_cache)
+    return [
+        Generation(prompt, tokenizer.decode(h.tokens), len(h.tokens), h.finished)
+        for prompt, h in zip(prompts, found, strict=True)
+    ]
+
+
+@dataclass
+class Classification:
+    label: str
+    probability: float
+    """The model's probability of `label`."""
+    probabilities: dict[str, float]
+    """Every label's probability."""
+
+
+@torch.no_grad()
+def classify(
+    model: EncoderClassifier,
+    tokenizer: Tokenizer,
+    labels: list[str],
+    texts: list[str],
+    max_tokens: int = 8192,
+    too_long: str = "error",
+) -> list[Classification | None]:
+    """The most probable label of each text, in order; None for a blank text (the model is not
+    run). Texts are sorted by length and batched under `max_tokens` (padding included)."""
+    cfg = model.cfg
+    device = next(model.parameters()).device
+    # The classifier puts a start token before each text: one position less for the text.
+    encoded = encode_sources(tokenizer, texts, cfg.max_len - 1, too_long, what="text")
+    results: list[Classification | None] = [None] * len(texts)
+    todo = sorted(encoded, key=lambda i: len(encoded[i]))
+    for batch in length_batches([len(encoded[i]) + 2 for i in todo], max_tokens):
+        rows = [todo[j] for j in batch]
+        src = torch.full((len(rows), len(encoded[rows[-1]]) + 1), cfg.pad_id, dtype=torch.long)
+        for row, i in enumerate(rows):
+            src[row, : len(encoded[i]) + 1] = torch.tensor([*encoded[i], cfg.eos_id])
+        probs = model(src.to(device)).float().softmax(dim=-1).cpu()  # (B, n_labels)
+        for i, p in zip(rows, probs.tolist(), strict=True):
+            best = max(range(len(p)), key=p.__getitem__)
+            results[i] = Classification(labels[best], p[best], dict(zip(labels, p, strict=True)))
+    return results

@@ -1,4 +1,5 @@
-"""Pictures of what a Transformer does: attention maps, the positional encoding, training curves.
+"""Pictures of what a Transformer does: attention maps, the positional encoding, training curves,
+a classifier's confusion matrix.
 
 Each function builds a matplotlib figure, writes it (PNG or SVG, by the file's suffix) and returns
 it, so callers and tests can look at its panels.
@@ -126,8 +127,17 @@ def read_metrics(run: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+# The validation figure a run's third panel shows, by what its evaluations record.
+VALIDATION_PANELS = [
+    ("valid_bleu", "Validation sacreBLEU (greedy)", "BLEU", 1.0),
+    ("valid_accuracy", "Validation accuracy", "accuracy (%)", 100.0),
+    ("valid_ppl", "Validation perplexity", "perplexity", 1.0),
+]
+
+
 def training(run: Path, out: Path) -> Figure:
-    """Loss, learning rate, validation BLEU and tokens/s from a run's metrics.jsonl."""
+    """Loss, learning rate, a validation figure (BLEU of a translation model, accuracy of a
+    classifier, perplexity of a language model) and tokens/s from a run's metrics.jsonl."""
     records = read_metrics(run)
     train = [r for r in records if "loss" in r]
     valid = [r for r in records if "valid_loss" in r]
@@ -144,17 +154,46 @@ def training(run: Path, out: Path) -> Figure:
     loss_ax.legend()
     lr_ax.plot(steps, [r["lr"] for r in train])
     lr_ax.set(title="Learning rate (§5.3)", xlabel="step", ylabel="learning rate")
+    key, title, unit, scale = next(
+        (panel for panel in VALIDATION_PANELS if valid and panel[0] in valid[0]),
+        VALIDATION_PANELS[0],
+    )
     if valid:
-        bleu_ax.plot([r["step"] for r in valid], [r["valid_bleu"] for r in valid], "o-")
+        bleu_ax.plot([r["step"] for r in valid], [scale * r[key] for r in valid], "o-")
     else:
         bleu_ax.text(0.5, 0.5, "no evaluation yet", ha="center", transform=bleu_ax.transAxes)
-    bleu_ax.set(title="Validation sacreBLEU (greedy)", xlabel="step", ylabel="BLEU")
+    bleu_ax.set(title=title, xlabel="step", ylabel=unit)
     speed_ax.plot(steps, [r["tokens_per_s"] for r in train], lw=0.8)
-    speed_ax.set(title="Throughput", xlabel="step", ylabel="target tokens / s")
+    speed_ax.set(
+        title="Throughput",
+        xlabel="step",
+        ylabel="tokens / s (target side; a classifier: its texts)",
+    )
     for ax in axes.flat:
         ax.grid(alpha=0.3)
     fig.suptitle(f"Training run {Path(run).name}")
     fig.tight_layout()
+    return save(fig, out)
+
+
+def confusion_matrix(counts: torch.Tensor, labels: list[str], out: Path, title: str) -> Figure:
+    """A classifier's confusion matrix: true labels down, predicted across, each cell's count
+    written in it, coloured by its share of its row (so rare labels show as clearly as common)."""
+    counts = counts.cpu()
+    shares = (counts / counts.sum(dim=1, keepdim=True).clamp(min=1)).numpy()
+    size = max(3.5, 0.6 * len(labels) + 2.0)
+    fig, ax = plt.subplots(figsize=(size + 1.0, size))
+    image = ax.imshow(shares, vmin=0.0, vmax=1.0, cmap="Blues")
+    for i, row in enumerate(counts.tolist()):
+        for j, n in enumerate(row):
+            ax.text(j, i, str(n), ha="center", va="center",
+                    color="white" if shares[i, j] > 0.5 else "black")  # fmt: skip
+    ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set(xlabel="predicted label", ylabel="true label")
+    accuracy = counts.trace().item() / max(int(counts.sum()), 1)
+    ax.set_title(f"{title}\naccuracy {100 * accuracy:.1f}%", fontsize=10)
+    fig.colorbar(image, ax=ax, label="share of the true label's examples")
     return save(fig, out)
 
 

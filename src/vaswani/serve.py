@@ -1,14 +1,18 @@
-"""`vaswani serve`: a translation model over HTTP (FastAPI + uvicorn), calling `vaswani.decode`.
+"""`vaswani serve`: a trained model over HTTP (FastAPI + uvicorn), calling `vaswani.decode`.
 
-Requests that arrive together are translated together: one worker thread takes the first waiting
-request, waits `batch_wait_ms` for more with the same search settings, and makes one model call for
-all their sentences under a token budget (dynamic batching). Every limit answers at once with a 4xx
-or 503 naming the limit, so a bad or excessive request never reaches the model:
+The endpoint follows the model: POST /translate for a translation model, POST /generate for a
+language model, POST /classify for a classifier (GET /health says which: "task").
+
+Requests that arrive together are answered together: one worker thread takes the first waiting
+request, waits `batch_wait_ms` for more with the same settings, and makes one model call for all
+their texts under a token budget (dynamic batching). Every limit answers at once with a 4xx or 503
+naming the limit, so a bad or excessive request never reaches the model:
 
     body over max_body_bytes                     413, before the body is parsed
     malformed JSON, wrong types, unknown fields  422
-    too many texts, a text too long, beam size
-    or max_length out of range                   422
+    too many texts, a text too long, beam size,
+    max_length / max_new_tokens out of range,
+    a sampling setting out of range              422
     queue full (max_queued_texts)                503 with Retry-After
     not answered within timeout_s                504 (the worker skips it if it has not started)
 
@@ -34,7 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vaswani import __version__
 from vaswani.config import DecodeConfig
-from vaswani.decode import InputTooLong, encode_sources, translate
+from vaswani.decode import InputTooLong, classify, encode_sources, generate, translate
+from vaswani.model import DecoderOnly, EncoderClassifier
 from vaswani.train.distributed import autocast
 
 
@@ -44,14 +49,14 @@ class ServeSettings:
 
     max_body_bytes: int = 1 << 20
     max_texts: int = 64
-    """Sentences per request."""
+    """Texts (sentences, prompts) per request."""
     max_chars: int = 2000
-    """Characters per sentence (the model's position limit also applies, after tokenizing)."""
+    """Characters per text (the model's position limit also applies, after tokenizing)."""
     max_beam_size: int = 8
     beam_size: int = 4
     """Used when a request gives none (the paper's 4)."""
     max_length: int = 256
-    """Largest `max_length` (output tokens) a request may ask for."""
+    """Largest `max_length` (translation) or `max_new_tokens` (generation) a request may ask for."""
     timeout_s: float = 30.0
     max_queued_texts: int = 512
     """Sentences waiting or being translated; beyond this a request gets 503 at once."""
@@ -88,20 +93,97 @@ class TranslateResponse(BaseModel):
     seconds: float
 
 
+class GenerateRequest(BaseModel):
+    """One prompt or several, and how to sample their continuations."""
+
+    model_config = ConfigDict(extra="forbid")
+    prompt: str | None = Field(default=None, description='one prompt ("" starts from nothing)')
+    prompts: list[str] | None = Field(default=None, description="several prompts, in order")
+    max_new_tokens: int = Field(default=100, ge=1, description="most tokens to generate")
+    temperature: float = Field(default=1.0, ge=0.0, description="0 takes the most probable token")
+    top_k: int = Field(default=0, ge=0, description="draw from the k most probable; 0 = all")
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0, description="nucleus: probability kept")
+    seed: int = Field(default=0, description="prompt i is sampled with seed + i")
+
+    @model_validator(mode="after")
+    def one_of_prompt_or_prompts(self) -> GenerateRequest:
+        if (self.prompt is None) == (self.prompts is None):
+            raise ValueError('give exactly one of "prompt" and "prompts"')
+        return self
+
+
+class GenerationOut(BaseModel):
+    prompt: str
+    text: str
+    tokens: int
+    finished: bool
+
+
+class GenerateResponse(BaseModel):
+    generations: list[GenerationOut]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """The settings of a generate request: requests with equal ones share a model call."""
+
+    max_new_tokens: int
+    temperature: float
+    top_k: int
+    top_p: float
+    seed: int
+
+
+class ClassifyRequest(BaseModel):
+    """One text or several."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str | None = Field(default=None, description="one text")
+    texts: list[str] | None = Field(default=None, description="several texts, answered in order")
+
+    @model_validator(mode="after")
+    def one_of_text_or_texts(self) -> ClassifyRequest:
+        if (self.text is None) == (self.texts is None):
+            raise ValueError('give exactly one of "text" and "texts"')
+        return self
+
+
+class ClassificationOut(BaseModel):
+    label: str
+    probability: float
+    probabilities: dict[str, float]
+
+
+class ClassifyResponse(BaseModel):
+    labels: list[ClassificationOut | None] = Field(description="null for a blank text")
+    seconds: float
+
+
 @dataclass
 class Job:
     texts: list[str]
-    decode: DecodeConfig
+    settings: Any
+    """DecodeConfig (translate), Sampling (generate) or None (classify)."""
     future: asyncio.Future
     loop: asyncio.AbstractEventLoop
     cancelled: bool = False
 
 
-class Translator:
+def task_of_model(model: Any) -> str:
+    if isinstance(model, DecoderOnly):
+        return "lm"
+    if isinstance(model, EncoderClassifier):
+        return "classify"
+    return "translate"
+
+
+class Worker:
     """The model and the worker thread that batches requests for it."""
 
     def __init__(self, model: Any, src_tok: Any, tgt_tok: Any, settings: ServeSettings) -> None:
         self.model, self.src_tok, self.tgt_tok = model, src_tok, tgt_tok
+        self.task = task_of_model(model)
         self.settings = settings
         self.jobs: queue.Queue[Job | None] = queue.Queue()
         self.queued_texts = 0
@@ -115,15 +197,28 @@ class Translator:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def run(self, texts: list[str], dc: DecodeConfig) -> list[str]:
+    def run(self, texts: list[str], settings: Any) -> list[Any]:
+        """The model's answer for each text: a translation, a `Generation`, a `Classification`."""
         with torch.no_grad(), autocast(self.device, self.settings.precision):
-            return translate(self.model, self.src_tok, self.tgt_tok, texts, dc)
+            if self.task == "lm":
+                s = settings
+                return generate(self.model, self.src_tok, texts, s.max_new_tokens, s.temperature,
+                                s.top_k, s.top_p, s.seed)  # fmt: skip
+            if self.task == "classify":
+                budget = self.settings.batch_tokens
+                return classify(self.model, self.src_tok, self.tgt_tok.labels, texts, budget)
+            return translate(self.model, self.src_tok, self.tgt_tok, texts, settings)
 
     def start(self) -> None:
-        """Check the model with one translation, then start the worker; on failure the server
-        stays up to say so (/health 503 with the error), translating nothing."""
+        """Check the model with one request, then start the worker; on failure the server stays
+        up to say so (/health 503 with the error), answering nothing."""
+        check = {
+            "translate": DecodeConfig(beam_size=1, max_new_tokens=4),
+            "lm": Sampling(4, 1.0, 0, 1.0, 0),
+            "classify": None,
+        }[self.task]
         try:
-            self.run(["health check"], DecodeConfig(beam_size=1, max_new_tokens=4))
+            self.run(["health check"], check)
         except Exception as error:
             self.error = f"{type(error).__name__}: {error}"
             return
@@ -163,24 +258,28 @@ class Translator:
                 if job is None:
                     self.jobs.put(None)  # stop after this batch
                     break
-                if job.decode == first.decode:
+                if job.settings == first.settings:
                     batch.append(job)
                     tokens += self.cost(job)
                 else:
                     held.append(job)
-            self.translate(batch)
+            self.answer(batch)
 
     def cost(self, job: Job) -> int:
         # Characters stand in for tokens here (a token is one or more characters).
-        return sum(len(t) + 1 for t in job.texts) * job.decode.beam_size
+        if isinstance(job.settings, DecodeConfig):
+            return sum(len(t) + 1 for t in job.texts) * job.settings.beam_size
+        if isinstance(job.settings, Sampling):
+            return sum(len(t) + 1 + job.settings.max_new_tokens for t in job.texts)
+        return sum(len(t) + 2 for t in job.texts)
 
-    def translate(self, batch: list[Job]) -> None:
+    def answer(self, batch: list[Job]) -> None:
         batch = [job for job in batch if not job.cancelled]
         if not batch:
             return
         texts = [text for job in batch for text in job.texts]
         try:
-            out: list[str] | Exception = self.run(texts, batch[0].decode)
+            out: list[Any] | Exception = self.run(texts, batch[0].settings)
         except Exception as error:  # answered to the request, the server keeps serving
             out = error
         self.batches += 1
@@ -249,45 +348,47 @@ class BodyLimit:
 def create_app(
     model: Any, src_tok: Any, tgt_tok: Any, settings: ServeSettings | None = None
 ) -> FastAPI:
-    """The HTTP API over a loaded model and its tokenizers."""
+    """The HTTP API over a loaded model and its tokenizers (for a classifier, its `LabelSet`):
+    POST /translate, /generate or /classify by the kind of model, and GET /health."""
     settings = settings or ServeSettings()
-    translator = Translator(model.eval(), src_tok, tgt_tok, settings)
+    worker = Worker(model.eval(), src_tok, tgt_tok, settings)
+    max_len = model.cfg.max_len
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await asyncio.get_running_loop().run_in_executor(None, translator.start)
+        await asyncio.get_running_loop().run_in_executor(None, worker.start)
         yield
-        translator.stop()
+        worker.stop()
 
+    what = {"translate": "Translate with", "lm": "Generate text with", "classify": "Classify with"}
     app = FastAPI(
         title="vaswani",
         version=__version__,
-        description="Translate with a Transformer trained by vaswani.",
+        description=f"{what[worker.task]} a Transformer trained by vaswani.",
         lifespan=lifespan,
     )
-    app.state.translator = translator
+    app.state.worker = worker
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
 
     @app.get("/health")
     async def health() -> JSONResponse:
-        """200 when the model is loaded and a test translation passed; 503 otherwise."""
+        """200 when the model is loaded and a test request passed; 503 otherwise."""
         body = {
-            "status": "ok" if translator.healthy else "starting",
+            "status": "ok" if worker.healthy else "starting",
+            "task": worker.task,
             "version": __version__,
-            "device": str(translator.device),
-            "queued_texts": translator.queued_texts,
+            "device": str(worker.device),
+            "queued_texts": worker.queued_texts,
         }
-        if translator.error is not None:
-            body.update(status="failed", error=translator.error)
-        return JSONResponse(body, status_code=200 if translator.healthy else 503)
+        if worker.error is not None:
+            body.update(status="failed", error=worker.error)
+        return JSONResponse(body, status_code=200 if worker.healthy else 503)
 
-    @app.post("/translate", response_model=TranslateResponse)
-    async def translate(request: TranslateRequest) -> TranslateResponse:
-        """Translate `text` or `texts`; the answer keeps their order."""
-        if not translator.healthy:
+    def text_problems(texts: list[str]) -> list[str]:
+        """What is wrong with a request's texts: how many, how long (the limits of every task).
+        First of all, a model that is not ready answers nothing (503)."""
+        if not worker.healthy:
             raise HTTPException(status_code=503, detail="the model is not ready; see /health")
-        texts = [request.text] if request.texts is None else request.texts
-        beam = request.beam_size or settings.beam_size
         problems = []
         if not texts:
             problems.append('"texts" is empty')
@@ -298,46 +399,104 @@ def create_app(
             problems.append(
                 f"text {long[0] + 1} is over the limit of {settings.max_chars} characters"
             )
-        if beam > settings.max_beam_size:
-            problems.append(f"beam_size {beam} is over the limit of {settings.max_beam_size}")
-        if request.max_length is not None and request.max_length > settings.max_length:
-            problems.append(
-                f"max_length {request.max_length} is over the limit of {settings.max_length}"
-            )
-        if not problems:
-            try:  # the position limit, after tokenizing: refused here, not in a shared batch
-                encode_sources(src_tok, texts, model.cfg.max_len, "error", what="text")
-            except InputTooLong as error:
-                problems.append(str(error).split("; ")[0])
+        return problems
+
+    async def submit(texts: list[str], job_settings: Any, problems: list[str]) -> list[Any]:
+        """Refuse the request (422) if it has problems, or the queue is full (503); otherwise
+        queue it for the worker and wait for the answer, at most `timeout_s` (504)."""
         if problems:
             raise HTTPException(status_code=422, detail="; ".join(problems))
-        if not translator.admit(len(texts)):
+        if not worker.admit(len(texts)):
             raise HTTPException(
                 status_code=503,
-                detail="too many sentences waiting; retry shortly",
+                detail="too many texts waiting; retry shortly",
                 headers={"Retry-After": "1"},
             )
         loop = asyncio.get_running_loop()
-        dc = DecodeConfig(
-            beam_size=beam,
-            max_new_tokens=request.max_length,
-            max_tokens=max(settings.batch_tokens, beam),
-        )
-        job = Job(texts, dc, loop.create_future(), loop)
-        start = time.perf_counter()
-        translator.jobs.put(job)
+        job = Job(texts, job_settings, loop.create_future(), loop)
+        worker.jobs.put(job)
         try:
-            translations = await asyncio.wait_for(job.future, settings.timeout_s)
+            return await asyncio.wait_for(job.future, settings.timeout_s)
         except asyncio.TimeoutError:
             job.cancelled = True
             raise HTTPException(
-                status_code=504, detail=f"not translated within {settings.timeout_s} s"
+                status_code=504, detail=f"not answered within {settings.timeout_s} s"
             ) from None
         finally:
-            translator.release(len(texts))
-        return TranslateResponse(
-            translations=translations, beam_size=beam, seconds=time.perf_counter() - start
-        )
+            worker.release(len(texts))
+
+    def position_problems(texts: list[str], limit: int) -> list[str]:
+        """The position limit, after tokenizing: refused here, not in a shared batch."""
+        try:
+            encode_sources(src_tok, texts, limit, "error", what="text")
+        except InputTooLong as error:
+            return [str(error).split("; ")[0]]
+        return []
+
+    if worker.task == "translate":
+
+        @app.post("/translate", response_model=TranslateResponse)
+        async def translate_endpoint(request: TranslateRequest) -> TranslateResponse:
+            """Translate `text` or `texts`; the answer keeps their order."""
+            texts = [request.text] if request.texts is None else request.texts
+            beam = request.beam_size or settings.beam_size
+            problems = text_problems(texts)
+            if beam > settings.max_beam_size:
+                problems.append(f"beam_size {beam} is over the limit of {settings.max_beam_size}")
+            if request.max_length is not None and request.max_length > settings.max_length:
+                problems.append(
+                    f"max_length {request.max_length} is over the limit of {settings.max_length}"
+                )
+            problems = problems or position_problems(texts, max_len)
+            dc = DecodeConfig(
+                beam_size=beam,
+                max_new_tokens=request.max_length,
+                max_tokens=max(settings.batch_tokens, beam),
+            )
+            start = time.perf_counter()
+            translations = await submit(texts, dc, problems)
+            return TranslateResponse(
+                translations=translations, beam_size=beam, seconds=time.perf_counter() - start
+            )
+
+    if worker.task == "lm":
+
+        @app.post("/generate", response_model=GenerateResponse)
+        async def generate_endpoint(request: GenerateRequest) -> GenerateResponse:
+            """Continue `prompt` or each of `prompts` by sampling; the answer keeps their order."""
+            prompts = [request.prompt] if request.prompts is None else request.prompts
+            problems = text_problems(prompts)
+            if request.max_new_tokens > settings.max_length:
+                problems.append(
+                    f"max_new_tokens {request.max_new_tokens} is over the limit of "
+                    f"{settings.max_length}"
+                )
+            # The start token, the prompt, and room for one new token.
+            problems = problems or position_problems(prompts, max_len - 1)
+            sampling = Sampling(request.max_new_tokens, request.temperature, request.top_k,
+                                request.top_p, request.seed)  # fmt: skip
+            start = time.perf_counter()
+            found = await submit(prompts, sampling, problems)
+            return GenerateResponse(
+                generations=[GenerationOut(**vars(g)) for g in found],
+                seconds=time.perf_counter() - start,
+            )
+
+    if worker.task == "classify":
+
+        @app.post("/classify", response_model=ClassifyResponse)
+        async def classify_endpoint(request: ClassifyRequest) -> ClassifyResponse:
+            """The most probable label of `text` or of each of `texts`, with every label's
+            probability; null for a blank text."""
+            texts = [request.text] if request.texts is None else request.texts
+            # The classifier puts a start token before each text.
+            problems = text_problems(texts) or position_problems(texts, max_len - 1)
+            start = time.perf_counter()
+            found = await submit(texts, None, problems)
+            return ClassifyResponse(
+                labels=[None if c is None else ClassificationOut(**vars(c)) for c in found],
+                seconds=time.perf_counter() - start,
+            )
 
     return app
 

@@ -149,8 +149,10 @@ def read_tsv(
     dropped: Counter | None = None,
     skip_invalid: bool = False,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    column_names: str = "source, target",
 ) -> Iterator[Pair]:
-    """Pairs from a file of `source<TAB>target` lines (exactly two columns)."""
+    """Pairs from a file of `source<TAB>target` lines (exactly two columns; `column_names` names
+    them in messages, e.g. "text, label")."""
     dropped = dropped if dropped is not None else Counter()
     for number, item in _decoded(read_lines(path, max_line_bytes), path):
         if isinstance(item, DataError):
@@ -165,13 +167,34 @@ def read_tsv(
         if len(columns) != 2:
             if not skip_invalid:
                 raise DataError(
-                    f"{path}:{number}: expected 2 tab-separated columns (source, target), found "
+                    f"{path}:{number}: expected 2 tab-separated columns ({column_names}), found "
                     f"{len(columns)}; fix the row, or pass --skip-invalid"
                 )
             dropped["not two columns"] += 1
             continue
         if _keep(columns[0], columns[1], dropped):
             yield columns[0].strip(), columns[1].strip()
+
+
+def read_text_files(
+    paths: list[Path],
+    dropped: Counter | None = None,
+    skip_invalid: bool = False,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> Iterator[Pair]:
+    """The non-empty lines of plain text files, as ("", line) pairs: a language model's examples
+    have no source side (see `vaswani.data.prepare`)."""
+    dropped = dropped if dropped is not None else Counter()
+    for path in paths:
+        for _, item in _decoded(read_lines(path, max_line_bytes), path):
+            if isinstance(item, DataError):
+                if not skip_invalid:
+                    raise item
+                dropped["invalid text"] += 1
+            elif not item.strip():
+                dropped["empty line"] += 1
+            else:
+                yield "", item.strip()
 
 
 # --- numbers-de: integers in digits -> German number words -------------------------------------
@@ -223,6 +246,122 @@ def numbers_de(size: int = 30000, seed: int = 0, max_number: int = 999_999) -> I
         raise ValueError(f"size must be in 1 .. {max_number + 1} (max_number + 1), got {size}")
     for n in random.Random(seed).sample(range(max_number + 1), size):
         yield str(n), german_number(n)
+
+
+# --- grammar-en: English sentences from a small grammar (a language-modelling corpus) ---------
+
+_NOUNS = {  # singular -> plural
+    "cat": "cats", "dog": "dogs", "bird": "birds", "child": "children", "teacher": "teachers",
+    "farmer": "farmers", "robot": "robots", "king": "kings", "girl": "girls", "boy": "boys",
+    "house": "houses", "tree": "trees", "river": "rivers", "garden": "gardens", "ball": "balls",
+    "book": "books", "box": "boxes", "city": "cities", "bridge": "bridges", "apple": "apples",
+}  # fmt: skip
+_ADJECTIVES = ["old", "young", "small", "big", "red", "green", "happy", "quiet", "clever", "lazy",
+               "tall", "bright"]  # fmt: skip
+_TRANSITIVE = {  # third person singular -> plural
+    "sees": "see", "likes": "like", "finds": "find", "follows": "follow", "watches": "watch",
+    "carries": "carry", "paints": "paint", "visits": "visit",
+}  # fmt: skip
+_INTRANSITIVE = {"sleeps": "sleep", "sings": "sing", "runs": "run", "waits": "wait",
+                 "laughs": "laugh", "dances": "dance"}  # fmt: skip
+_ADVERBS = ["slowly", "quickly", "happily", "quietly", "again", "today"]
+_PREPOSITIONS = ["near", "behind", "under", "beside", "across", "inside"]
+
+
+def _noun_phrase(rng: random.Random, plural: bool, depth: int) -> str:
+    """Determiner, perhaps an adjective, a noun, perhaps a prepositional phrase."""
+    singular_noun = rng.choice(list(_NOUNS))
+    determiner = rng.choice(["the", "some", "many", "these", "two"] if plural else
+                            ["the", "a", "every", "this", "one"])  # fmt: skip
+    words = [determiner]
+    if rng.random() < 0.5:
+        words.append(rng.choice(_ADJECTIVES))
+    if determiner == "a" and words[-1][0] in "aeiou":
+        words[0] = "an"
+    words.append(_NOUNS[singular_noun] if plural else singular_noun)
+    if depth < 1 and rng.random() < 0.25:
+        words += [rng.choice(_PREPOSITIONS), _noun_phrase(rng, rng.random() < 0.4, depth + 1)]
+    return " ".join(words)
+
+
+def _clause(rng: random.Random) -> str:
+    """A subject and a verb phrase that agrees with it in number."""
+    plural = rng.random() < 0.4
+    subject = _noun_phrase(rng, plural, 0)
+    if rng.random() < 0.6:
+        verb = rng.choice(list(_TRANSITIVE))
+        verb = _TRANSITIVE[verb] if plural else verb
+        predicate = f"{verb} {_noun_phrase(rng, rng.random() < 0.4, 0)}"
+    else:
+        verb = rng.choice(list(_INTRANSITIVE))
+        predicate = _INTRANSITIVE[verb] if plural else verb
+        if rng.random() < 0.5:
+            predicate += " " + rng.choice(_ADVERBS)
+    return f"{subject} {predicate}"
+
+
+def grammar_en(size: int = 20000, seed: int = 0) -> Iterator[Pair]:
+    """`size` English sentences drawn with `seed` from a small grammar (subject-verb agreement,
+    adjectives, prepositional phrases, "and"/"because" between clauses), as ("", sentence) pairs.
+
+    A language-modelling corpus every machine can make: its rules are few enough that a small model
+    learns them in minutes, and regular enough that a sample can be checked by eye.
+    """
+    if size < 1:
+        raise ValueError(f"size must be >= 1, got {size}")
+    rng = random.Random(seed)
+    for _ in range(size):
+        sentence = _clause(rng)
+        if rng.random() < 0.3:
+            sentence += f" {rng.choice(['and', 'because', 'while'])} {_clause(rng)}"
+        yield "", sentence[0].upper() + sentence[1:] + " ."
+
+
+# --- sentiment-en: templated reviews and their sentiment (a classification corpus) -----------
+
+_THINGS = ["film", "book", "meal", "hotel", "concert", "game", "phone", "song", "trip", "show",
+           "restaurant", "museum", "camera", "course", "play"]  # fmt: skip
+_POSITIVE = ["good", "great", "wonderful", "excellent", "lovely", "brilliant", "fun", "amazing",
+             "pleasant", "superb"]  # fmt: skip
+_NEGATIVE = ["bad", "awful", "terrible", "boring", "dull", "poor", "horrible", "disappointing",
+             "weak", "annoying"]  # fmt: skip
+_LIKE = {"loved": "love", "enjoyed": "enjoy", "liked": "like", "adored": "adore"}  # past -> base
+_DISLIKE = {"hated": "hate", "disliked": "dislike", "regretted": "regret"}
+_INTENSIFIERS = ["", "", "very ", "really ", "quite ", "truly "]
+
+
+def sentiment_en(size: int = 20000, seed: int = 0) -> Iterator[Pair]:
+    """`size` short reviews drawn with `seed` from templates, as (text, "positive"|"negative").
+
+    Negation flips the sentiment ("the film was not good" is negative), so a bag of words is not
+    enough: the classifier has to relate "not" to the word it negates.
+    """
+    if size < 1:
+        raise ValueError(f"size must be >= 1, got {size}")
+    rng = random.Random(seed)
+    for _ in range(size):
+        positive = rng.random() < 0.5
+        negated = rng.random() < 0.35
+        # The words say the opposite of the label when negated.
+        words_positive = positive != negated
+        thing = rng.choice(_THINGS)
+        template = rng.randrange(3)
+        if template == 0:
+            adjective = rng.choice(_POSITIVE if words_positive else _NEGATIVE)
+            verb = rng.choice(["was", "is", "seemed"])
+            negation = "not " if negated else ""
+            text = f"the {thing} {verb} {negation}{rng.choice(_INTENSIFIERS)}{adjective}"
+        elif template == 1:
+            forms = _LIKE if words_positive else _DISLIKE
+            past = rng.choice(list(forms))
+            text = f"i did not {forms[past]} this {thing}" if negated else f"i {past} this {thing}"
+        else:
+            adjective = rng.choice(_POSITIVE if words_positive else _NEGATIVE)
+            article = "an" if adjective[0] in "aeiou" else "a"
+            opener = "not " if negated else ""
+            ending = rng.choice(["honestly", "overall", "i think"])
+            text = f"{opener}{article} {adjective} {thing} , {ending}"
+        yield text, "positive" if positive else "negative"
 
 
 # --- ding-de-en: the German-English dictionary of Debian's trans-de-en -------------------------

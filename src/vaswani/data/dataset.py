@@ -50,6 +50,32 @@ class ParallelSplit:
         )
 
 
+def task_of(meta: dict) -> str:
+    """The task a meta.json record was prepared for."""
+    return meta.get("task", "translate")
+
+
+class EncodedSplit:
+    """Pairs of token ids held in memory, read like a `ParallelSplit` (e.g. a file to evaluate on).
+
+    src, tgt: one id sequence per pair, without BOS/EOS (for a language model, src is empty).
+    """
+
+    def __init__(self, src: list[list[int]], tgt: list[list[int]]) -> None:
+        if len(src) != len(tgt):
+            raise ValueError(f"{len(src)} sources for {len(tgt)} targets")
+        self.src = [np.asarray(ids, dtype=np.int64) for ids in src]
+        self.tgt = [np.asarray(ids, dtype=np.int64) for ids in tgt]
+        self.src_lengths = np.array([len(ids) for ids in src], dtype=np.int64)
+        self.tgt_lengths = np.array([len(ids) for ids in tgt], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def pair(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.src[i], self.tgt[i]
+
+
 class PreparedData:
     """A directory written by `vaswani prepare`."""
 
@@ -72,6 +98,11 @@ class PreparedData:
             self.directory, self.meta["tokenizer"]
         )
         self.dtype = np.dtype(self.meta["dtype"])
+
+    @property
+    def task(self) -> str:
+        """translate, lm or classify (data prepared before tasks existed is translation)."""
+        return task_of(self.meta)
 
     def split(self, name: str) -> ParallelSplit:
         if name not in SPLITS:

@@ -7,6 +7,14 @@ A prepared directory holds:
     {valid,test}.{src,tgt}.txt         the kept text of the evaluation splits, for sacreBLEU
     meta.json                          counts, length statistics, filtered pairs and why
 Everything is a pure function of the inputs and options: re-running gives byte-identical files.
+
+One format serves the three tasks (meta.json's "task"):
+    translate   (source, target) pairs of sentences
+    lm          ("", text) pairs: a language model's examples have no source, and the text is the
+                target side, as the decoder-only model is a translation decoder without its
+                encoder. A text longer than max_len is cut into pieces rather than dropped.
+    classify    (text, label) pairs: the tokenizer learns the text only, and the target side is
+                one token, the label's index in labels.json (`LabelSet`).
 """
 
 from __future__ import annotations
@@ -25,30 +33,43 @@ from typing import Any
 
 import numpy as np
 
+from vaswani.config import TASKS
 from vaswani.data.corpora import (
     DEFAULT_MAX_LINE_BYTES,
     DING_PATH,
     DataError,
     Pair,
     ding_de_en,
+    grammar_en,
     numbers_de,
     pair_digest,
     read_parallel_files,
+    read_text_files,
     read_tsv,
+    sentiment_en,
     split_of,
 )
-from vaswani.data.tokenizer import SubwordTokenizer, iter_text_lines, load_tokenizers
+from vaswani.data.tokenizer import LabelSet, SubwordTokenizer, iter_text_lines, load_tokenizers
 from vaswani.progress import progress_bar
 
 FORMAT_VERSION = 1
 SPLITS = ("train", "valid", "test")
 SIDES = ("src", "tgt")
-BUILTIN_CORPORA = ("numbers-de", "ding-de-en")
+BUILTIN_CORPORA = {  # name -> the task it is for
+    "numbers-de": "translate",
+    "ding-de-en": "translate",
+    "grammar-en": "lm",
+    "sentiment-en": "classify",
+}
+DEFAULT_CORPUS = {"lm": "grammar-en", "classify": "sentiment-en"}
+LABELS_FILE = "labels.json"
 ENCODE_CHUNK = 10_000
 
 
 @dataclass
 class PrepareOptions:
+    task: str = "translate"
+    """translate, lm or classify (see the module's docstring)."""
     vocab_size: int = 8000
     max_len: int = 256
     """Longest kept segment in tokens, counting the BOS/EOS a model adds (so ids + 1)."""
@@ -59,6 +80,8 @@ class PrepareOptions:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     numbers_size: int = 30000
     numbers_max: int = 999_999
+    builtin_size: int = 20000
+    """Examples of the generated corpora grammar-en and sentiment-en."""
     seed: int = 0
     ding_path: Path = DING_PATH
     min_frequency: int = 2
@@ -79,13 +102,30 @@ class CorpusSource:
 
 
 def open_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
-    """A built-in corpus by name, one TSV file, or two aligned files (source, then target)."""
+    """A built-in corpus by name, or files: for translation one TSV file or two aligned files
+    (source, then target); for lm any number of text files; for classify one TSV of text, label.
+    No input: the task's built-in corpus (lm: grammar-en, classify: sentiment-en)."""
     dropped: Counter = Counter()
     read = {
         "dropped": dropped,
         "skip_invalid": opts.skip_invalid,
         "max_line_bytes": opts.max_line_bytes,
     }
+    if opts.task not in TASKS:
+        raise DataError(f"--task {opts.task}: choose one of {', '.join(TASKS)}")
+    if not inputs:
+        if opts.task not in DEFAULT_CORPUS:
+            raise DataError("give a corpus: a built-in name (numbers-de, ding-de-en) or files")
+        inputs = [DEFAULT_CORPUS[opts.task]]
+    if len(inputs) == 1 and BUILTIN_CORPORA.get(inputs[0], opts.task) != opts.task:
+        raise DataError(
+            f"{inputs[0]} is a corpus for --task {BUILTIN_CORPORA[inputs[0]]}, not {opts.task}"
+        )
+    if len(inputs) == 1 and inputs[0] in ("grammar-en", "sentiment-en"):
+        make = grammar_en if inputs[0] == "grammar-en" else sentiment_en
+        description = {"name": inputs[0], "size": opts.builtin_size, "seed": opts.seed}
+        pairs = make(opts.builtin_size, opts.seed)
+        return CorpusSource(description, pairs, dropped, valid_fraction=0.05, test_fraction=0.05)
     if len(inputs) == 1 and inputs[0] == "numbers-de":
         description = {"name": "numbers-de", "size": opts.numbers_size, "seed": opts.seed,
                        "max_number": opts.numbers_max}  # fmt: skip
@@ -99,6 +139,16 @@ def open_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
         if not path.is_file():
             known = ", ".join(BUILTIN_CORPORA)
             raise DataError(f"{path}: no such file (and not a built-in corpus: {known})")
+    if opts.task == "lm":
+        pairs = read_text_files(paths, **read)
+        return CorpusSource({"name": "text", "paths": [str(p) for p in paths]}, pairs, dropped)
+    if opts.task == "classify":
+        if len(paths) != 1:
+            raise DataError(
+                f"--task classify reads one TSV file of text<TAB>label, got {len(paths)}"
+            )
+        pairs = read_tsv(paths[0], **read, column_names="text, label")
+        return CorpusSource({"name": "tsv", "path": str(paths[0])}, pairs, dropped)
     if len(paths) == 1:
         return CorpusSource(
             {"name": "tsv", "path": str(paths[0])}, read_tsv(paths[0], **read), dropped
@@ -164,8 +214,10 @@ def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = Fa
         raise DataError(
             f"--vocab-size must be at least 260 (4 specials + 256 bytes), got {opts.vocab_size}"
         )
-    if opts.max_len < 2:
-        raise DataError(f"--max-len must be at least 2, got {opts.max_len}")
+    if opts.max_len < 3:
+        raise DataError(f"--max-len must be at least 3, got {opts.max_len}")
+    if opts.tokenizer_from is not None and opts.task != "translate":
+        raise DataError("--tokenizer-from is for fine-tuning translation models (--task translate)")
     corpus = open_corpus(inputs, opts)
     valid_fraction = corpus.valid_fraction if opts.valid_fraction is None else opts.valid_fraction
     test_fraction = corpus.test_fraction if opts.test_fraction is None else opts.test_fraction
@@ -204,10 +256,12 @@ def _prepare_into(
     if opts.tokenizer_from is None:
         tokenizers, tokenizer_files = _train_tokenizers(work, raw, counts["train"], opts)
         tokenizer_meta = {
-            "shared": opts.shared_vocab,
+            "shared": tokenizer_files["src"] == tokenizer_files["tgt"],
             "requested_vocab_size": opts.vocab_size,
             "min_frequency": opts.min_frequency,
         }
+        if opts.task == "classify":
+            tokenizer_meta["labels"] = True
     else:
         tokenizers, tokenizer_meta = _copy_tokenizers(work, Path(opts.tokenizer_from))
         tokenizer_files = tokenizer_meta.pop("files")
@@ -221,9 +275,10 @@ def _prepare_into(
 
     dropped = dict(sorted(corpus.dropped.items()))
     if duplicates:
-        dropped["duplicate pair"] = duplicates
+        dropped["duplicate pair" if opts.task == "translate" else "duplicate text"] = duplicates
     meta = {
         "format_version": FORMAT_VERSION,
+        "task": opts.task,
         "corpus": corpus.description,
         "pairs_read": yielded + sum(corpus.dropped.values()),
         "dropped_while_reading": dropped,
@@ -274,8 +329,25 @@ def _split_corpus(
 def _train_tokenizers(
     work: Path, raw: dict[tuple[str, str], Path], n_train: int, opts: PrepareOptions
 ) -> tuple[dict[str, SubwordTokenizer], dict[str, str]]:
-    """BPE learned from the training split only: one shared tokenizer (§3.4), or one per side."""
-    if opts.shared_vocab:
+    """BPE learned from the training split only: one shared tokenizer (§3.4), or one per side.
+    A language model's text is all on the target side; a classifier's labels get a `LabelSet`
+    made from every split (a label seen only in the test split is still a class)."""
+    if opts.task == "lm":
+        texts = iter_text_lines(raw["train", "tgt"])
+        shared = SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency, n_train)
+        tokenizers = {"src": shared, "tgt": shared}
+        files = {"src": "tokenizer.json", "tgt": "tokenizer.json"}
+    elif opts.task == "classify":
+        texts = iter_text_lines(raw["train", "src"])
+        labels = sorted(set(iter_text_lines(*(raw[split, "tgt"] for split in SPLITS))))
+        if len(labels) < 2:
+            raise DataError(f"a classification dataset needs at least 2 labels, found {labels}")
+        tokenizers = {
+            "src": SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency, n_train),
+            "tgt": LabelSet(labels),
+        }
+        files = {"src": "tokenizer.json", "tgt": LABELS_FILE}
+    elif opts.shared_vocab:
         texts = iter_text_lines(raw["train", "src"], raw["train", "tgt"])
         shared = SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency, 2 * n_train)
         tokenizers = {"src": shared, "tgt": shared}
@@ -290,7 +362,7 @@ def _train_tokenizers(
         files = {side: f"{side}.tokenizer.json" for side in SIDES}
     for side in SIDES:
         tokenizers[side].save(work / files[side])
-    return tokenizers, files
+    return tokenizers, files  # type: ignore[return-value]
 
 
 def _copy_tokenizers(work: Path, run: Path) -> tuple[dict[str, Any], dict]:
@@ -318,6 +390,12 @@ def _copy_tokenizers(work: Path, run: Path) -> tuple[dict[str, Any], dict]:
     }
 
 
+def cut_into_pieces(texts: list[list[int]], room: int) -> list[list[int]]:
+    """Each id sequence cut into consecutive pieces of at most `room` ids (a language model's long
+    texts: every piece is learnt, though a piece after the first starts without its context)."""
+    return [ids[i : i + room] for ids in texts for i in range(0, len(ids), room)]
+
+
 def _encode_split(
     work: Path,
     split: str,
@@ -327,17 +405,22 @@ def _encode_split(
     dtype: np.dtype,
     opts: PrepareOptions,
 ) -> dict:
-    """Encode one split in chunks, drop pairs over max_len, write ids (and evaluation text)."""
+    """Encode one split in chunks, drop pairs over max_len (cut a language model's texts into
+    pieces instead), write ids (and evaluation text)."""
     writers = {side: IdsWriter(work / f"{split}.{side}", dtype) for side in SIDES}
     lengths: dict[str, list[int]] = {"src": [], "tgt": []}
-    too_long = 0
+    too_long = cut = 0
+    # +1: the EOS (source, decoder output) or BOS (decoder input) the batch adds; a classifier
+    # also puts a start token before its text.
+    room = {"src": opts.max_len - (2 if opts.task == "classify" else 1), "tgt": opts.max_len - 1}
     with ExitStack() as stack:
         text_out = {
             side: stack.enter_context(
                 open(work / f"{split}.{side}.txt", "w", encoding="utf-8", newline="\n")
             )
             for side in SIDES
-            if split != "train"  # the training text is not needed again: its ids are
+            # The training text is not needed again (its ids are), nor a language model's text.
+            if split != "train" and opts.task != "lm"
         }
         lines = zip(
             iter_text_lines(raw[split, "src"]), iter_text_lines(raw[split, "tgt"]), strict=True
@@ -350,13 +433,16 @@ def _encode_split(
                 side: tokenizers[side].encode_batch([p[k] for p in chunk])
                 for k, side in enumerate(SIDES)
             }
-            # +1: the EOS (source, decoder output) or BOS (decoder input) the batch adds.
+            if opts.task == "lm":
+                pieces = cut_into_pieces(ids["tgt"], room["tgt"])
+                cut += sum(len(t) > room["tgt"] for t in ids["tgt"])
+                ids = {"src": [[] for _ in pieces], "tgt": pieces}
             keep = [
                 i
-                for i in range(len(chunk))
-                if max(len(ids[side][i]) for side in SIDES) + 1 <= opts.max_len
+                for i in range(len(ids["src"]))
+                if all(len(ids[side][i]) <= room[side] for side in SIDES)
             ]
-            too_long += len(chunk) - len(keep)
+            too_long += len(ids["src"]) - len(keep)
             for k, side in enumerate(SIDES):
                 kept = [ids[side][i] for i in keep]
                 writers[side].add(kept)
@@ -368,6 +454,7 @@ def _encode_split(
     return {
         "pairs": len(lengths["src"]),
         "filtered_too_long": too_long,
+        **({"long_texts_cut": cut} if opts.task == "lm" else {}),
         "src_lengths": length_stats(lengths["src"]),
         "tgt_lengths": length_stats(lengths["tgt"]),
         "sha256": {side: writers[side].close() for side in SIDES},

@@ -98,9 +98,47 @@ class SubwordTokenizer:
         return [self.tokenizer.decode([i], skip_special_tokens=False) for i in ids]
 
 
+class LabelSet:
+    """The classes of a classification dataset, as the target side's "tokenizer": a label is one
+    token whose id is its index in the sorted list of labels (labels.json)."""
+
+    def __init__(self, labels: list[str]) -> None:
+        if len(labels) < 2 or len(set(labels)) != len(labels):
+            raise ValueError(f"a label set needs at least 2 distinct labels, got {labels}")
+        self.labels = list(labels)
+        self.index = {label: i for i, label in enumerate(self.labels)}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.labels)
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        unknown = sorted(set(texts) - set(self.index))
+        if unknown:
+            raise ValueError(f"unknown label(s) {', '.join(map(repr, unknown[:5]))}")
+        return [[self.index[text]] for text in texts]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return " ".join(self.labels[i] for i in ids)
+
+    def tokens(self, ids: Iterable[int]) -> list[str]:
+        return [self.labels[i] for i in ids]
+
+    def save(self, path: Path) -> None:
+        Path(path).write_text(json.dumps({"labels": self.labels}, ensure_ascii=False, indent=1))
+
+    @classmethod
+    def load(cls, path: Path) -> LabelSet:
+        try:
+            return cls(json.loads(Path(path).read_text(encoding="utf-8"))["labels"])
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"{path}: not a vaswani label file ({error})") from None
+
+
 def load_tokenizers(directory: Path, meta: dict) -> tuple[Any, Any]:
     """The source and target tokenizers a `tokenizer` record of meta.json / data.json names; one
-    object when shared. kind "bpe" (vaswani's own, the default) or "marian" (SentencePiece)."""
+    object when shared. kind "bpe" (vaswani's own, the default) or "marian" (SentencePiece); with
+    "labels" set (classification), the target side is a `LabelSet`."""
     directory, files = Path(directory), meta["files"]
     kind = meta.get("kind", "bpe")
     if kind == "marian":
@@ -115,6 +153,8 @@ def load_tokenizers(directory: Path, meta: dict) -> tuple[Any, Any]:
     if kind != "bpe":
         raise ValueError(f"unknown tokenizer kind {kind!r} (this vaswani reads bpe and marian)")
     src = SubwordTokenizer.load(directory / files["src"])
+    if meta.get("labels"):
+        return src, LabelSet.load(directory / files["tgt"])
     tgt = src if files["tgt"] == files["src"] else SubwordTokenizer.load(directory / files["tgt"])
     return src, tgt
 

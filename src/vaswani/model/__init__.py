@@ -15,9 +15,11 @@ from vaswani.model.transformer import (
     Decoder,
     DecoderOnly,
     Encoder,
+    EncoderClassifier,
     EncoderOnly,
     KVCache,
     Transformer,
+    build_model,
 )
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "DecoderOnly",
     "Embeddings",
     "Encoder",
+    "EncoderClassifier",
     "EncoderLayer",
     "EncoderOnly",
     "KVCache",
@@ -36,6 +39,7 @@ __all__ = [
     "PositionwiseFeedForward",
     "SelfAttention",
     "Transformer",
+    "build_model",
     "causal_mask",
     "padding_mask",
     "sinusoidal_encoding",

@@ -3,8 +3,9 @@
 Notation (used in every shape comment):
     B batch, S source length, T target length, H heads, D d_model, Dh = D / H, V vocabulary size.
 
-`Transformer` is the paper's encoder-decoder (§3, Figure 1). `EncoderOnly` (BERT-style) and
-`DecoderOnly` (GPT-style language model) are built from the same `EncoderLayer` and `DecoderLayer`.
+`Transformer` is the paper's encoder-decoder (§3, Figure 1). `EncoderOnly` (BERT-style),
+`EncoderClassifier` (an encoder with a pooled classification head) and `DecoderOnly` (GPT-style
+language model) are built from the same `EncoderLayer` and `DecoderLayer`.
 Every `forward` returns logits; losses live in training code and search lives in `vaswani.decode`.
 """
 
@@ -422,3 +423,60 @@ class DecoderOnly(nn.Module):
         maps = AttentionMaps()
         self.decoder(ids, self.init_cache(), maps)
         return maps
+
+
+class EncoderClassifier(nn.Module):
+    """An encoder over one sequence, pooled into one vector, and a linear head over `n_labels`
+    classes (a BERT-style sequence classifier).
+
+    The classifier puts the start token (`bos_id`) before every input, so that position 0 belongs
+    to no word: `pooling="first"` classifies from it (BERT's [CLS]); `pooling="mean"` averages the
+    encoder's output over every real position (padding excluded).
+
+    Shapes: ids (B, S) -> logits (B, n_labels); `pool` gives the pooled vectors (B, D).
+    """
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        if cfg.n_labels < 2:
+            raise ValueError(f"a classifier needs n_labels >= 2, got {cfg.n_labels}")
+        if cfg.bos_id == cfg.pad_id:
+            raise ValueError("a classifier's start token (bos_id) must not be padding (pad_id)")
+        self.cfg = cfg
+        self.encoder = Encoder(cfg)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.head = nn.Linear(cfg.d_model, cfg.n_labels)
+
+    def pool(self, ids: Tensor, maps: AttentionMaps | None = None) -> Tensor:
+        check_ids(ids, self.cfg.vocab_size, self.cfg.max_len, "input", offset=1)
+        start = ids.new_full((ids.size(0), 1), self.cfg.bos_id)
+        ids = torch.cat([start, ids], dim=1)  # (B, 1 + S)
+        mask = padding_mask(ids, self.cfg.pad_id)  # (B, 1, 1, 1 + S)
+        h = self.encoder(ids, mask, maps)  # (B, 1 + S, D)
+        if self.cfg.pooling == "first":
+            return h[:, 0]
+        real = mask[:, 0, 0, :, None].to(h.dtype)  # (B, 1 + S, 1)
+        return (h * real).sum(dim=1) / real.sum(dim=1)  # (B, D); the start token is always real
+
+    def forward(self, ids: Tensor) -> Tensor:
+        return self.head(self.dropout(self.pool(ids)))
+
+    @torch.no_grad()
+    def attention_maps(self, ids: Tensor) -> AttentionMaps:
+        maps = AttentionMaps()
+        self.pool(ids, maps)
+        return maps
+
+
+MODEL_FAMILIES: dict[str, type[nn.Module]] = {
+    "translate": Transformer,
+    "lm": DecoderOnly,
+    "classify": EncoderClassifier,
+}
+
+
+def build_model(task: str, cfg: ModelConfig) -> nn.Module:
+    """The model family that serves `task` ("translate", "lm" or "classify"), freshly initialised."""
+    if task not in MODEL_FAMILIES:
+        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(MODEL_FAMILIES)}")
+    return MODEL_FAMILIES[task](cfg)

@@ -1,5 +1,10 @@
 """`vaswani train`: the paper's training recipe as one function you can read top to bottom.
 
+The same loop trains the three model families, by the task the data was prepared for: a
+translation `Transformer` (loss over target tokens, best weights by validation BLEU), a `DecoderOnly`
+language model (loss over its text's tokens, best by validation loss), an `EncoderClassifier`
+(loss over examples, best by validation accuracy).
+
 A run directory holds everything `translate` needs and everything `--resume` needs:
     config.json, train_config.json      the model and the training settings
     tokenizer.json (or src./tgt.)       the tokenizer(s), copied from the data
@@ -24,19 +29,21 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from vaswani.config import DecodeConfig, ModelConfig, TrainConfig
 from vaswani.data import Batch, Position, PreparedData, TokenBatchSampler, collate
+from vaswani.data.dataset import EncodedSplit, ParallelSplit, task_of
 from vaswani.data.prepare import SIDES
-from vaswani.decode import translate
+from vaswani.decode import sample, translate
 from vaswani.evaluate import score
-from vaswani.model import Transformer
+from vaswani.model import build_model
 from vaswani.progress import progress_bar
 from vaswani.train import checkpoint as ckpt
 from vaswani.train.distributed import Distributed, init_distributed
 from vaswani.train.distributed import autocast as precision_autocast
-from vaswani.train.loss import label_smoothed_cross_entropy
+from vaswani.train.loss import classification_loss, label_smoothed_cross_entropy
 from vaswani.train.schedule import noam_lr
 
 CONFIG = "config.json"
@@ -45,6 +52,12 @@ DATA_INFO = "data.json"
 METRICS = "metrics.jsonl"
 CHECKPOINTS = "checkpoints"
 BEST = "best"
+# The validation figure that picks best/, and whether higher is better.
+SELECTION = {
+    "translate": ("valid_bleu", True),
+    "lm": ("valid_loss", False),
+    "classify": ("valid_accuracy", True),
+}
 
 
 class TrainingError(Exception):
@@ -56,8 +69,10 @@ class TrainResult:
     run_dir: Path
     step: int
     stopped_by: str  # "max_steps", "max_minutes" or "interrupt"
-    best_bleu: float | None
+    best: float | None
+    """The best validation figure of `SELECTION[task]` (BLEU, loss or accuracy)."""
     last_eval: dict | None
+    task: str = "translate"
 
 
 def data_fingerprint(meta: dict) -> str:
@@ -67,16 +82,23 @@ def data_fingerprint(meta: dict) -> str:
 
 
 def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
-    """The preset, sized to the data's vocabulary, with the run's overrides."""
+    """The preset, sized to the data's vocabulary (and labels), with the run's overrides. A
+    language model keeps only the preset's decoder layers, a classifier only its encoder layers."""
     vocab = data.meta["tokenizer"]["vocab_size"]
     fields: dict[str, Any] = {"vocab_size": vocab["src"]}
-    if not data.meta["tokenizer"].get("shared", True):
+    if data.task == "lm":
+        fields.update(n_encoder_layers=0)
+    elif data.task == "classify":
+        fields.update(n_decoder_layers=0, n_labels=vocab["tgt"])
+    elif not data.meta["tokenizer"].get("shared", True):
         fields.update(tgt_vocab_size=vocab["tgt"], tie_embeddings="decoder")
     fields.update(tc.model)
     cfg = ModelConfig.from_preset(tc.preset, **fields)
     longest = 1 + max(
         split[f"{side}_lengths"]["max"] for split in data.meta["splits"].values() for side in SIDES
     )
+    if data.task == "classify":  # the start token the classifier puts before its text
+        longest += 1
     if cfg.max_len < longest:
         raise TrainingError(
             f"the data holds sequences of {longest} tokens (with BOS/EOS) but the model's position "
@@ -86,9 +108,14 @@ def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
     return cfg
 
 
-def initial_model(init: Path, data: PreparedData) -> Transformer:
+def initial_model(init: Path, data: PreparedData) -> nn.Module:
     """The model of run directory `init` to fine-tune on `data`, which must use its tokenizer."""
     model, _, _, info = load_trained(init)
+    if task_of(info["meta"]) != data.task:
+        raise TrainingError(
+            f"{init} holds a {task_of(info['meta'])} model, but {data.directory} was prepared "
+            f"for --task {data.task}"
+        )
     theirs = info["meta"]["tokenizer"]
     ours = data.meta["tokenizer"]
     same = theirs.get("kind", "bpe") == ours.get("kind", "bpe") and all(
@@ -138,7 +165,7 @@ def truncate_metrics(run: Path, step: int) -> None:
 
 
 def save_checkpoint(
-    run: Path, model: Transformer, optimizer: torch.optim.Optimizer, state: dict, keep_last: int
+    run: Path, model: nn.Module, optimizer: torch.optim.Optimizer, state: dict, keep_last: int
 ) -> Path:
     directory = run / CHECKPOINTS
     rng = {"torch": torch.get_rng_state()}
@@ -159,37 +186,110 @@ def save_checkpoint(
     return path
 
 
-def load_checkpoint(path: Path, model: Transformer, optimizer: torch.optim.Optimizer) -> dict:
+def load_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict:
     ckpt.load_checkpoint_weights(model, path)
     optimizer.load_state_dict(ckpt.torch_load(path / ckpt.OPTIMIZER))
     rng = ckpt.torch_load(path / ckpt.RNG)
     torch.set_rng_state(rng["torch"])
     if "cuda" in rng and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(rng["cuda"])
-    return json.loads((path / ckpt.STATE).read_text())
+    state = json.loads((path / ckpt.STATE).read_text())
+    if "best_bleu" in state:  # written before the other tasks existed
+        state["best"] = state.pop("best_bleu")
+    return state
+
+
+def forward_batch(net: nn.Module, batch: Batch, task: str) -> Tensor:
+    """The model's logits for a batch: (B, T, V) for translate and lm, (B, n_labels) for classify.
+    A language model reads the target side (its source is empty); a classifier the source side."""
+    if task == "lm":
+        return net(batch.tgt_in)
+    if task == "classify":
+        return net(batch.src)
+    return net(batch.src, batch.tgt_in)
+
+
+def batch_loss(
+    logits: Tensor, batch: Batch, task: str, pad_id: int, smoothing: float
+) -> tuple[Tensor, Tensor]:
+    """Summed loss and what it sums over: target tokens, or examples for a classifier, whose
+    label is the one target token (`tgt_out` is label, EOS)."""
+    if task == "classify":
+        return classification_loss(logits, batch.tgt_out[:, 0], smoothing)
+    return label_smoothed_cross_entropy(logits, batch.tgt_out, pad_id, smoothing)
+
+
+def batch_size(task: str, split: ParallelSplit, indices: Any) -> tuple[int, int]:
+    """What a micro-batch's loss is averaged over (its target tokens with EOS, or a classifier's
+    examples), and the tokens it processes (target tokens, or a classifier's text tokens)."""
+    if task == "classify":
+        return len(indices), len(indices) + int(split.src_lengths[indices].sum())
+    tokens = len(indices) + int(split.tgt_lengths[indices].sum())
+    return tokens, tokens
+
+
+@torch.no_grad()
+def split_loss(
+    model: nn.Module,
+    part: ParallelSplit | EncodedSplit,
+    task: str,
+    max_tokens: int,
+    precision: str,
+    confusion: Tensor | None = None,
+) -> tuple[float, int]:
+    """Mean loss (no label smoothing) over a whole split, and how many tokens (examples for a
+    classifier) it averages over; exp of it is a language model's perplexity. For a classifier,
+    `confusion` (n_labels, n_labels) gets each example counted at [true label, predicted label]."""
+    if len(part) == 0:
+        return float("nan"), 0
+    was_training = model.training
+    model.eval()
+    cfg = model.cfg
+    device = next(model.parameters()).device
+    autocast = precision_autocast(device, precision)
+    loss_sum, count = 0.0, 0
+    sampler = TokenBatchSampler(part.src_lengths, part.tgt_lengths, max_tokens, shuffle=False)
+    for indices in sampler.batches(0):
+        batch = collate(part, indices, cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
+        with autocast:
+            logits = forward_batch(model, batch, task)
+        total, n = batch_loss(logits, batch, task, cfg.pad_id, smoothing=0.0)
+        loss_sum, count = loss_sum + total.item(), count + int(n)
+        if confusion is not None:
+            pairs = torch.stack([batch.tgt_out[:, 0], logits.argmax(dim=-1)], dim=1).cpu()
+            confusion.index_put_(tuple(pairs.T), torch.ones(len(pairs), dtype=confusion.dtype),
+                                 accumulate=True)  # fmt: skip
+    model.train(was_training)
+    return loss_sum / max(count, 1), count
 
 
 @torch.no_grad()
 def evaluate(
-    model: Transformer, data: PreparedData, tc: TrainConfig, device: torch.device
+    model: nn.Module, data: PreparedData, tc: TrainConfig, device: torch.device
 ) -> dict | None:
-    """Validation loss and perplexity over the whole valid split, and sacreBLEU of greedy
-    translations of its first `eval_sentences` pairs (a fixed sample)."""
+    """Validation loss over the whole valid split; then by task: perplexity (lm), accuracy
+    (classify), or perplexity and sacreBLEU of greedy translations of the split's first
+    `eval_sentences` pairs (translate, a fixed sample)."""
     valid = data.split("valid")
     if len(valid) == 0:
         return None
+    cfg = model.cfg
+    if data.task == "classify":
+        confusion = torch.zeros(cfg.n_labels, cfg.n_labels, dtype=torch.long)
+        loss, n = split_loss(model, valid, data.task, tc.max_tokens, tc.precision, confusion)
+        return {"valid_loss": loss, "valid_accuracy": confusion.trace().item() / max(n, 1)}
+    loss, _ = split_loss(model, valid, data.task, tc.max_tokens, tc.precision)
+    result = {"valid_loss": loss, "valid_ppl": math.exp(min(loss, 50.0))}
+    if data.task == "lm":
+        was_training = model.training
+        model.eval()
+        with precision_autocast(device, tc.precision):
+            found = sample(model, [[]], max_new_tokens=40, temperature=0.8, seed=tc.seed)
+        model.train(was_training)
+        return {**result, "samples": [data.tgt_tokenizer.decode(found[0].tokens)]}
     was_training = model.training
     model.eval()
-    cfg = model.cfg
     autocast = precision_autocast(device, tc.precision)
-    loss_sum, tokens = 0.0, 0
-    sampler = TokenBatchSampler(valid.src_lengths, valid.tgt_lengths, tc.max_tokens, shuffle=False)
-    for indices in sampler.batches(0):
-        batch = collate(valid, indices, cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
-        with autocast:
-            logits = model(batch.src, batch.tgt_in)
-        total, n = label_smoothed_cross_entropy(logits, batch.tgt_out, cfg.pad_id, smoothing=0.0)
-        loss_sum, tokens = loss_sum + total.item(), tokens + int(n)
     sources, references = (part[: tc.eval_sentences] for part in data.text("valid"))
     with autocast:
         hypotheses = translate(
@@ -201,10 +301,8 @@ def evaluate(
         )
     scores = score(hypotheses, references)
     model.train(was_training)
-    loss = loss_sum / max(tokens, 1)
     return {
-        "valid_loss": loss,
-        "valid_ppl": math.exp(min(loss, 50.0)),
+        **result,
         "valid_bleu": scores.bleu,
         "valid_chrf": scores.chrf,
         "samples": [
@@ -213,12 +311,17 @@ def evaluate(
     }
 
 
-def record_evaluation(run: Path, model: Transformer, state: dict, step: int, result: dict) -> None:
-    """Log an evaluation; keep the weights in best/ when its BLEU is the best so far."""
+def record_evaluation(
+    run: Path, model: nn.Module, state: dict, step: int, result: dict, task: str
+) -> None:
+    """Log an evaluation; keep the weights in best/ when its figure (`SELECTION[task]`: BLEU,
+    loss or accuracy) is the best so far."""
     append_metrics(run, {"step": step, **result})
-    if state["best_bleu"] is not None and result["valid_bleu"] <= state["best_bleu"]:
+    key, higher_is_better = SELECTION[task]
+    value, best = result[key], state["best"]
+    if best is not None and (value <= best if higher_is_better else value >= best):
         return
-    state["best_bleu"] = result["valid_bleu"]
+    state["best"] = value
     info = json.dumps({"step": step, **result}, indent=1)
     ckpt.write_checkpoint(
         run,
@@ -270,6 +373,12 @@ def _train(
 ) -> TrainResult:
     device = dist.device
     data = PreparedData(Path(tc.data))
+    task = data.task
+    if tc.task is not None and tc.task != task:
+        raise TrainingError(
+            f"{tc.data} was prepared for --task {task}, not {tc.task}; prepare it with "
+            f"`vaswani prepare --task {tc.task} ...`"
+        )
     run = Path(tc.out)
 
     # --- the run directory: new, or the one being resumed -----------------------------------------
@@ -293,7 +402,7 @@ def _train(
 
     # --- model, optimizer (§5.3: Adam with beta1 0.9, beta2 0.98, eps 1e-9), data order ------------
     torch.manual_seed(tc.seed)
-    model = Transformer(cfg)
+    model = build_model(task, cfg)
     if initial is not None:
         model.load_state_dict(initial.state_dict())
     model = model.to(device)
@@ -309,7 +418,7 @@ def _train(
         "elapsed_seconds": 0.0,
         "target_tokens": 0,
         "skipped_steps": 0,
-        "best_bleu": None,
+        "best": None,
         "data_fingerprint": fingerprint,
     }
     if resume:
@@ -354,7 +463,8 @@ def _train(
 
             # Every process sees the same global micro-batches and takes every world_size-th one.
             micro = [next(stream) for _ in range(tc.accumulate)]
-            update_tokens = sum(len(b) + int(train_split.tgt_lengths[b].sum()) for _, b in micro)
+            sizes = [batch_size(task, train_split, b) for _, b in micro]
+            update_count, update_tokens = (sum(column) for column in zip(*sizes, strict=True))
             mine = [b for _, b in micro][dist.rank :: dist.world_size]
             optimizer.zero_grad(set_to_none=True)
             local_loss = torch.zeros((), device=device)
@@ -363,14 +473,13 @@ def _train(
                 sync = j == len(mine) - 1 or not dist.enabled
                 with contextlib.nullcontext() if sync else net.no_sync():
                     with autocast:
-                        logits = net(batch.src, batch.tgt_in)
-                    loss_sum, _ = label_smoothed_cross_entropy(
-                        logits, batch.tgt_out, pad, tc.label_smoothing
-                    )
-                    # Mean over the update's target tokens; DDP then averages over processes.
-                    (loss_sum * dist.world_size / update_tokens).backward()
+                        logits = forward_batch(net, batch, task)
+                    loss_sum, _ = batch_loss(logits, batch, task, pad, tc.label_smoothing)
+                    # Mean over the update's target tokens (or examples); DDP then averages
+                    # over processes.
+                    (loss_sum * dist.world_size / update_count).backward()
                 local_loss += loss_sum.detach()
-            loss = (dist.sum(local_loss) / update_tokens).item()
+            loss = (dist.sum(local_loss) / update_count).item()
             grad_norm = torch.nn.utils.clip_grad_norm_(
                 model.parameters(), tc.clip_norm if tc.clip_norm > 0 else float("inf")
             ).item()
@@ -424,11 +533,8 @@ def _train(
                 if dist.is_main:
                     last_eval = evaluate(model, data, tc, device)
                     if last_eval is not None:
-                        record_evaluation(run, model, state, step, last_eval)
-                        bar.write(
-                            f"step {step}: valid loss {last_eval['valid_loss']:.3f} "
-                            f"ppl {last_eval['valid_ppl']:.1f} BLEU {last_eval['valid_bleu']:.2f}"
-                        )
+                        record_evaluation(run, model, state, step, last_eval, task)
+                        bar.write(f"step {step}: {evaluation_line(last_eval)}")
                 dist.barrier()
             if step % tc.save_every == 0 or finished:
                 if dist.is_main:
@@ -441,7 +547,21 @@ def _train(
                     stopped_by = "max_minutes"
                 break
     bar.close()
-    return TrainResult(run, state["step"], stopped_by, state["best_bleu"], last_eval)
+    return TrainResult(run, state["step"], stopped_by, state["best"], last_eval, task)
+
+
+def evaluation_line(result: dict) -> str:
+    """One line of what an evaluation found, e.g. "valid loss 2.301 ppl 10.0 BLEU 12.34"."""
+    parts = [f"valid loss {result['valid_loss']:.3f}"]
+    if "valid_ppl" in result:
+        parts.append(f"ppl {result['valid_ppl']:.2f}")
+    if "valid_bleu" in result:
+        parts.append(f"BLEU {result['valid_bleu']:.2f}")
+    if "valid_accuracy" in result:
+        parts.append(f"accuracy {100 * result['valid_accuracy']:.1f}%")
+    if "valid_bleu" not in result and result.get("samples"):
+        parts.append(f"sample: {result['samples'][0]!r}")
+    return " ".join(parts)
 
 
 def resume_config(run: Path, **budget: Any) -> TrainConfig:
@@ -454,10 +574,12 @@ def resume_config(run: Path, **budget: Any) -> TrainConfig:
     return TrainConfig.from_dict(data)
 
 
-def load_trained(run: Path, weights: str = "best") -> tuple[Transformer, Any, Any, dict]:
-    """A trained model from a run directory, with its tokenizers and data record.
+def load_trained(run: Path, weights: str = "best") -> tuple[Any, Any, Any, dict]:
+    """A trained model from a run directory, with its tokenizers and data record. The model is a
+    `Transformer`, `DecoderOnly` or `EncoderClassifier`, by the task of the run's data
+    (`task_of(info["meta"])`); a classifier's target "tokenizer" is its `LabelSet`.
 
-    `weights`: "best" (best validation BLEU; the latest checkpoint when there is no best/),
+    `weights`: "best" (best validation figure; the latest checkpoint when there is no best/),
     "latest", or "averaged" (written by `vaswani average`).
     """
     from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
@@ -497,13 +619,18 @@ def load_trained(run: Path, weights: str = "best") -> tuple[Transformer, Any, An
             )
     else:
         raise TrainingError(f"--weights {weights!r}: choose best, latest or averaged")
-    model = Transformer(cfg)
+    task = task_of(info["meta"])
+    try:
+        model = build_model(task, cfg)
+    except ValueError as error:
+        raise TrainingError(f"{run}: cannot build its model: {error}") from None
     ckpt.load_checkpoint_weights(model, path)
     try:
         src_tok, tgt_tok = load_tokenizers(run, tokenizer_meta)
     except ValueError as error:
         raise TrainingError(f"{run}: incomplete run directory: {error}") from None
-    mismatch = vocab_mismatch(src_tok, tgt_tok, cfg.vocab_size, cfg.target_vocab_size)
+    targets = cfg.n_labels if task == "classify" else cfg.target_vocab_size
+    mismatch = vocab_mismatch(src_tok, tgt_tok, cfg.vocab_size, targets)
     if mismatch:
         raise TrainingError(f"{run}: {mismatch}")
     return model.eval(), src_tok, tgt_tok, info

@@ -1,4 +1,4 @@
-"""Label-smoothed cross-entropy (§5.4) over real target tokens only."""
+"""Label-smoothed cross-entropy (§5.4) over real target tokens only, and over a classifier's labels."""
 
 from __future__ import annotations
 
@@ -30,3 +30,15 @@ def label_smoothed_cross_entropy(
 def mean_loss(loss_sum: Tensor, n_tokens: Tensor) -> Tensor:
     """Average loss per token; 0 when there are no tokens."""
     return loss_sum / torch.clamp(n_tokens, min=1)
+
+
+def classification_loss(
+    logits: Tensor, labels: Tensor, smoothing: float = 0.1
+) -> tuple[Tensor, Tensor]:
+    """Summed label-smoothed cross-entropy over a batch of examples, and the number of examples.
+    (No index is ignored: a label's index may equal the padding id.)
+
+    Shapes: logits (B, C), labels (B,) -> scalar loss sum, scalar count (int64)
+    """
+    loss = F.cross_entropy(logits.float(), labels, label_smoothing=smoothing, reduction="sum")
+    return loss, torch.tensor(labels.numel())
