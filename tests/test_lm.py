@@ -261,3 +261,11 @@ def test_generate_endpoint_limits(lm_server, body, message):
     status, _ = server.request("POST", "/generate", {"prompt": "The", "max_new_tokens": 3})
     assert status == 200
     assert server.request("POST", "/translate", {"text": "a"})[0] == 404
+
+
+def test_grammar_en_uses_an_before_a_vowel_only():
+    words = " ".join(text.lower() for _, text in grammar_en(2000, seed=0)).split()
+    pairs = list(zip(words, words[1:], strict=False))
+    assert any(a == "an" for a, _ in pairs)
+    assert all(b[0] in "aeiou" for a, b in pairs if a == "an")
+    assert all(b[0] not in "aeiou" for a, b in pairs if a == "a")

@@ -276,9 +276,9 @@ def _noun_phrase(rng: random.Random, plural: bool, depth: int) -> str:
     words = [determiner]
     if rng.random() < 0.5:
         words.append(rng.choice(_ADJECTIVES))
-    if determiner == "a" and words[-1][0] in "aeiou":
-        words[0] = "an"
     words.append(_NOUNS[singular_noun] if plural else singular_noun)
+    if determiner == "a" and words[1][0] in "aeiou":  # "an apple", "an old cat"
+        words[0] = "an"
     if depth < 1 and rng.random() < 0.25:
         words += [rng.choice(_PREPOSITIONS), _noun_phrase(rng, rng.random() < 0.4, depth + 1)]
     return " ".join(words)
