@@ -5,6 +5,7 @@ import json
 import socket
 import threading
 import time
+from pathlib import Path
 
 import torch
 import uvicorn
@@ -53,3 +54,18 @@ def request(port, method, path, body=None, headers=None, timeout=60) -> tuple[in
     data = response.read()
     connection.close()
     return response.status, json.loads(data) if data else {}
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    """Run `vaswani ARGS` in this process: exit code, stdout, stderr."""
+    from vaswani.cli import main
+
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def losses(run: Path) -> list[float]:
+    """The training loss of every logged step of a run."""
+    records = map(json.loads, (Path(run) / "metrics.jsonl").read_text().splitlines())
+    return [r["loss"] for r in records if "loss" in r]

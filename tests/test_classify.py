@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from conftest import train_classifier
-from helpers import Server
-from vaswani.cli import main
+from helpers import Server, cli
 from vaswani.config import ModelConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.corpora import _LIKE, _POSITIVE, DataError, sentiment_en
@@ -17,12 +16,6 @@ from vaswani.decode import classify
 from vaswani.model import EncoderClassifier
 from vaswani.serve import ServeSettings, create_app
 from vaswani.train.loop import load_trained
-
-
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_sentiment_en_negation_flips_the_label():

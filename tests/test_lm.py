@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import Server
+from helpers import Server, cli, losses
 from vaswani.cli import main
 from vaswani.config import TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
@@ -23,12 +23,6 @@ from vaswani.serve import ServeSettings, create_app
 from vaswani.train.loop import load_trained, resume_config, split_loss, train
 
 VENV_BIN = Path(sys.executable).parent
-
-
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def evaluations(run: Path) -> list[dict]:
@@ -211,10 +205,6 @@ def test_two_process_ddp_trains_the_lm_like_one_process(lm_data, tmp_path):
         capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
     )  # fmt: skip
     assert two.returncode == 0, two.stderr
-
-    def losses(run: Path) -> list[float]:
-        records = map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
-        return [r["loss"] for r in records if "loss" in r]
 
     assert losses(tmp_path / "two") == pytest.approx(losses(tmp_path / "one"), rel=1e-5)
 

@@ -8,18 +8,12 @@ import sys
 
 import pytest
 
-from vaswani.cli import main
+from helpers import cli
 from vaswani.config import DecodeConfig
 from vaswani.decode import translate
 from vaswani.train.loop import load_trained
 
 NUMBERS = ["271493", "", "500181", "   ", "566528", "42"]
-
-
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def feed_stdin(monkeypatch, text: str) -> None:

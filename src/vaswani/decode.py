@@ -432,6 +432,15 @@ def encode_sources(
     return encoded
 
 
+def source_batch(sequences: list[list[int]], cfg: ModelConfig) -> Tensor:
+    """Token ids, each with end-of-sentence, right-padded into one (B, S) tensor."""
+    width = max(len(ids) for ids in sequences) + 1
+    src = torch.full((len(sequences), width), cfg.pad_id, dtype=torch.long)
+    for row, ids in enumerate(sequences):
+        src[row, : len(ids) + 1] = torch.tensor([*ids, cfg.eos_id])
+    return src
+
+
 def length_batches(widths: list[int], budget: int) -> list[range]:
     """Cut items sorted by width (their cost as a batch row) into consecutive batches whose rows,
     all as wide as the batch's last and widest, cost at most `budget` (one item at least)."""
@@ -470,11 +479,8 @@ def translate_nbest(
     widths = [(len(encoded[i]) + 1) * dc.beam_size for i in todo]
     for positions in length_batches(widths, dc.max_tokens):
         batch = [todo[j] for j in positions]
-        width = len(encoded[batch[-1]]) + 1
-        src = torch.full((len(batch), width), cfg.pad_id, dtype=torch.long)
-        for row, i in enumerate(batch):
-            src[row, : len(encoded[i]) + 1] = torch.tensor([*encoded[i], cfg.eos_id])
-        for i, hypotheses in zip(batch, decode(model, src.to(device), dc), strict=True):
+        src = source_batch([encoded[i] for i in batch], cfg).to(device)
+        for i, hypotheses in zip(batch, decode(model, src, dc), strict=True):
             results[i] = [
                 Translation(tgt_tokenizer.decode(h.tokens), h.score, h.log_prob) for h in hypotheses
             ]
@@ -572,10 +578,8 @@ def classify(
     todo = sorted(encoded, key=lambda i: len(encoded[i]))
     for batch in length_batches([len(encoded[i]) + 2 for i in todo], max_tokens):
         rows = [todo[j] for j in batch]
-        src = torch.full((len(rows), len(encoded[rows[-1]]) + 1), cfg.pad_id, dtype=torch.long)
-        for row, i in enumerate(rows):
-            src[row, : len(encoded[i]) + 1] = torch.tensor([*encoded[i], cfg.eos_id])
-        probs = model(src.to(device)).float().softmax(dim=-1).cpu()  # (B, n_labels)
+        src = source_batch([encoded[i] for i in rows], cfg).to(device)
+        probs = model(src).float().softmax(dim=-1).cpu()  # (B, n_labels)
         for i, p in zip(rows, probs.tolist(), strict=True):
             best = max(range(len(p)), key=p.__getitem__)
             results[i] = Classification(labels[best], p[best], dict(zip(labels, p, strict=True)))

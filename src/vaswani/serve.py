@@ -69,22 +69,28 @@ class ServeSettings:
     precision: str = "bf16"
 
 
-class TranslateRequest(BaseModel):
-    """One sentence (`text`) or several (`texts`), and optional search settings."""
+class TextsRequest(BaseModel):
+    """One text (`text`) or several (`texts`): what /translate and /classify take."""
 
     model_config = ConfigDict(extra="forbid")
-    text: str | None = Field(default=None, description="one sentence")
-    texts: list[str] | None = Field(
-        default=None, description="several sentences, answered in order"
-    )
-    beam_size: int | None = Field(default=None, ge=1, description="1 = greedy search")
-    max_length: int | None = Field(default=None, ge=1, description="most output tokens")
+    text: str | None = Field(default=None, description="one text")
+    texts: list[str] | None = Field(default=None, description="several texts, answered in order")
 
     @model_validator(mode="after")
-    def one_of_text_or_texts(self) -> TranslateRequest:
+    def one_of_text_or_texts(self) -> TextsRequest:
         if (self.text is None) == (self.texts is None):
             raise ValueError('give exactly one of "text" and "texts"')
         return self
+
+    def all_texts(self) -> list[str]:
+        return [self.text] if self.texts is None else self.texts
+
+
+class TranslateRequest(TextsRequest):
+    """One sentence (`text`) or several (`texts`), and optional search settings."""
+
+    beam_size: int | None = Field(default=None, ge=1, description="1 = greedy search")
+    max_length: int | None = Field(default=None, ge=1, description="most output tokens")
 
 
 class TranslateResponse(BaseModel):
@@ -133,20 +139,6 @@ class Sampling:
     top_k: int
     top_p: float
     seed: int
-
-
-class ClassifyRequest(BaseModel):
-    """One text or several."""
-
-    model_config = ConfigDict(extra="forbid")
-    text: str | None = Field(default=None, description="one text")
-    texts: list[str] | None = Field(default=None, description="several texts, answered in order")
-
-    @model_validator(mode="after")
-    def one_of_text_or_texts(self) -> ClassifyRequest:
-        if (self.text is None) == (self.texts is None):
-            raise ValueError('give exactly one of "text" and "texts"')
-        return self
 
 
 class ClassificationOut(BaseModel):
@@ -438,7 +430,7 @@ def create_app(
         @app.post("/translate", response_model=TranslateResponse)
         async def translate_endpoint(request: TranslateRequest) -> TranslateResponse:
             """Translate `text` or `texts`; the answer keeps their order."""
-            texts = [request.text] if request.texts is None else request.texts
+            texts = request.all_texts()
             beam = request.beam_size or settings.beam_size
             problems = text_problems(texts)
             if beam > settings.max_beam_size:
@@ -485,10 +477,10 @@ def create_app(
     if worker.task == "classify":
 
         @app.post("/classify", response_model=ClassifyResponse)
-        async def classify_endpoint(request: ClassifyRequest) -> ClassifyResponse:
+        async def classify_endpoint(request: TextsRequest) -> ClassifyResponse:
             """The most probable label of `text` or of each of `texts`, with every label's
             probability; null for a blank text."""
-            texts = [request.text] if request.texts is None else request.texts
+            texts = request.all_texts()
             # The classifier puts a start token before each text.
             problems = text_problems(texts) or position_problems(texts, max_len - 1)
             start = time.perf_counter()

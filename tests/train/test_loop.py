@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers import losses
 from vaswani.config import TrainConfig
 from vaswani.data import PreparedData, TokenBatchSampler
 from vaswani.train import checkpoint as ckpt
@@ -40,14 +41,6 @@ def config(data: Path, out: Path, **overrides) -> TrainConfig:
 
 def weights(run: Path, step: int) -> dict[str, torch.Tensor]:
     return ckpt.read_weights(run / "checkpoints" / ckpt.step_name(step) / ckpt.WEIGHTS)
-
-
-def losses(run: Path) -> list[float]:
-    return [
-        r["loss"]
-        for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
-        if "loss" in r
-    ]
 
 
 def assert_same_weights(a: dict, b: dict) -> None:

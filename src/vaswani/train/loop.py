@@ -24,6 +24,7 @@ import math
 import shutil
 import signal
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -228,6 +229,17 @@ def batch_size(task: str, split: ParallelSplit, indices: Any) -> tuple[int, int]
     return tokens, tokens
 
 
+@contextlib.contextmanager
+def evaluation_mode(model: nn.Module) -> Iterator[nn.Module]:
+    """The model in evaluation mode (no dropout) inside; back in the mode it was in after."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
 @torch.no_grad()
 def split_loss(
     model: nn.Module,
@@ -242,24 +254,21 @@ def split_loss(
     `confusion` (n_labels, n_labels) gets each example counted at [true label, predicted label]."""
     if len(part) == 0:
         return float("nan"), 0
-    was_training = model.training
-    model.eval()
     cfg = model.cfg
     device = next(model.parameters()).device
-    autocast = precision_autocast(device, precision)
     loss_sum, count = 0.0, 0
     sampler = TokenBatchSampler(part.src_lengths, part.tgt_lengths, max_tokens, shuffle=False)
-    for indices in sampler.batches(0):
-        batch = collate(part, indices, cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
-        with autocast:
-            logits = forward_batch(model, batch, task)
-        total, n = batch_loss(logits, batch, task, cfg.pad_id, smoothing=0.0)
-        loss_sum, count = loss_sum + total.item(), count + int(n)
-        if confusion is not None:
-            pairs = torch.stack([batch.tgt_out[:, 0], logits.argmax(dim=-1)], dim=1).cpu()
-            confusion.index_put_(tuple(pairs.T), torch.ones(len(pairs), dtype=confusion.dtype),
-                                 accumulate=True)  # fmt: skip
-    model.train(was_training)
+    with evaluation_mode(model):
+        for indices in sampler.batches(0):
+            batch = collate(part, indices, cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
+            with precision_autocast(device, precision):
+                logits = forward_batch(model, batch, task)
+            total, n = batch_loss(logits, batch, task, cfg.pad_id, smoothing=0.0)
+            loss_sum, count = loss_sum + total.item(), count + int(n)
+            if confusion is not None:
+                pairs = torch.stack([batch.tgt_out[:, 0], logits.argmax(dim=-1)], dim=1).cpu()
+                ones = torch.ones(len(pairs), dtype=confusion.dtype)
+                confusion.index_put_(tuple(pairs.T), ones, accumulate=True)
     return loss_sum / max(count, 1), count
 
 
@@ -273,6 +282,14 @@ def evaluate(
     valid = data.split("valid")
     if len(valid) == 0:
         return None
+    with evaluation_mode(model):
+        return validation_figures(model, valid, data, tc, precision_autocast(device, tc.precision))
+
+
+def validation_figures(
+    model: nn.Module, valid: ParallelSplit, data: PreparedData, tc: TrainConfig, autocast: Any
+) -> dict:
+    """`evaluate` of a model already in evaluation mode; `autocast` for decoding."""
     cfg = model.cfg
     if data.task == "classify":
         confusion = torch.zeros(cfg.n_labels, cfg.n_labels, dtype=torch.long)
@@ -281,15 +298,9 @@ def evaluate(
     loss, _ = split_loss(model, valid, data.task, tc.max_tokens, tc.precision)
     result = {"valid_loss": loss, "valid_ppl": math.exp(min(loss, 50.0))}
     if data.task == "lm":
-        was_training = model.training
-        model.eval()
-        with precision_autocast(device, tc.precision):
+        with autocast:
             found = sample(model, [[]], max_new_tokens=40, temperature=0.8, seed=tc.seed)
-        model.train(was_training)
         return {**result, "samples": [data.tgt_tokenizer.decode(found[0].tokens)]}
-    was_training = model.training
-    model.eval()
-    autocast = precision_autocast(device, tc.precision)
     sources, references = (part[: tc.eval_sentences] for part in data.text("valid"))
     with autocast:
         hypotheses = translate(
@@ -300,7 +311,6 @@ def evaluate(
             DecodeConfig(beam_size=1, max_tokens=tc.max_tokens),
         )
     scores = score(hypotheses, references)
-    model.train(was_training)
     return {
         **result,
         "valid_bleu": scores.bleu,
