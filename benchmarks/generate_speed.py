@@ -20,8 +20,8 @@ import torch
 
 from vaswani.config import ModelConfig
 from vaswani.decode import sample
+from vaswani.device import autocast
 from vaswani.model import DecoderOnly
-from vaswani.train.distributed import autocast
 
 
 def timed(model: DecoderOnly, prompts: list[list[int]], new: int, use_cache: bool, repeats: int):

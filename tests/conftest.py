@@ -1,12 +1,20 @@
 import pytest
 import torch
 
+import vaswani.device
 from vaswani.config import ModelConfig
 
 
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+@pytest.fixture(autouse=True)
+def _fp32_unless_asked(monkeypatch):
+    """Tests run fp32 unless they test bf16/fp16 themselves: `--precision auto` never picks bf16
+    in them, even on a CPU that computes it natively (tests/test_device.py fakes the hardware)."""
+    monkeypatch.setattr(vaswani.device, "bf16_matmul_is_fast", lambda: False)
 
 
 @pytest.fixture
@@ -39,6 +47,7 @@ def numbers_run(numbers_data, tmp_path_factory):
         preset="tiny",
         model={"d_model": 64, "d_ff": 256},
         max_tokens=1024,
+        precision="fp32",
         warmup=200,
         lr_scale=2.0,
         max_steps=600,
@@ -69,7 +78,8 @@ def lm_run(lm_data, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("runs") / "grammar"
     tc = TrainConfig(data=str(lm_data), out=str(out), task="lm", preset="tiny", max_tokens=1024,
-                     warmup=100, lr_scale=2.0, max_steps=300, eval_every=50, save_every=300)  # fmt: skip
+                     precision="fp32", warmup=100, lr_scale=2.0, max_steps=300, eval_every=50,
+                     save_every=300)  # fmt: skip
     train(tc, progress=False)
     return out
 
@@ -90,8 +100,8 @@ def train_classifier(data, out, pooling: str):
     from vaswani.train.loop import train
 
     tc = TrainConfig(data=str(data), out=str(out), task="classify", preset="tiny", max_tokens=1024,
-                     warmup=100, lr_scale=0.5, max_steps=300, eval_every=100, save_every=300,
-                     model={"pooling": pooling})  # fmt: skip
+                     precision="fp32", warmup=100, lr_scale=0.5, max_steps=300, eval_every=100,
+                     save_every=300, model={"pooling": pooling})  # fmt: skip
     return train(tc, progress=False)
 
 

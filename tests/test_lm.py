@@ -151,7 +151,7 @@ def test_generate_cli(lm_run, numbers_run, capsys):
     args = ["generate", "--checkpoint", str(lm_run), "--prompt", "The cat", "--prompt", "Two",
             "--num-samples", "2", "--max-new-tokens", "20", "--seed", "5", "--precision", "fp32"]  # fmt: skip
     code, out, err = cli(capsys, *args)
-    lines = out.splitlines()
+    lines = out.splitlines()  # a sample may hold any byte, yet each is printed on one line
     assert code == 0 and len(lines) == 4
     assert [line[:3] for line in lines] == ["The", "The", "Two", "Two"]
     assert "new tokens" in err and "KV cache on" in err

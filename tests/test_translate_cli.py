@@ -86,10 +86,12 @@ def test_a_line_over_the_position_limit_is_refused_or_truncated_with_a_warning(
     args = ["translate", "--checkpoint", str(numbers_run), "--input", str(source)]
     code, out, err = cli(capsys, *args)
     assert code == 2 and out == ""
-    assert err.startswith("error: line 2 has 401 tokens") and "--too-long truncate" in err
+    assert err.splitlines()[-1].startswith("error: line 2 has 401 tokens")
+    assert "--too-long truncate" in err
     code, out, err = cli(capsys, *args, "--too-long", "truncate")
     assert code == 0 and len(out.splitlines()) == 2
-    assert err.startswith("warning: line 2 has 401 tokens") and "first 127 tokens" in err
+    assert err.splitlines()[-1].startswith("warning: line 2 has 401 tokens")
+    assert "first 127 tokens" in err
 
 
 def test_a_huge_line_is_refused_by_the_byte_limit(numbers_run, capsys, tmp_path):
@@ -147,7 +149,7 @@ def test_evaluate_prints_scores_with_signatures_and_speed(numbers_run, capsys):
     assert code == 0
     assert "BLEU = " in out and "nrefs:1|case:mixed" in out and "chrF = " in out
     assert "exact match: " in out
-    assert "sentences/s" in out and "tokens/s (beam 2, alpha 0.6, bf16, cpu)" in out
+    assert "sentences/s" in out and "tokens/s (beam 2, alpha 0.6, fp32, cpu)" in out
 
 
 def test_evaluate_reads_source_and_reference_files(numbers_run, capsys, tmp_path):

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaswani import __version__
-from vaswani.config import PRESET_TRAINING, PRESETS, TASKS, ModelConfig
+from vaswani.config import PRECISIONS, PRESET_TRAINING, PRESETS, TASKS, ModelConfig
 from vaswani.data.corpora import DataError
+from vaswani.device import DeviceError
 
 if TYPE_CHECKING:
     from vaswani.config import DecodeConfig
@@ -178,8 +179,21 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
         help="best validation figure (BLEU, loss or accuracy), the latest checkpoint, or "
         "`vaswani average`'s",
     )
-    parser.add_argument("--precision", choices=("bf16", "fp32"), default="bf16", help="autocast")
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ...")
+    add_placement_flags(parser)
+
+
+PRECISION_HELP = (
+    "auto: bf16 where the hardware computes it natively (CUDA compute capability >= 8.0, CPUs "
+    "with AVX512-BF16 or AMX), fp16 with loss scaling on older CUDA GPUs, fp32 elsewhere; "
+    "`vaswani env` shows the choice"
+)
+DEVICE_HELP = "auto (CUDA, then Apple MPS, then CPU), cpu, cuda, cuda:1, mps"
+
+
+def add_placement_flags(parser: argparse.ArgumentParser) -> None:
+    """--precision and --device, the same for every command that runs a model."""
+    parser.add_argument("--precision", choices=PRECISIONS, default="auto", help=PRECISION_HELP)
+    parser.add_argument("--device", default="auto", help=DEVICE_HELP)
 
 
 def add_decoding_flags(parser: argparse.ArgumentParser) -> None:
@@ -261,23 +275,25 @@ def load_for_decoding(
     args: argparse.Namespace, tasks: tuple[str, ...] = ("translate",)
 ) -> tuple[Any, Any, Any, dict, Any]:
     """The model (on its device, in eval mode), tokenizers, data record and an autocast context;
-    a run of a task other than `tasks` is refused, naming the command that uses it."""
+    a run of a task other than `tasks` is refused, naming the command that uses it. The device
+    and precision chosen (`--device` / `--precision auto` resolved) are printed to stderr and
+    left in `args.precision`."""
     from vaswani.data.dataset import task_of
-    from vaswani.train.distributed import autocast, pick_device
+    from vaswani.device import place
     from vaswani.train.loop import load_trained
 
-    try:
-        device = pick_device(args.device)
-    except (ValueError, RuntimeError) as error:
-        raise CliError(str(error)) from None
+    placement = place(args.device, args.precision)
     model, src_tok, tgt_tok, info = load_trained(args.checkpoint, args.weights)
     task = task_of(info["meta"])
     if task not in tasks:
         raise CliError(
             f"{args.checkpoint} holds {TASK_NAMES[task]} (task {task}); use {TASK_COMMANDS[task]}"
         )
-    model.to(device)
-    return model, src_tok, tgt_tok, info, autocast(device, args.precision)
+    model.to(placement.device)
+    for line in placement.lines():
+        print(line, file=sys.stderr)
+    args.precision = placement.precision
+    return model, src_tok, tgt_tok, info, placement.autocast()
 
 
 def read_input_lines(path: Path | None, max_line_bytes: int) -> list[str]:
@@ -302,6 +318,16 @@ def show_warnings_as_lines() -> None:
     warnings.showwarning = show
 
 
+# Every character str.splitlines() breaks a line at: a byte-level vocabulary can produce any of
+# them, and each output must stay on its own line.
+LINE_BREAKS = str.maketrans(dict.fromkeys("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
+
+
+def one_line(text: str) -> str:
+    """`text` with its line-break characters printed as spaces."""
+    return text.translate(LINE_BREAKS)
+
+
 def format_translations(
     first_line: int, translations: list[list[Translation]], n_best: int
 ) -> list[str]:
@@ -309,9 +335,9 @@ def format_translations(
     from vaswani.decode import best_texts
 
     if n_best == 1:
-        return best_texts(translations)
+        return [one_line(text) for text in best_texts(translations)]
     return [
-        f"{first_line + i} ||| {t.text} ||| {t.score:.4f}"
+        f"{first_line + i} ||| {one_line(t.text)} ||| {t.score:.4f}"
         for i, found in enumerate(translations)
         for t in found
     ]
@@ -538,7 +564,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
                          args.top_k, args.top_p, args.seed, use_cache=not args.no_cache)  # fmt: skip
     seconds = time.perf_counter() - start
     for g in found:
-        print(g.prompt + g.text)
+        print(one_line(g.prompt + g.text))
     tokens = sum(g.tokens for g in found)
     print(
         f"{len(found)} texts, {tokens} new tokens in {seconds:.2f}s ({tokens / seconds:.0f} "
@@ -677,22 +703,45 @@ def cmd_presets(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_env(args: argparse.Namespace) -> int:
+    """The hardware as vaswani sees it and what --device / --precision auto pick (bug reports)."""
+    from vaswani.device import environment
+
+    report = environment()
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    auto = report.pop("auto")
+    width = max(map(len, report))
+    for key, value in report.items():
+        if isinstance(value, list):
+            value = ", ".join(map(str, value)) or "none"
+        print(f"{key:<{width}}  {value}")
+    print("auto picks:")
+    print(f"  device     {auto['device']} ({auto['device_reason']})")
+    print(f"  precision  {auto['precision']} ({auto['precision_reason']})")
+    print(f"  threads    {auto['threads']} ({auto['threads_reason']})")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Prepare numbers-de, train on it, evaluate, translate, draw: the whole system in minutes."""
     from vaswani.demo import run_demo
 
     print(
         f"vaswani demo: a Transformer learns to write numbers as German words "
-        f"({args.steps} training steps, {args.precision}); everything goes to {args.out}/"
+        f"({args.steps} training steps); everything goes to {args.out}/"
     )
     try:
-        result = run_demo(args.out, args.steps, args.precision, args.seed, args.device)
+        result = run_demo(
+            args.out, args.steps, args.precision, args.seed, args.device, numbers=args.numbers
+        )
     except ValueError as error:
         if str(error).startswith("invalid "):
             raise
         raise CliError(str(error)) from None
     scores = result.scores
-    print(f"\ntrained {result.steps} steps in {result.train_seconds:.0f}s")
+    print(f"\ntrained {result.steps} steps in {result.train_seconds:.0f}s ({result.precision})")
     print(
         f"held-out test numbers: exact match {100 * result.exact_match:.2f}%, "
         f"sacreBLEU {scores.bleu:.2f} ({scores.bleu_signature}), chrF {scores.chrf:.2f}"
@@ -737,7 +786,7 @@ TRAIN_FLAGS: dict[str, tuple[object, str]] = {
     "lr_scale": (float, "factor on the schedule's learning rate"),
     "label_smoothing": (float, "label smoothing (§5.4)"),
     "clip_norm": (float, "clip gradients to this global norm; 0 = off"),
-    "precision": (("bf16", "fp32"), "autocast precision"),
+    "precision": (PRECISIONS, PRECISION_HELP),
     "seed": (int, "random seed (initialisation, dropout, data order)"),
     "max_steps": (None, "stop after this many updates"),
     "max_minutes": (float, "stop after this much training time"),
@@ -747,7 +796,7 @@ TRAIN_FLAGS: dict[str, tuple[object, str]] = {
     "keep_last": (None, "checkpoints kept"),
     "log_every": (None, "append to metrics.jsonl every N steps"),
     "nan_policy": (("stop", "skip"), "on a non-finite loss: stop, or skip the update and count it"),
-    "device": (str, "auto, cpu, cuda, cuda:1, ..."),
+    "device": (str, DEVICE_HELP),
 }
 
 
@@ -810,6 +859,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the named sizes (tiny, small, base, big) and their parameter counts.",
     )
     presets.set_defaults(func=cmd_presets)
+
+    env = sub.add_parser(
+        "env",
+        help="show the hardware as vaswani sees it and what --precision/--device auto pick",
+        description=(
+            "Print the CPU (its PyTorch capability and bf16 support), usable cores, CUDA and MPS "
+            "devices, versions, and the device, precision and thread count that `auto` picks "
+            "here, with the reason for each. Paste it into bug reports."
+        ),
+    )
+    env.add_argument("--json", action="store_true", help="print it as JSON")
+    env.set_defaults(func=cmd_env)
 
     prep = sub.add_parser(
         "prepare",
@@ -1125,7 +1186,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the whole system on built-in data: prepare, train, evaluate, translate, plot",
         description=(
             "Prepare the built-in numbers-de corpus (digits -> German number words), train a small "
-            "Transformer on it with the paper's recipe (about 2 minutes on a 2-core CPU; a GPU is "
+            "Transformer on it with the paper's recipe (under 2 minutes on a 2-core CPU; a GPU is "
             "used when present), evaluate it on held-out numbers (exact match, sacreBLEU, chrF), "
             "show translations of numbers it never saw, and draw attention maps and training "
             "curves. Exits with status 1 below --min-accuracy."
@@ -1135,12 +1196,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--out", type=Path, default=Path("demo"), help="directory for data, run and pictures"
     )
-    demo.add_argument("--steps", type=positive_int, default=3000, help="training steps")
+    demo.add_argument("--steps", type=positive_int, default=2000, help="training steps")
     demo.add_argument(
-        "--precision", choices=("bf16", "fp32"), default="bf16", help="autocast precision"
+        "--numbers",
+        type=positive_int,
+        default=30_000,
+        help="pairs of the numbers-de corpus to make (1%% held out for the test)",
     )
     demo.add_argument("--seed", type=int, default=0, help="random seed (data and training)")
-    demo.add_argument("--device", default="auto", help="auto, cpu, cuda, ...")
+    add_placement_flags(demo)
     demo.add_argument(
         "--min-accuracy",
         type=float,
@@ -1160,7 +1224,14 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except (CliError, DataError, CheckpointError, TrainingError, InputTooLong) as error:
+    except (
+        CliError,
+        DataError,
+        CheckpointError,
+        TrainingError,
+        InputTooLong,
+        DeviceError,
+    ) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except ValueError as error:  # invalid settings: ModelConfig / TrainConfig say what to change

@@ -217,7 +217,8 @@ PRESET_TRAINING: dict[str, dict[str, Any]] = {
     "big": {"warmup": 4000, "lr_scale": 1.0, "max_tokens": 4096},
 }
 
-PRECISIONS = ("bf16", "fp32")
+PRECISIONS = ("auto", "bf16", "fp16", "fp32")
+"""Autocast precisions; "auto" is resolved from the hardware by `vaswani.device.pick_precision`."""
 NAN_POLICIES = ("stop", "skip")
 
 
@@ -255,7 +256,10 @@ class TrainConfig:
     label_smoothing: float = 0.1
     clip_norm: float = 0.0
     """Gradient clipping by global norm; 0 turns it off (the paper does not clip)."""
-    precision: str = "bf16"
+    precision: str = "auto"
+    """bf16, fp16 (with loss scaling) or fp32; auto: bf16 where the hardware computes it
+    natively, fp16 on CUDA GPUs without bf16, fp32 elsewhere. Kept as asked, so that a resume
+    on other hardware chooses again."""
     seed: int = 0
     max_steps: int | None = None
     max_minutes: float | None = None
@@ -279,7 +283,10 @@ class TrainConfig:
             self.task is None or self.task in TASKS,
             f"task={self.task!r}; choose one of {', '.join(TASKS)}",
         )
-        require(self.precision in PRECISIONS, f"precision={self.precision!r}; choose bf16 or fp32")
+        require(
+            self.precision in PRECISIONS,
+            f"precision={self.precision!r}; choose one of {', '.join(PRECISIONS)}",
+        )
         require(
             self.nan_policy in NAN_POLICIES, f"nan_policy={self.nan_policy!r}; choose stop or skip"
         )

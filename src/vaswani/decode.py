@@ -332,6 +332,12 @@ def sample(
     results: list[Hypothesis | None] = [None] * len(prompts)
     by_length: dict[int, list[int]] = {}
     for i, prompt in enumerate(prompts):
+        # Checked here, once: decoding steps do not check token ids (see `check_ids`).
+        if any(not 0 <= token < cfg.target_vocab_size for token in prompt):
+            raise ValueError(
+                f"prompt {i + 1} holds a token id outside the vocabulary "
+                f"[0, {cfg.target_vocab_size})"
+            )
         if len(prompt) + 1 >= cfg.max_len:
             raise ValueError(
                 f"prompt {i + 1} has {len(prompt)} tokens; the model's position limit "

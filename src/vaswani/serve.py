@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import queue
+import signal
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -39,8 +40,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from vaswani import __version__
 from vaswani.config import DecodeConfig
 from vaswani.decode import InputTooLong, classify, encode_sources, generate, translate
+from vaswani.device import autocast, pick_precision
 from vaswani.model import DecoderOnly, EncoderClassifier
-from vaswani.train.distributed import autocast
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,8 @@ class ServeSettings:
     """Token budget of one model call (source tokens x beam size)."""
     dynamic_batching: bool = True
     """False: one request per model call (for comparison)."""
-    precision: str = "bf16"
+    precision: str = "auto"
+    """bf16, fp16, fp32, or auto: chosen for the model's device (`vaswani.device`)."""
 
 
 class TextsRequest(BaseModel):
@@ -177,6 +179,7 @@ class Worker:
         self.model, self.src_tok, self.tgt_tok = model, src_tok, tgt_tok
         self.task = task_of_model(model)
         self.settings = settings
+        self.precision, _ = pick_precision(settings.precision, self.device)
         self.jobs: queue.Queue[Job | None] = queue.Queue()
         self.queued_texts = 0
         self.lock = threading.Lock()
@@ -191,7 +194,7 @@ class Worker:
 
     def run(self, texts: list[str], settings: Any) -> list[Any]:
         """The model's answer for each text: a translation, a `Generation`, a `Classification`."""
-        with torch.no_grad(), autocast(self.device, self.settings.precision):
+        with torch.no_grad(), autocast(self.device, self.precision):
             if self.task == "lm":
                 s = settings
                 return generate(self.model, self.src_tok, texts, s.max_new_tokens, s.temperature,
@@ -493,15 +496,20 @@ def create_app(
     return app
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
     """Run the app with uvicorn until SIGINT/SIGTERM; requests in flight are finished first."""
-    import signal
-
     import uvicorn
 
     # uvicorn catches SIGINT/SIGTERM, stops accepting, finishes the requests in flight, then
     # raises the signal again for the handler that was there before it. Make that handler a
-    # no-op, so a requested stop ends with status 0 instead of "killed by SIGTERM".
-    for stop_signal in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop_signal, lambda signum, frame: None)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=60)
+    # no-op, so a requested stop ends with status 0 instead of "killed by SIGTERM". The handlers
+    # the process had are put back on return, so nothing else in it is changed.
+    previous = {sig: signal.signal(sig, lambda signum, frame: None) for sig in STOP_SIGNALS}
+    try:
+        uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=60)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

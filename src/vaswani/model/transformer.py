@@ -22,8 +22,14 @@ from vaswani.model.embeddings import Embeddings
 from vaswani.model.layers import DecoderLayer, EncoderLayer, causal_mask, padding_mask
 
 
-def check_ids(ids: Tensor, vocab_size: int, max_len: int, what: str, offset: int = 0) -> None:
-    """Raise a clear ValueError for input the model cannot take, instead of an error deep inside."""
+def check_ids(
+    ids: Tensor, vocab_size: int, max_len: int, what: str, offset: int = 0, values: bool = True
+) -> None:
+    """Raise a clear ValueError for input the model cannot take, instead of an error deep inside.
+
+    values=False checks the shape, type and positions only: the vocabulary range check reads the
+    tensor back (on a GPU, a sync that stalls the pipeline), so it is done where input enters
+    (`forward`, `encode`), not on every decoding step, whose tokens the model chose itself."""
     if not isinstance(ids, Tensor) or ids.dim() != 2:
         shape = tuple(ids.shape) if isinstance(ids, Tensor) else type(ids).__name__
         raise ValueError(f"{what} must be a (batch, length) tensor of token ids, got {shape}")
@@ -40,6 +46,8 @@ def check_ids(ids: Tensor, vocab_size: int, max_len: int, what: str, offset: int
             f"{what} reaches position {end} but the model's position limit is max_len={max_len}; "
             "shorten the input or use a model configured with a larger max_len"
         )
+    if not values:
+        return
     low, high = torch.aminmax(ids)
     if low.item() < 0 or high.item() >= vocab_size:
         bad = low.item() if low.item() < 0 else high.item()
@@ -318,6 +326,7 @@ class Transformer(nn.Module):
             self.encoder.embed.token.weight = self.decoder.embed.token.weight
 
     def forward(self, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
+        check_ids(tgt_ids, self.cfg.target_vocab_size, self.cfg.max_len, "target")
         memory, src_mask = self.encode(src_ids)
         logits, _ = self.decode_step(tgt_ids, self.init_cache(memory, src_mask))
         return logits
@@ -348,9 +357,8 @@ class Transformer(nn.Module):
         return KVCache([None] * layers, cross_kv, src_mask, 0, capacity, beams, ancestry)
 
     def decode_step(self, tgt_ids: Tensor, cache: KVCache) -> tuple[Tensor, KVCache]:
-        check_ids(
-            tgt_ids, self.cfg.target_vocab_size, self.cfg.max_len, "target", offset=cache.length
-        )
+        cfg = self.cfg
+        check_ids(tgt_ids, cfg.target_vocab_size, cfg.max_len, "target", cache.length, values=False)
         h, cache = self.decoder(tgt_ids, cache)
         return self.generator(h), cache
 
@@ -410,11 +418,13 @@ class DecoderOnly(nn.Module):
         return KVCache([None] * len(self.decoder.layers), capacity=capacity)
 
     def decode_step(self, ids: Tensor, cache: KVCache) -> tuple[Tensor, KVCache]:
-        check_ids(ids, self.cfg.target_vocab_size, self.cfg.max_len, "input", offset=cache.length)
+        cfg = self.cfg
+        check_ids(ids, cfg.target_vocab_size, cfg.max_len, "input", cache.length, values=False)
         h, cache = self.decoder(ids, cache)
         return self.generator(h), cache
 
     def forward(self, ids: Tensor) -> Tensor:
+        check_ids(ids, self.cfg.target_vocab_size, self.cfg.max_len, "input")
         return self.decode_step(ids, self.init_cache())[0]
 
     @torch.no_grad()

@@ -51,24 +51,10 @@ class Distributed:
             dist.destroy_process_group()
 
 
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {name}: no CUDA device is available; use --device cpu")
-    return device
-
-
-def autocast(device: torch.device, precision: str) -> torch.autocast:
-    """bf16 autocast on `device` when precision is "bf16"; a no-op context for "fp32"."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
-
-
-def init_distributed(device_name: str) -> Distributed:
-    """Join the process group that torchrun describes in the environment, if any."""
+def init_distributed(device: torch.device) -> Distributed:
+    """Join the process group that torchrun describes in the environment, if any; on CUDA each
+    process takes the GPU of its LOCAL_RANK."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    device = pick_device(device_name)
     if world_size == 1:
         return Distributed(device=device)
     rank, local_rank = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))

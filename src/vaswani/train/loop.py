@@ -9,6 +9,7 @@ A run directory holds everything `translate` needs and everything `--resume` nee
     config.json, train_config.json      the model and the training settings
     tokenizer.json (or src./tgt.)       the tokenizer(s), copied from the data
     data.json                           where the data came from, its meta.json and fingerprint
+    environment.json                    the device, precision and threads of the latest (re)start
     metrics.jsonl                       one JSON record per logged step and per evaluation
     checkpoints/step-NNNNNNNN/, latest  weights, optimizer, RNG, data position (last K kept)
     best/                               the weights with the best validation BLEU
@@ -21,8 +22,10 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,12 +41,12 @@ from vaswani.data import Batch, Position, PreparedData, TokenBatchSampler, colla
 from vaswani.data.dataset import EncodedSplit, ParallelSplit, task_of
 from vaswani.data.prepare import SIDES
 from vaswani.decode import sample, translate
+from vaswani.device import Placement, autocast, grad_scaler, place
 from vaswani.evaluate import score
 from vaswani.model import build_model
 from vaswani.progress import progress_bar
 from vaswani.train import checkpoint as ckpt
 from vaswani.train.distributed import Distributed, init_distributed
-from vaswani.train.distributed import autocast as precision_autocast
 from vaswani.train.loss import classification_loss, label_smoothed_cross_entropy
 from vaswani.train.schedule import noam_lr
 
@@ -51,6 +54,7 @@ CONFIG = "config.json"
 TRAIN_CONFIG = "train_config.json"
 DATA_INFO = "data.json"
 METRICS = "metrics.jsonl"
+ENVIRONMENT = "environment.json"
 CHECKPOINTS = "checkpoints"
 BEST = "best"
 # The validation figure that picks best/, and whether higher is better.
@@ -74,6 +78,8 @@ class TrainResult:
     """The best validation figure of `SELECTION[task]` (BLEU, loss or accuracy)."""
     last_eval: dict | None
     task: str = "translate"
+    precision: str = "fp32"
+    """The precision training ran in (`--precision auto` resolved)."""
 
 
 def data_fingerprint(meta: dict) -> str:
@@ -166,9 +172,16 @@ def truncate_metrics(run: Path, step: int) -> None:
 
 
 def save_checkpoint(
-    run: Path, model: nn.Module, optimizer: torch.optim.Optimizer, state: dict, keep_last: int
+    run: Path,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    state: dict,
+    keep_last: int,
+    scaler: torch.amp.GradScaler | None = None,
 ) -> Path:
     directory = run / CHECKPOINTS
+    if scaler is not None and scaler.is_enabled():  # fp16: exact resume needs the loss scale
+        state = {**state, "grad_scaler": scaler.state_dict()}
     rng = {"torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         rng["cuda"] = torch.cuda.get_rng_state_all()
@@ -187,7 +200,12 @@ def save_checkpoint(
     return path
 
 
-def load_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict:
+def load_checkpoint(
+    path: Path,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler | None = None,
+) -> dict:
     ckpt.load_checkpoint_weights(model, path)
     optimizer.load_state_dict(ckpt.torch_load(path / ckpt.OPTIMIZER))
     rng = ckpt.torch_load(path / ckpt.RNG)
@@ -197,6 +215,10 @@ def load_checkpoint(path: Path, model: nn.Module, optimizer: torch.optim.Optimiz
     state = json.loads((path / ckpt.STATE).read_text())
     if "best_bleu" in state:  # written before the other tasks existed
         state["best"] = state.pop("best_bleu")
+    scaler_state = state.pop("grad_scaler", None)
+    if scaler is not None and scaler.is_enabled() and scaler_state is not None:
+        scaler.load_state_dict(scaler_state)
+    state.setdefault("overflow_steps", 0)
     return state
 
 
@@ -261,7 +283,7 @@ def split_loss(
     with evaluation_mode(model):
         for indices in sampler.batches(0):
             batch = collate(part, indices, cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
-            with precision_autocast(device, precision):
+            with autocast(device, precision):
                 logits = forward_batch(model, batch, task)
             total, n = batch_loss(logits, batch, task, cfg.pad_id, smoothing=0.0)
             loss_sum, count = loss_sum + total.item(), count + int(n)
@@ -283,7 +305,7 @@ def evaluate(
     if len(valid) == 0:
         return None
     with evaluation_mode(model):
-        return validation_figures(model, valid, data, tc, precision_autocast(device, tc.precision))
+        return validation_figures(model, valid, data, tc, autocast(device, tc.precision))
 
 
 def validation_figures(
@@ -370,16 +392,30 @@ class StopRequest:
 def train(
     tc: TrainConfig, resume: bool = False, progress: bool = True, reset_data_position: bool = False
 ) -> TrainResult:
-    """Train (or resume) the run `tc` describes, until its step or time budget is spent."""
-    dist = init_distributed(tc.device)
+    """Train (or resume) the run `tc` describes, until its step or time budget is spent.
+
+    `tc.device` and `tc.precision` "auto" are resolved here, from the hardware (`vaswani.device`);
+    with `progress`, the choice is printed (stderr) and it is always recorded in environment.json.
+    """
+    placement = place(tc.device, tc.precision, int(os.environ.get("WORLD_SIZE", "1")))
+    dist = init_distributed(placement.device)
+    placement = dataclasses.replace(placement, device=dist.device)
+    if progress and dist.is_main:
+        for line in placement.lines():
+            print(line, file=sys.stderr)
     try:
-        return _train(tc.resolved(), dist, resume, progress, reset_data_position)
+        return _train(tc.resolved(), dist, placement, resume, progress, reset_data_position)
     finally:
         dist.close()
 
 
 def _train(
-    tc: TrainConfig, dist: Distributed, resume: bool, progress: bool, reset_data_position: bool
+    tc: TrainConfig,
+    dist: Distributed,
+    placement: Placement,
+    resume: bool,
+    progress: bool,
+    reset_data_position: bool,
 ) -> TrainResult:
     device = dist.device
     data = PreparedData(Path(tc.data))
@@ -404,6 +440,12 @@ def _train(
         if dist.is_main:
             create_run_dir(tc, cfg, data)
         dist.barrier()
+    if dist.is_main:
+        info = {**placement.to_dict(), "world_size": dist.world_size, "torch": torch.__version__}
+        ckpt.write_atomic(run / ENVIRONMENT, json.dumps(info, indent=2).encode())
+    # train_config.json keeps what was asked ("auto"), so that a resume on other hardware chooses
+    # again; from here on the run uses what was chosen.
+    tc = dataclasses.replace(tc, precision=placement.precision)
     if tc.accumulate % dist.world_size:
         raise TrainingError(
             f"--accumulate {tc.accumulate} micro-batches cannot be shared evenly by "
@@ -417,6 +459,7 @@ def _train(
         model.load_state_dict(initial.state_dict())
     model = model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=tc.adam_betas, eps=tc.adam_eps)
+    scaler = grad_scaler(device, tc.precision)
     train_split = data.split("train")
     sampler = TokenBatchSampler(
         train_split.src_lengths, train_split.tgt_lengths, tc.max_tokens, seed=tc.seed
@@ -428,6 +471,7 @@ def _train(
         "elapsed_seconds": 0.0,
         "target_tokens": 0,
         "skipped_steps": 0,
+        "overflow_steps": 0,
         "best": None,
         "data_fingerprint": fingerprint,
     }
@@ -435,7 +479,7 @@ def _train(
         path = ckpt.latest_valid(run / CHECKPOINTS)
         if path is None:
             raise TrainingError(f"{run}: no valid checkpoint to resume from")
-        state = load_checkpoint(path, model, optimizer)
+        state = load_checkpoint(path, model, optimizer, scaler)
         if state["data_fingerprint"] != fingerprint:
             if not reset_data_position:
                 raise TrainingError(
@@ -448,7 +492,7 @@ def _train(
 
     # --- the loop ------------------------------------------------------------------------------
     net = DistributedDataParallel(model) if dist.enabled else model
-    autocast = precision_autocast(device, tc.precision)
+    mixed = autocast(device, tc.precision)
     stream = sampler.iterate(Position(*state["position"]))
     pad, bos, eos = cfg.pad_id, cfg.bos_id, cfg.eos_id
     budget_steps = tc.max_steps if tc.max_steps is not None else float("inf")
@@ -482,18 +526,26 @@ def _train(
                 batch: Batch = collate(train_split, indices, pad, bos, eos).to(device)
                 sync = j == len(mine) - 1 or not dist.enabled
                 with contextlib.nullcontext() if sync else net.no_sync():
-                    with autocast:
+                    with mixed:
                         logits = forward_batch(net, batch, task)
                     loss_sum, _ = batch_loss(logits, batch, task, pad, tc.label_smoothing)
                     # Mean over the update's target tokens (or examples); DDP then averages
                     # over processes.
-                    (loss_sum * dist.world_size / update_count).backward()
+                    scaler.scale(loss_sum * dist.world_size / update_count).backward()
                 local_loss += loss_sum.detach()
             loss = (dist.sum(local_loss) / update_count).item()
+            scaler.unscale_(optimizer)  # fp16: clip and report the true gradient norm
             grad_norm = torch.nn.utils.clip_grad_norm_(
                 model.parameters(), tc.clip_norm if tc.clip_norm > 0 else float("inf")
             ).item()
-            if math.isfinite(loss) and math.isfinite(grad_norm):
+            finite = math.isfinite(loss) and math.isfinite(grad_norm)
+            if scaler.is_enabled():
+                # fp16 overflows are expected while the loss scale settles: the scaler skips
+                # such a step and lowers the scale; they are counted, not failures.
+                scaler.step(optimizer)
+                scaler.update()
+                state["overflow_steps"] += int(not finite)
+            elif finite:
                 optimizer.step()
             elif tc.nan_policy == "skip":
                 state["skipped_steps"] += 1
@@ -529,6 +581,8 @@ def _train(
                     "epoch": state["position"][0],
                     "skipped_steps": state["skipped_steps"],
                 }
+                if scaler.is_enabled():
+                    record.update(overflow_steps=state["overflow_steps"], scale=scaler.get_scale())
                 append_metrics(run, record)
                 postfix = {"loss": f"{loss:.3f}", "lr": f"{lr:.2e}", "tok/s": f"{tokens_per_s:.0f}"}
                 if budget_seconds < float("inf"):
@@ -548,7 +602,7 @@ def _train(
                 dist.barrier()
             if step % tc.save_every == 0 or finished:
                 if dist.is_main:
-                    save_checkpoint(run, model, optimizer, state, tc.keep_last)
+                    save_checkpoint(run, model, optimizer, state, tc.keep_last, scaler)
                 dist.barrier()
             if finished:
                 if stop.requested:
@@ -557,7 +611,7 @@ def _train(
                     stopped_by = "max_minutes"
                 break
     bar.close()
-    return TrainResult(run, state["step"], stopped_by, state["best"], last_eval, task)
+    return TrainResult(run, state["step"], stopped_by, state["best"], last_eval, task, tc.precision)
 
 
 def evaluation_line(result: dict) -> str:

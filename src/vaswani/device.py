@@ -1,0 +1,299 @@
+"""Where a model runs and in what precision, chosen from the hardware rather than assumed.
+
+`--device auto` takes a CUDA GPU, then Apple's MPS, then the CPU. `--precision auto` takes bf16
+only where the hardware computes it natively, because elsewhere it is emulated and far slower than
+fp32 (measured on a 2-core AVX2 EPYC: bf16 matmul 0.5 GFLOP/s against 29.8 in fp32; on an AVX512
+Xeon without AVX512-BF16: 24 against 84):
+
+    CUDA, compute capability >= 8.0 (A100, H100, RTX 30xx+)   bf16
+    CUDA, older (V100, T4)                                     fp16, with a gradient scaler
+    CPU with AVX512-BF16 or AMX, confirmed by a matmul probe   bf16
+    anything else (AVX2 CPUs, MPS, ...)                        fp32
+
+Every choice comes with the reason, which the commands print in one line at start.
+`Hardware.detect()` reads the machine once; tests build a `Hardware` by hand to fake one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from vaswani.config import PRECISIONS
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+# CPU flags (Linux /proc/cpuinfo names) of instructions that compute bf16 products natively.
+CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+# oneDNN ISA limits below the one with bf16 instructions: with one of these in ONEDNN_MAX_CPU_ISA,
+# oneDNN emulates bf16 even on a CPU that has the instructions.
+ONEDNN_WITHOUT_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI")
+
+
+class DeviceError(ValueError):
+    """A device or precision that this machine or this PyTorch build cannot provide."""
+
+
+def _cpuinfo() -> tuple[str, frozenset[str]]:
+    """The CPU's model name and feature flags as Linux names them; ("", {}) where /proc/cpuinfo
+    does not exist."""
+    name, flags = "", frozenset()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                key, _, value = (part.strip() for part in line.partition(":"))
+                if key == "model name" and not name:
+                    name = value
+                elif key in ("flags", "Features") and not flags:
+                    flags = frozenset(value.split())
+    except OSError:
+        pass
+    return name, flags
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which containers and `taskset` set),
+    not the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What vaswani needs to know of a machine to choose a device and a precision."""
+
+    cpu_capability: str
+    """`torch.backends.cpu.get_cpu_capability()`: the widest vector ISA PyTorch's own kernels use
+    (ATEN_CPU_CAPABILITY lowers it)."""
+    cpu_flags: frozenset[str] = field(default_factory=frozenset)
+    onednn_max_isa: str | None = None
+    cuda: tuple[tuple[str, tuple[int, int]], ...] = ()
+    """Each CUDA device's name and compute capability."""
+    mps: bool = False
+    cores: int = 1
+    cpu_name: str = ""
+
+    @classmethod
+    def detect(cls) -> Hardware:
+        cuda = ()
+        if torch.cuda.is_available():
+            cuda = tuple(
+                (torch.cuda.get_device_name(i), torch.cuda.get_device_capability(i))
+                for i in range(torch.cuda.device_count())
+            )
+        mps = getattr(torch.backends, "mps", None)
+        name, flags = _cpuinfo()
+        return cls(
+            cpu_capability=torch.backends.cpu.get_cpu_capability(),
+            cpu_flags=flags,
+            onednn_max_isa=os.environ.get("ONEDNN_MAX_CPU_ISA") or None,
+            cuda=cuda,
+            mps=bool(mps and mps.is_available()),
+            cores=usable_cores(),
+            cpu_name=name or platform.processor() or platform.machine(),
+        )
+
+    def cpu_bf16(self) -> tuple[bool, str]:
+        """Whether this CPU has bf16 instructions PyTorch may use, and why (not yet probed)."""
+        native = [flag for flag in CPU_BF16_FLAGS if flag in self.cpu_flags]
+        # ARM: the "bf16" feature (e.g. Graviton3, Apple M2); the probe decides if it pays.
+        if "bf16" in self.cpu_flags and self.cpu_capability.startswith("SVE"):
+            native.append("bf16")
+        if not native:
+            return False, f"this CPU has no native bf16, {self.cpu_capability}"
+        if not self.cpu_capability.startswith(("AVX512", "SVE")):
+            return False, (
+                f"PyTorch runs this CPU at {self.cpu_capability} (ATEN_CPU_CAPABILITY?), "
+                "without its bf16 instructions"
+            )
+        if (self.onednn_max_isa or "").upper() in ONEDNN_WITHOUT_BF16:
+            return False, f"ONEDNN_MAX_CPU_ISA={self.onednn_max_isa} leaves out bf16 instructions"
+        return True, f"this CPU computes bf16 natively ({', '.join(native)})"
+
+
+@functools.lru_cache(maxsize=1)
+def bf16_matmul_is_fast() -> bool:
+    """A few-millisecond probe: is a bf16 matmul on this CPU at least as fast as an fp32 one?
+    Confirms the flags, which cannot tell whether this PyTorch build's kernels use them."""
+
+    def best_of(dtype: torch.dtype) -> float:
+        a = torch.randn(256, 256).to(dtype)
+        a @ a  # the first call may pick and initialise a kernel
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            a @ a
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    return best_of(torch.bfloat16) <= best_of(torch.float32)
+
+
+def pick_device(name: str = "auto", hw: Hardware | None = None) -> tuple[torch.device, str]:
+    """The device `name` asks for ("auto", "cpu", "cuda", "cuda:1", "mps"), and why it was chosen.
+    Raises DeviceError for one this machine or this PyTorch build does not have."""
+    if name == "auto":
+        hw = hw or Hardware.detect()
+        if hw.cuda:
+            return torch.device("cuda"), f"auto: {hw.cuda[0][0]}"
+        if hw.mps:
+            return torch.device("mps"), "auto: Apple GPU (MPS), no CUDA device"
+        return torch.device("cpu"), "auto: no CUDA or MPS device"
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise DeviceError(
+            f"--device {name!r} is not a device name; use auto, cpu, cuda, cuda:N or mps"
+        ) from None
+    if device.type not in ("cpu", "cuda", "mps"):
+        raise DeviceError(f"--device {name}: vaswani runs on cpu, cuda or mps; use one of them")
+    hw = hw or Hardware.detect()
+    if device.type == "cuda":
+        if not hw.cuda:
+            raise DeviceError(f"--device {name}: no CUDA device is available; use --device cpu")
+        if device.index is not None and device.index >= len(hw.cuda):
+            raise DeviceError(
+                f"--device {name}: this machine has {len(hw.cuda)} CUDA device(s), "
+                f"cuda:0 .. cuda:{len(hw.cuda) - 1}"
+            )
+    if device.type == "mps" and not hw.mps:
+        raise DeviceError(f"--device {name}: MPS (Apple GPU) is not available; use --device cpu")
+    return device, "as asked"
+
+
+def pick_precision(
+    name: str,
+    device: torch.device,
+    hw: Hardware | None = None,
+    probe: Callable[[], bool] | None = None,
+) -> tuple[str, str]:
+    """The precision `name` asks for on `device` ("auto" resolved by the table at the top of this
+    module), and why. `probe` confirms a CPU's bf16 flags by timing (replaced in tests)."""
+    if name not in PRECISIONS:
+        raise DeviceError(f"--precision {name!r}: choose one of {', '.join(PRECISIONS)}")
+    if name != "auto":
+        return name, "as asked"
+    hw = hw or Hardware.detect()
+    if device.type == "cuda":
+        index = device.index or 0
+        gpu, (major, minor) = hw.cuda[index]
+        if major >= 8:
+            return "bf16", f"auto: {gpu} computes bf16 (compute capability {major}.{minor})"
+        return "fp16", (
+            f"auto: {gpu} has no fast bf16 (compute capability {major}.{minor} < 8.0); "
+            "fp16 with loss scaling"
+        )
+    if device.type == "cpu":
+        native, reason = hw.cpu_bf16()
+        if not native:
+            return "fp32", f"auto: {reason}"
+        if not (probe or bf16_matmul_is_fast)():
+            return "fp32", f"auto: {reason}, but a bf16 matmul was slower than fp32 here"
+        return "bf16", f"auto: {reason}"
+    return "fp32", f"auto: {device.type} runs fp32 (autocast there is not measured faster)"
+
+
+def set_threads(world_size: int = 1, hw: Hardware | None = None) -> tuple[int, str]:
+    """Give PyTorch the cores this process may use (shared among `world_size` processes of one
+    machine), unless the user set OMP_NUM_THREADS; returns the count and where it came from."""
+    if os.environ.get("OMP_NUM_THREADS"):
+        return torch.get_num_threads(), "OMP_NUM_THREADS"
+    cores = (hw or Hardware.detect()).cores
+    threads = max(1, cores // max(world_size, 1))
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    shared = f" shared by {world_size} processes" if world_size > 1 else ""
+    return threads, f"the {cores} cores this process may use{shared}"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A resolved device and precision, with the reasons for each (printed at start)."""
+
+    device: torch.device
+    precision: str
+    device_reason: str = "as asked"
+    precision_reason: str = "as asked"
+    threads: int = 1
+    threads_reason: str = ""
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        return autocast(self.device, self.precision)
+
+    def lines(self) -> list[str]:
+        """The choice in words, e.g. `precision: fp32 (auto: this CPU has no native bf16, AVX2)`."""
+        device = f"device: {self.device} ({self.device_reason})"
+        if self.device.type == "cpu":
+            device += f", {self.threads} threads ({self.threads_reason})"
+        return [device, f"precision: {self.precision} ({self.precision_reason})"]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "device": str(self.device),
+            "device_reason": self.device_reason,
+            "precision": self.precision,
+            "precision_reason": self.precision_reason,
+            "threads": self.threads,
+        }
+
+
+def place(
+    device: str = "auto", precision: str = "auto", world_size: int = 1, hw: Hardware | None = None
+) -> Placement:
+    """Resolve `--device` and `--precision` (and set the thread count) for this process."""
+    hw = hw or Hardware.detect()
+    where, where_reason = pick_device(device, hw)
+    how, how_reason = pick_precision(precision, where, hw)
+    threads, threads_reason = set_threads(world_size, hw)
+    return Placement(where, how, where_reason, how_reason, threads, threads_reason)
+
+
+def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
+    """Autocast to bf16 or fp16 on `device`; a no-op context for fp32."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=DTYPES[precision])
+
+
+def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler:
+    """fp16 training's loss scaler (fp16's narrow range underflows small gradients without it);
+    disabled, and then a no-op, for bf16 and fp32."""
+    return torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+
+
+def environment(hw: Hardware | None = None) -> dict[str, object]:
+    """The hardware and software as vaswani sees it, and what `auto` picks (`vaswani env`)."""
+    from vaswani import __version__
+
+    hw = hw or Hardware.detect()
+    placement = place(hw=hw)
+    native, reason = hw.cpu_bf16()
+    cuda_versions = {"cuda": torch.version.cuda} if torch.version.cuda else {}
+    return {
+        "vaswani": __version__,
+        "torch": torch.__version__,
+        **cuda_versions,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": hw.cpu_name,
+        "cpu_capability": hw.cpu_capability,
+        "cpu_bf16_flags": sorted(set(CPU_BF16_FLAGS + ("bf16",)) & hw.cpu_flags),
+        "cpu_bf16": reason,
+        "cpu_bf16_probe_fast": bf16_matmul_is_fast() if native else None,
+        "cores_usable": hw.cores,
+        "cores_machine": os.cpu_count(),
+        "cuda_devices": [
+            {"name": name, "compute_capability": f"{major}.{minor}", "bf16": major >= 8}
+            for name, (major, minor) in hw.cuda
+        ],
+        "mps": hw.mps,
+        "auto": placement.to_dict() | {"threads_reason": placement.threads_reason},
+    }
