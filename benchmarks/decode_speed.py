@@ -6,7 +6,8 @@ sines-then-cosines position layout), vaswani's randomly initialised weights copi
 `MarianMTModel` with the import's name mapping reversed (the script checks that their logits
 agree before timing). Every run decodes a batch of
 sources with a fixed number of new tokens (end-of-sentence forbidden until then, stopped there),
-greedy and with beam 4, in fp32 and with both models cast to bf16, and reports new target tokens per second
+greedy and with beam 4, in fp32 and in what `--precision auto` picks here (both models cast to it),
+and reports new target tokens per second
 (batch x new tokens / seconds; for beams, tokens of the returned best hypotheses).
 
 A second set of rows decodes with a model imported from Hugging Face's format: a randomly
@@ -31,6 +32,7 @@ import torch
 from vaswani import ModelConfig, Transformer
 from vaswani.config import DecodeConfig
 from vaswani.decode import decode
+from vaswani.device import DTYPES, benchmark_setting
 from vaswani.marian import load_marian_model, model_config, weight_names
 
 
@@ -130,8 +132,8 @@ def compare(label: str, model: Transformer, hf, src: torch.Tensor, args, news: l
     seconds: dict[tuple[str, str, int], float] = {}
     pad = model.cfg.pad_id
     for precision in args.precisions:
-        # bf16: both models' weights are cast once (autocast would cast them again every step).
-        dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+        # bf16/fp16: both models' weights are cast once (autocast would cast them every step).
+        dtype = DTYPES[precision]
         model, hf = model.to(dtype), hf.to(dtype)
         for beams in args.beams:
             for new in news:
@@ -179,7 +181,9 @@ def main() -> None:
     parser.add_argument("--src-len", type=int, default=24)
     parser.add_argument("--new", type=int, nargs="+", default=[64, 128, 256])
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
+    parser.add_argument(
+        "--precisions", nargs="+", help="default: fp32 and what --precision auto picks here"
+    )
     parser.add_argument("--repeats", type=int, default=2, help="best of this many runs")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument(
@@ -192,6 +196,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    setting, precisions = benchmark_setting("cpu")
+    args.precisions = args.precisions or precisions
+    print(setting)
 
     cfg = ModelConfig.from_preset(
         args.preset,

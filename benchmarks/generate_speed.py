@@ -20,7 +20,7 @@ import torch
 
 from vaswani.config import ModelConfig
 from vaswani.decode import sample
-from vaswani.device import autocast
+from vaswani.device import autocast, benchmark_setting
 from vaswani.model import DecoderOnly
 
 
@@ -40,11 +40,15 @@ def main() -> None:
     parser.add_argument("--new", type=int, nargs="+", default=[128, 256, 512])
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--prompt-len", type=int, default=16)
-    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    parser.add_argument(
+        "--precisions", nargs="+", help="default: fp32 and what --precision auto picks here"
+    )
     parser.add_argument("--repeats", type=int, default=2, help="best of this many runs")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    setting, precisions = benchmark_setting("cpu")
+    print(setting)
     torch.manual_seed(0)
 
     cfg = ModelConfig.from_preset("small", n_encoder_layers=0, dropout=0.0, max_len=1024)
@@ -54,20 +58,26 @@ def main() -> None:
     prompts = torch.randint(4, cfg.vocab_size, (args.batch, args.prompt_len)).tolist()
 
     print(f"decoder-only, {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, "
-          f"batch {args.batch}, prompt {args.prompt_len} tokens, {args.precision}, "
-          f"{torch.get_num_threads()} threads, torch {torch.__version__}")  # fmt: skip
-    print("| new tokens | with cache tok/s | without cache tok/s | speed-up | same tokens |")
-    print("| ---: | ---: | ---: | ---: | :---: |")
-    with autocast(torch.device("cpu"), args.precision):
-        sample(model, prompts, 8, temperature=0.0)  # warm-up
-        for new in args.new:
-            cached_s, cached = timed(model, prompts, new, True, args.repeats)
-            plain_s, plain = timed(model, prompts, new, False, args.repeats)
-            assert all(len(t) == new for t in cached), "generation ended early"
-            made = args.batch * new
-            print(f"| {new} | {made / cached_s:,.0f} | {made / plain_s:,.0f} | "
-                  f"{plain_s / cached_s:.1f}x | {'yes' if cached == plain else 'NO'} |",
-                  flush=True)  # fmt: skip
+          f"batch {args.batch}, prompt {args.prompt_len} tokens")  # fmt: skip
+    print(
+        "| precision | new tokens | with cache tok/s | without cache tok/s | speed-up | same tokens |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | :---: |")
+    for precision in args.precisions or precisions:
+        with autocast(torch.device("cpu"), precision):
+            sample(model, prompts, 8, temperature=0.0)  # warm-up
+            for new in args.new:
+                row(model, prompts, new, precision, args)
+
+
+def row(model, prompts, new: int, precision: str, args) -> None:
+    """One table row: `new` tokens generated with and without the KV cache."""
+    cached_s, cached = timed(model, prompts, new, True, args.repeats)
+    plain_s, plain = timed(model, prompts, new, False, args.repeats)
+    assert all(len(t) == new for t in cached), "generation ended early"
+    made = args.batch * new
+    print(f"| {precision} | {new} | {made / cached_s:,.0f} | {made / plain_s:,.0f} | "
+          f"{plain_s / cached_s:.1f}x | {'yes' if cached == plain else 'NO'} |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Both models have the same shape (the `small` preset unless told otherwise), the same embeddings and
 output layer, the same batch, optimiser and loss; only the encoder-decoder stacks differ. Reports
-target tokens per second of a full step (forward, backward, Adam) in fp32 and with bf16 autocast,
+target tokens per second of a full step (forward, backward, Adam) in fp32 and in the precision
+`--precision auto` picks on this machine (bf16 autocast only where the hardware computes it),
 the speed-up, and the share of the machine's measured matmul peak that each step reaches (matmul
 FLOPs of the step counted by PyTorch's FlopCounterMode).
 
@@ -20,6 +21,7 @@ import torch
 from torch import nn
 
 from vaswani import ModelConfig, Transformer
+from vaswani.device import DTYPES, autocast, benchmark_setting, grad_scaler
 from vaswani.model import causal_mask
 from vaswani.train import label_smoothed_cross_entropy
 from vaswani.train.loss import mean_loss
@@ -63,21 +65,23 @@ class TorchReference(nn.Module):
 
 
 def time_training(
-    model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, bf16: bool, steps: int
+    model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, precision: str, steps: int
 ) -> float:
     """Median seconds per training step (forward, loss, backward, Adam) after two warm-up steps."""
     device_type = src.device.type
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    scaler = grad_scaler(src.device, precision)
     model.train()
     times = []
     for i in range(steps + 2):
         start = time.perf_counter()
-        with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
+        with autocast(src.device, precision):
             logits = model(src, tgt[:, :-1])
         loss = mean_loss(*label_smoothed_cross_entropy(logits, tgt[:, 1:], 0))
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
         if device_type == "cuda":
             torch.cuda.synchronize()
         if i >= 2:
@@ -99,12 +103,12 @@ def matmul_peak(dtype: torch.dtype, device: torch.device, n: int = 2048) -> floa
     return 2 * n**3 / best
 
 
-def step_flops(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, bf16: bool) -> int:
+def step_flops(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, precision: str) -> int:
     """Matmul and attention FLOPs of one forward + backward pass."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:
-        with torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=bf16):
+        with autocast(src.device, precision):
             logits = model(src, tgt[:, :-1])
         mean_loss(*label_smoothed_cross_entropy(logits, tgt[:, 1:], 0)).backward()
     model.zero_grad(set_to_none=True)
@@ -119,6 +123,9 @@ def main() -> None:
     parser.add_argument("--length", type=int, default=32, help="source and target length")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per measurement")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument(
+        "--precisions", nargs="+", help="default: fp32 and what --precision auto picks here"
+    )
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -128,19 +135,20 @@ def main() -> None:
     tgt = torch.randint(3, cfg.vocab_size, (args.batch, args.length + 1), device=device)
     src[: args.batch // 4, args.length // 2 :] = cfg.pad_id  # some padding, as in real batches
     tokens = args.batch * args.length
-    peaks = {False: matmul_peak(torch.float32, device), True: matmul_peak(torch.bfloat16, device)}
+    setting, precisions = benchmark_setting(args.device)
+    precisions = args.precisions or precisions
+    peaks = {p: matmul_peak(DTYPES[p], device) for p in precisions}
 
+    print(setting)
+    print(f"preset={args.preset} batch={args.batch}x{args.length}")
     print(
-        f"preset={args.preset} batch={args.batch}x{args.length} device={device} "
-        f"threads={torch.get_num_threads()} torch={torch.__version__}"
-    )
-    print(
-        f"measured matmul peak: fp32 {peaks[False] / 1e9:.0f} GFLOP/s, bf16 {peaks[True] / 1e9:.0f} GFLOP/s"
+        "measured matmul peak: "
+        + ", ".join(f"{p} {peak / 1e9:.0f} GFLOP/s" for p, peak in peaks.items())
     )
     print(
         f"{'precision':<10} {'model':<22} {'ms/step':>9} {'tgt tok/s':>10} {'speed-up':>9} {'of peak':>8}"
     )
-    for bf16 in (False, True):
+    for precision in precisions:
         baseline = None
         for name, build in (
             ("torch.nn.Transformer", TorchReference),
@@ -148,13 +156,12 @@ def main() -> None:
         ):
             torch.manual_seed(0)
             model = build(cfg).to(device)
-            flops = step_flops(model, src, tgt, bf16)
-            seconds = time_training(model, src, tgt, bf16, args.steps)
+            flops = step_flops(model, src, tgt, precision)
+            seconds = time_training(model, src, tgt, precision, args.steps)
             baseline = baseline or seconds
-            precision = "bf16" if bf16 else "fp32"
             print(
                 f"{precision:<10} {name:<22} {seconds * 1e3:>9.1f} {tokens / seconds:>10.0f} "
-                f"{baseline / seconds:>8.2f}x {flops / seconds / peaks[bf16]:>7.1%}"
+                f"{baseline / seconds:>8.2f}x {flops / seconds / peaks[precision]:>7.1%}"
             )
 
 

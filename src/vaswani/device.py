@@ -297,3 +297,16 @@ def environment(hw: Hardware | None = None) -> dict[str, object]:
         "mps": hw.mps,
         "auto": placement.to_dict() | {"threads_reason": placement.threads_reason},
     }
+
+
+def benchmark_setting(device: str = "cpu") -> tuple[str, list[str]]:
+    """For benchmarks: one line naming what the figures depend on (CPU capability, threads,
+    what `auto` picks and why), and the precisions to measure: fp32 and the auto choice."""
+    where, _ = pick_device(device)
+    auto, reason = pick_precision("auto", where)
+    line = (
+        f"device {where}, CPU capability {torch.backends.cpu.get_cpu_capability()}, "
+        f"{torch.get_num_threads()} threads, torch {torch.__version__}; "
+        f"precision auto = {auto} ({reason})"
+    )
+    return line, sorted({"fp32", auto}, key=["fp32", "bf16", "fp16"].index)
