@@ -6,14 +6,15 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import sys
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaswani import __version__
 from vaswani.config import PRECISIONS, PRESET_TRAINING, PRESETS, TASKS, ModelConfig
-from vaswani.data.corpora import DataError
-from vaswani.device import DeviceError
+from vaswani.errors import VaswaniError
 
 if TYPE_CHECKING:
     from vaswani.config import DecodeConfig
@@ -29,7 +30,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-class CliError(Exception):
+class CliError(VaswaniError):
     """A usage error to print as one line."""
 
 
@@ -1215,30 +1216,59 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    from vaswani.decode import InputTooLong
-    from vaswani.train.checkpoint import CheckpointError
-    from vaswani.train.loop import TrainingError
+def os_error_line(error: OSError) -> str:
+    """An OSError as one line naming the file: `out/x: Permission denied`."""
+    where = error.filename if error.filename is not None else ""
+    if error.filename2 is not None:
+        where = f"{where} -> {error.filename2}"
+    reason = error.strerror or str(error)
+    return f"{where}: {reason}" if where else reason
 
+
+def undecodable_argument(argv: list[str]) -> str | None:
+    """The first argument that is not valid UTF-8 (Python keeps such bytes as lone surrogates)."""
+    for i, arg in enumerate(argv, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"argument {i} ({arg.encode('utf-8', 'replace').decode()!r}) is not valid UTF-8"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand. Exit status: 0 done, 1 the demo missed its accuracy target, 2 an error
+    the user can fix (one line on stderr), 3 a bug in vaswani (a traceback and where to report it),
+    130 interrupted."""
+    argv = sys.argv[1:] if argv is None else argv
+    problem = undecodable_argument(argv)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (
-        CliError,
-        DataError,
-        CheckpointError,
-        TrainingError,
-        InputTooLong,
-        DeviceError,
-    ) as error:
+    except VaswaniError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except ValueError as error:  # invalid settings: ModelConfig / TrainConfig say what to change
-        if not str(error).startswith("invalid "):
-            raise
-        print(f"error: {error}", file=sys.stderr)
+    except BrokenPipeError:  # stdout closed early (`vaswani translate ... | head -1`): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except OSError as error:  # permission denied, a directory where a file belongs, disk full, ...
+        print(f"error: {os_error_line(error)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception:
+        traceback.print_exc()
+        print(
+            f"error: this is a bug in vaswani {__version__}, not something you did wrong; please "
+            "report it on the project's issue tracker with the traceback above and the output of "
+            "`vaswani env`",
+            file=sys.stderr,
+        )
+        return 3
 
 
 if __name__ == "__main__":

@@ -7,26 +7,85 @@ whose default is the paper's choice; derived values are properties; `__post_init
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vaswani.errors import ConfigError
+
 
 def requirement(what: str) -> Callable[[bool, str], None]:
-    """A check that raises `ValueError("invalid WHAT: message")` when its condition is false."""
+    """A check that raises `ConfigError("invalid WHAT: message")` when its condition is false."""
 
     def require(ok: bool, message: str) -> None:
         if not ok:
-            raise ValueError(f"invalid {what}: {message}")
+            raise ConfigError(f"invalid {what}: {message}")
 
     return require
 
 
 def check_fields(cls: type, data: dict[str, Any]) -> None:
     """Refuse keys that are not fields of the dataclass `cls`, so a typo never passes silently."""
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"invalid {cls.__name__}: expected a JSON object, got {type(data).__name__}"
+        )
     unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
     if unknown:
-        raise ValueError(f"invalid {cls.__name__}: unknown field(s) {', '.join(unknown)}")
+        raise ConfigError(f"invalid {cls.__name__}: unknown field(s) {', '.join(unknown)}")
+
+
+# What each annotation admits. Config files are JSON written by anyone: a bool is not a number
+# (True == 1 in Python), a string is not a bool ("no" is truthy), and NaN is no setting.
+_TYPES: dict[str, tuple[type, ...]] = {
+    "int": (int,),
+    "float": (int, float),
+    "bool": (bool,),
+    "str": (str,),
+    "None": (type(None),),
+}
+
+
+def _admits(annotation: str, value: Any) -> bool:
+    for option in annotation.split(" | "):
+        if option.startswith(("dict[", "tuple[", "list[")):
+            if isinstance(value, (dict, tuple, list)):
+                return True
+            continue
+        types = _TYPES[option]
+        if isinstance(value, bool) and bool not in types:
+            continue
+        if isinstance(value, types):
+            return not isinstance(value, float) or math.isfinite(value)
+    return False
+
+
+def check_types(obj: Any) -> None:
+    """Refuse a field whose value has the wrong type for its annotation (see `_TYPES`)."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if not _admits(f.type, value):
+            raise ConfigError(
+                f"invalid {type(obj).__name__}: {f.name} must be {f.type.replace(' | ', ' or ')}, "
+                f"got {value!r} ({type(value).__name__})"
+            )
+
+
+# Upper bounds, checked before anything is allocated: far above any real Transformer (the paper's
+# big model: d_model 1024, d_ff 4096, 16 heads, 6 layers) and low enough that a typo such as
+# d_model=10**9 is an error, not an attempt to allocate terabytes.
+LIMITS = {
+    "vocab_size": 1 << 22,
+    "tgt_vocab_size": 1 << 22,
+    "d_model": 1 << 15,
+    "n_heads": 1 << 10,
+    "d_ff": 1 << 17,
+    "n_encoder_layers": 1 << 10,
+    "n_decoder_layers": 1 << 10,
+    "max_len": 1 << 20,
+    "n_labels": 1 << 20,
+}
 
 
 POSITIONS = ("sinusoidal", "learned")
@@ -96,6 +155,10 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         require = requirement("ModelConfig")
+        check_types(self)
+        for name, limit in LIMITS.items():
+            value = getattr(self, name)
+            require(value is None or value <= limit, f"{name}={value} is above {limit:,}")
 
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
             value = getattr(self, name)
@@ -163,7 +226,7 @@ class ModelConfig:
     def from_preset(cls, name: str, **overrides: Any) -> ModelConfig:
         """A named size (`tiny`, `small`, `base`, `big`) with any field overridden."""
         if name not in PRESETS:
-            raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+            raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
         return dataclasses.replace(PRESETS[name], **overrides)
 
     def to_dict(self) -> dict[str, Any]:
@@ -275,6 +338,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         require = requirement("TrainConfig")
+        check_types(self)
 
         require(
             self.preset in PRESETS, f"preset={self.preset!r}; choose one of {', '.join(PRESETS)}"
@@ -353,6 +417,7 @@ class DecodeConfig:
 
     def __post_init__(self) -> None:
         require = requirement("DecodeConfig")
+        check_types(self)
         for name in ("beam_size", "n_best", "max_tokens"):
             value = getattr(self, name)
             require(

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from vaswani.config import DecodeConfig, ModelConfig
+from vaswani.errors import VaswaniError
 from vaswani.model import DecoderOnly, EncoderClassifier, KVCache, Transformer
 
 
@@ -390,7 +391,7 @@ class Tokenizer(Protocol):
     def decode(self, ids: list[int]) -> str: ...
 
 
-class InputTooLong(ValueError):
+class InputTooLong(VaswaniError, ValueError):
     """An input line is longer than the model's position limit (and truncation was not allowed)."""
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import torch
 
 from vaswani.config import PRECISIONS
+from vaswani.errors import VaswaniError
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 # CPU flags (Linux /proc/cpuinfo names) of instructions that compute bf16 products natively.
@@ -36,7 +37,7 @@ CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 ONEDNN_WITHOUT_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI")
 
 
-class DeviceError(ValueError):
+class DeviceError(VaswaniError, ValueError):
     """A device or precision that this machine or this PyTorch build cannot provide."""
 
 

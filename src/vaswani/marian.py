@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from vaswani.config import ModelConfig
+from vaswani.errors import VaswaniError
 from vaswani.model import Transformer, sinusoidal_encoding
 from vaswani.train import checkpoint as ckpt
 
@@ -41,7 +42,7 @@ FILES = {"src": "source.spm", "tgt": "target.spm", "vocab": "vocab.json"}
 TARGET_VOCAB = "target_vocab.json"
 
 
-class MarianImportError(ValueError):
+class MarianImportError(VaswaniError, ValueError):
     """A Marian checkpoint that vaswani cannot represent exactly, or that is incomplete."""
 
 

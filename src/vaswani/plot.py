@@ -7,7 +7,6 @@ it, so callers and tests can look at its panels.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from vaswani.config import DecodeConfig  # noqa: E402
 from vaswani.decode import decode  # noqa: E402
+from vaswani.files import read_records  # noqa: E402
 from vaswani.model import sinusoidal_encoding  # noqa: E402
 
 PANEL_INCHES_PER_TOKEN = 0.16  # room for one token label at font size 7
@@ -124,7 +124,7 @@ def read_metrics(run: Path) -> list[dict]:
     path = Path(run) / "metrics.jsonl"
     if not path.is_file():
         raise ValueError(f"{run}: no metrics.jsonl; give a run directory of `vaswani train`")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_records(path)
 
 
 # The validation figure a run's third panel shows, by what its evaluations record.

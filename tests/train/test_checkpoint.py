@@ -1,3 +1,4 @@
+import json
 import os
 import pickle
 import random
@@ -88,10 +89,9 @@ def test_malicious_pickle_is_refused_and_never_runs(tmp_path, filename):
     payload = pickle.dumps(Payload(marker))
     (checkpoint / filename).write_bytes(payload)
     # A careful attacker also fixes the manifest, so the loaders themselves must refuse.
-    ckpt.write_atomic(
-        checkpoint / ckpt.MANIFEST,
-        (f'{{"{filename}": "{ckpt.sha256_file(checkpoint / filename)}"}}').encode(),
-    )
+    manifest = json.loads((checkpoint / ckpt.MANIFEST).read_text())
+    manifest[filename] = ckpt.sha256_file(checkpoint / filename)
+    ckpt.write_atomic(checkpoint / ckpt.MANIFEST, json.dumps(manifest).encode())
     ckpt.verify(checkpoint)
     with pytest.raises(ckpt.CheckpointError):
         if filename == ckpt.WEIGHTS:
@@ -156,7 +156,11 @@ def test_sigkill_at_random_moments_during_saves_never_leaves_a_bad_latest(tmp_pa
         time.sleep(1.5 + rng.random())  # start-up, then somewhere inside a save
         child.kill()
         child.wait()
-        found = ckpt.latest_valid(directory)  # verifies the manifest
+        leftovers = sorted(directory.glob(".*tmp-*"))
+        reader = ckpt.latest_valid(directory)  # verifies the manifest
+        assert sorted(directory.glob(".*tmp-*")) == leftovers  # a reader deletes nothing
+        found = ckpt.latest_valid(directory, clean=True)  # the writer, resuming, cleans up
+        assert found == reader
         if found is None:
             assert trial == 0, "a previously complete checkpoint disappeared"
             continue

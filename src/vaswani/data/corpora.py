@@ -17,6 +17,8 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import BinaryIO
 
+from vaswani.errors import VaswaniError
+
 DEFAULT_MAX_LINE_BYTES = 1 << 20  # 1 MiB: a longer line is refused rather than read whole
 DING_PATH = Path("/usr/share/trans/de-en")
 BOM = "\ufeff"
@@ -24,7 +26,7 @@ BOM = "\ufeff"
 Pair = tuple[str, str]
 
 
-class DataError(ValueError):
+class DataError(VaswaniError, ValueError):
     """Input data vaswani cannot use; the message names the file, the line and what to do."""
 
 

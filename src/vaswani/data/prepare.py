@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from vaswani.config import TASKS
+from vaswani.config import LIMITS, TASKS
 from vaswani.data.corpora import (
     DEFAULT_MAX_LINE_BYTES,
     DING_PATH,
@@ -50,6 +50,7 @@ from vaswani.data.corpora import (
     split_of,
 )
 from vaswani.data.tokenizer import LabelSet, SubwordTokenizer, iter_text_lines, load_tokenizers
+from vaswani.files import UnsafeFileError, member
 from vaswani.progress import progress_bar
 
 FORMAT_VERSION = 1
@@ -208,11 +209,24 @@ def length_stats(lengths: list[int]) -> dict:
 def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = False) -> dict:
     """Read, deduplicate, split, train the tokenizer, encode, filter and write; returns meta."""
     out = Path(out)
-    if out.exists() and any(out.iterdir()) and not force:
-        raise DataError(f"{out}: already exists and is not empty; choose another --out or --force")
-    if opts.vocab_size < 260:
+    if out.exists() and not out.is_dir():
+        raise DataError(f"--out {out}: exists and is not a directory; choose another --out")
+    if out.exists() and any(out.iterdir()):
+        if not force:
+            raise DataError(
+                f"{out}: already exists and is not empty; choose another --out or --force"
+            )
+        for given in [*inputs, opts.ding_path, opts.tokenizer_from]:
+            inside = given is not None and Path(given).resolve().is_relative_to(out.resolve())
+            if inside and Path(given).exists():
+                raise DataError(
+                    f"--out {out} holds the input {given}, which --force would delete; "
+                    "choose another --out"
+                )
+    if not 260 <= opts.vocab_size <= LIMITS["vocab_size"]:
         raise DataError(
-            f"--vocab-size must be at least 260 (4 specials + 256 bytes), got {opts.vocab_size}"
+            f"--vocab-size must be in 260 (4 specials + 256 bytes) .. {LIMITS['vocab_size']:,}, "
+            f"got {opts.vocab_size}"
         )
     if opts.max_len < 3:
         raise DataError(f"--max-len must be at least 3, got {opts.max_len}")
@@ -367,13 +381,20 @@ def _train_tokenizers(
 
 def _copy_tokenizers(work: Path, run: Path) -> tuple[dict[str, Any], dict]:
     """The tokenizer of run directory `run` (e.g. an imported OPUS-MT model), copied into `work`."""
+    record = run / "data.json"
     try:
-        info = json.loads((run / "data.json").read_text(encoding="utf-8"))
+        info = json.loads(record.read_text(encoding="utf-8"))
         tokenizer_meta = dict(info["meta"]["tokenizer"])
         files = tokenizer_meta["files"]
         for name in set(files.values()):
-            shutil.copyfile(run / name, work / name)
+            # Read only inside the run; write only plain names inside the new dataset.
+            source = member(run, name, str(record))
+            if not isinstance(name, str) or Path(name).name != name or name.startswith("."):
+                raise UnsafeFileError(f"{record} names {name!r}, which is not a plain file name")
+            shutil.copyfile(source, work / name)
         src, tgt = load_tokenizers(work, tokenizer_meta)
+    except UnsafeFileError as error:
+        raise DataError(f"--tokenizer-from {run}: {error}") from None
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise DataError(
             f"--tokenizer-from {run}: not a run directory with a usable tokenizer ({error})"

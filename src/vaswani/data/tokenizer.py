@@ -16,6 +16,8 @@ from typing import Any
 from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, trainers
 from tokenizers.models import BPE
 
+from vaswani.files import member
+
 # Their ids are 0..3, matching ModelConfig's pad_id, bos_id, eos_id defaults.
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]
@@ -140,22 +142,26 @@ def load_tokenizers(directory: Path, meta: dict) -> tuple[Any, Any]:
     object when shared. kind "bpe" (vaswani's own, the default) or "marian" (SentencePiece); with
     "labels" set (classification), the target side is a `LabelSet`."""
     directory, files = Path(directory), meta["files"]
+
+    def file(role: str) -> Path:  # every name must be a regular file inside `directory`
+        return member(directory, files[role], f"the tokenizer record of {directory}")
+
     kind = meta.get("kind", "bpe")
     if kind == "marian":
         from vaswani.data.spm import SentencePieceTokenizer, read_vocab
 
-        vocab = read_vocab(directory / files["vocab"])
-        tgt_vocab = read_vocab(directory / files["tgt_vocab"]) if "tgt_vocab" in files else vocab
+        vocab = read_vocab(file("vocab"))
+        tgt_vocab = read_vocab(file("tgt_vocab")) if "tgt_vocab" in files else vocab
         return (
-            SentencePieceTokenizer(directory / files["src"], vocab),
-            SentencePieceTokenizer(directory / files["tgt"], tgt_vocab),
+            SentencePieceTokenizer(file("src"), vocab),
+            SentencePieceTokenizer(file("tgt"), tgt_vocab),
         )
     if kind != "bpe":
         raise ValueError(f"unknown tokenizer kind {kind!r} (this vaswani reads bpe and marian)")
-    src = SubwordTokenizer.load(directory / files["src"])
+    src = SubwordTokenizer.load(file("src"))
     if meta.get("labels"):
-        return src, LabelSet.load(directory / files["tgt"])
-    tgt = src if files["tgt"] == files["src"] else SubwordTokenizer.load(directory / files["tgt"])
+        return src, LabelSet.load(file("tgt"))
+    tgt = src if files["tgt"] == files["src"] else SubwordTokenizer.load(file("tgt"))
     return src, tgt
 
 

@@ -25,16 +25,21 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from vaswani.errors import VaswaniError
+from vaswani.files import UnsafeFileError, member
+
 WEIGHTS = "model.safetensors"
 OPTIMIZER = "optimizer.pt"
 RNG = "rng.pt"
 STATE = "state.json"
 MANIFEST = "manifest.json"
 LATEST = "latest"
+# The files a checkpoint may hold; a manifest naming anything else is refused, not followed.
+FILES = (WEIGHTS, OPTIMIZER, RNG, STATE)
 _STEP_DIR = re.compile(r"^step-(\d{8,})$")
 
 
-class CheckpointError(Exception):
+class CheckpointError(VaswaniError):
     """A checkpoint that cannot be used; the message names the file."""
 
 
@@ -165,7 +170,8 @@ def write_checkpoint(
 
 
 def verify(checkpoint: Path) -> None:
-    """Raise `checkpoint corrupt: FILE` unless every file matches the manifest."""
+    """Raise `checkpoint corrupt: FILE` unless every file matches the manifest. The manifest must
+    list the weights, and may name only a checkpoint's own files (`FILES`), inside it."""
     manifest_path = checkpoint / MANIFEST
     try:
         manifest = json.loads(manifest_path.read_text())
@@ -173,9 +179,18 @@ def verify(checkpoint: Path) -> None:
         raise CheckpointError(
             f"checkpoint corrupt: {manifest_path} (missing or unreadable)"
         ) from None
+    if not isinstance(manifest, dict) or WEIGHTS not in manifest:
+        raise CheckpointError(f"checkpoint corrupt: {manifest_path} (does not list {WEIGHTS})")
     for filename, digest in manifest.items():
-        path = checkpoint / filename
-        if not path.is_file() or sha256_file(path) != digest:
+        if filename not in FILES:
+            raise CheckpointError(
+                f"checkpoint corrupt: {manifest_path} names {filename!r}, not a checkpoint file"
+            )
+        try:
+            path = member(checkpoint, filename, str(manifest_path))
+        except UnsafeFileError as error:
+            raise CheckpointError(f"checkpoint corrupt: {error}") from None
+        if sha256_file(path) != digest:
             raise CheckpointError(f"checkpoint corrupt: {path}")
 
 
@@ -183,7 +198,11 @@ def step_dirs(directory: Path) -> list[Path]:
     """Checkpoint directories named step-NNNNNNNN, oldest first."""
     if not directory.is_dir():
         return []
-    found = [p for p in directory.iterdir() if p.is_dir() and _STEP_DIR.match(p.name)]
+    found = [
+        p
+        for p in directory.iterdir()
+        if _STEP_DIR.match(p.name) and p.is_dir() and not p.is_symlink()  # no links elsewhere
+    ]
     return sorted(found, key=lambda p: int(_STEP_DIR.match(p.name).group(1)))
 
 
@@ -202,14 +221,23 @@ def clean_leftovers(directory: Path) -> None:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
-def latest_valid(directory: Path) -> Path | None:
-    """The checkpoint `latest` names, or, if it is damaged, the newest one that verifies."""
-    clean_leftovers(directory)
+def latest_valid(directory: Path, clean: bool = False) -> Path | None:
+    """The checkpoint `latest` names, or, if it is damaged, the newest one that verifies.
+
+    clean: first remove what a killed save left behind; only for the run's writer (resume), since
+    a reader could be deleting what a training run in progress is writing."""
+    if clean:
+        clean_leftovers(directory)
     candidates = step_dirs(directory)[::-1]
     pointer = directory / LATEST
     if pointer.is_file():
-        named = directory / pointer.read_text().strip()
-        candidates = [named] + [c for c in candidates if c != named]
+        name = pointer.read_text(errors="replace").strip()
+        # `latest` names a step directory beside it, nothing else (not ../../other/best).
+        if _STEP_DIR.match(name) and (directory / name).resolve().parent == directory.resolve():
+            named = directory / name
+            candidates = [named] + [c for c in candidates if c != named]
+        else:
+            warnings.warn(f"{pointer} names {name[:80]!r}, not a checkpoint here", stacklevel=2)
     for i, checkpoint in enumerate(candidates):
         try:
             verify(checkpoint)

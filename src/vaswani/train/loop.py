@@ -42,7 +42,9 @@ from vaswani.data.dataset import EncodedSplit, ParallelSplit, task_of
 from vaswani.data.prepare import SIDES
 from vaswani.decode import sample, translate
 from vaswani.device import Placement, autocast, grad_scaler, place
+from vaswani.errors import VaswaniError
 from vaswani.evaluate import score
+from vaswani.files import read_json, read_records
 from vaswani.model import build_model
 from vaswani.progress import progress_bar
 from vaswani.train import checkpoint as ckpt
@@ -65,7 +67,7 @@ SELECTION = {
 }
 
 
-class TrainingError(Exception):
+class TrainingError(VaswaniError):
     """Training cannot start or go on; the message says why and what to do."""
 
 
@@ -164,11 +166,11 @@ def append_metrics(run: Path, record: dict) -> None:
 
 
 def truncate_metrics(run: Path, step: int) -> None:
-    """Drop records a killed run logged after the checkpoint it resumes from."""
-    path = run / METRICS
-    if path.exists():
-        kept = [line for line in path.read_text().splitlines() if json.loads(line)["step"] <= step]
-        ckpt.write_atomic(path, "".join(line + "\n" for line in kept).encode())
+    """Drop records a killed run logged after the checkpoint it resumes from (and torn ones)."""
+    if (run / METRICS).exists():
+        kept = [r for r in read_records(run / METRICS) if r["step"] <= step]
+        lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
+        ckpt.write_atomic(run / METRICS, lines.encode())
 
 
 def save_checkpoint(
@@ -430,7 +432,7 @@ def _train(
     # --- the run directory: new, or the one being resumed -----------------------------------------
     initial = None
     if resume:
-        cfg = ModelConfig.from_dict(json.loads((run / CONFIG).read_text()))
+        cfg = ModelConfig.from_dict(read_json(run / CONFIG, "model settings"))
     else:
         if tc.init is None:
             cfg = model_config_for(tc, data)
@@ -476,7 +478,7 @@ def _train(
         "data_fingerprint": fingerprint,
     }
     if resume:
-        path = ckpt.latest_valid(run / CHECKPOINTS)
+        path = ckpt.latest_valid(run / CHECKPOINTS, clean=True)
         if path is None:
             raise TrainingError(f"{run}: no valid checkpoint to resume from")
         state = load_checkpoint(path, model, optimizer, scaler)
@@ -633,8 +635,13 @@ def resume_config(run: Path, **budget: Any) -> TrainConfig:
     path = Path(run) / TRAIN_CONFIG
     if not path.is_file():
         raise TrainingError(f"{run}: not a training run directory (no {TRAIN_CONFIG})")
-    data = json.loads(path.read_text())
+    data = read_json(path, "training settings")
+    if not isinstance(data, dict):
+        raise TrainingError(f"{path}: damaged (not a JSON object)")
     data.update({k: v for k, v in budget.items() if v is not None})
+    # The run continues where the user pointed, even when the directory was copied or moved
+    # (the `out` recorded at the start names the original).
+    data["out"] = str(run)
     return TrainConfig.from_dict(data)
 
 
@@ -677,6 +684,8 @@ def load_trained(run: Path, weights: str = "best") -> tuple[Any, Any, Any, dict]
             raise TrainingError(f"{run}: no valid checkpoint")
     elif weights in ("best", AVERAGED):
         path = run / (BEST if weights == "best" else AVERAGED)
+        if path.is_symlink() or (path.exists() and path.resolve().parent != run.resolve()):
+            raise TrainingError(f"{path}: leads outside {run}; refusing to load weights from it")
         if not path.is_dir():
             raise TrainingError(
                 f"{run}: no {path.name}/ weights (for averaged: run `vaswani average`)"
