@@ -41,6 +41,30 @@ def positive_int(text: str) -> int:
     return value
 
 
+def port_number(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number in 1 .. 65535, got {text}")
+    return value
+
+
+def writable_file(path: Path | None, flag: str = "--output") -> None:
+    """Refuse an output path that cannot be written as a file, before any work is done."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise CliError(f"{flag} {path}: is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise CliError(f"{flag} {path}: the directory {path.parent} does not exist")
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}")
+    return value
+
+
 def fraction(text: str) -> float:
     value = float(text)
     if not 0.0 <= value < 1.0:
@@ -353,6 +377,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
     show_warnings_as_lines()
     if args.texts and args.input is not None:
         raise CliError("give TEXT arguments or --input FILE, not both")
+    writable_file(args.output)
     dc = decode_config(args, args.n_best)
     interactive = not args.texts and args.input is None and sys.stdin.isatty()
     if args.texts:
@@ -401,6 +426,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from vaswani.decode import translate
     from vaswani.evaluate import score
     from vaswani.progress import progress_bar
+
+    writable_file(args.output)
 
     show_warnings_as_lines()
     if (args.src is None) != (args.ref is None):
@@ -595,7 +622,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve a run's model over HTTP until Ctrl-C or SIGTERM."""
-    from vaswani.serve import ServeSettings, create_app, serve
+    from vaswani.serve import ServeSettings, create_app, listen, serve
 
     model, src_tok, tgt_tok, _, _ = load_for_decoding(args, TASKS)
     settings = ServeSettings(
@@ -612,10 +639,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         dynamic_batching=not args.no_batching,
         precision=args.precision,
     )
+    sock = listen(args.host, args.port)  # a taken port is an error before "serving on"
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}: reachable from other machines", file=sys.stderr)
     print(f"serving {args.checkpoint} on http://{args.host}:{args.port} (docs at /docs)")
-    serve(create_app(model, src_tok, tgt_tok, settings), args.host, args.port)
+    serve(create_app(model, src_tok, tgt_tok, settings), args.host, args.port, sock=sock)
     print("server stopped")
     return 0
 
@@ -1079,7 +1107,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to bind; 0.0.0.0 exposes it to the network"
     )
-    serve.add_argument("--port", type=positive_int, default=8000)
+    serve.add_argument("--port", type=port_number, default=8000, help="1 .. 65535")
     serve.add_argument("--max-body-bytes", type=positive_int, default=limits.max_body_bytes)
     serve.add_argument(
         "--max-texts", type=positive_int, default=limits.max_texts, help="per request"
@@ -1093,7 +1121,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="largest max_length (translate) or max_new_tokens (generate)",
     )
     serve.add_argument(
-        "--timeout", type=float, default=limits.timeout_s, help="seconds before a 504"
+        "--timeout", type=positive_float, default=limits.timeout_s, help="seconds before a 504"
     )
     serve.add_argument(
         "--max-queued-texts",

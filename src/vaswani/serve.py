@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import queue
 import signal
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -34,13 +35,15 @@ from typing import Any
 
 import torch
 from fastapi import FastAPI, HTTPException
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vaswani import __version__
-from vaswani.config import DecodeConfig
+from vaswani.config import DecodeConfig, check_types, requirement
 from vaswani.decode import InputTooLong, classify, encode_sources, generate, translate
 from vaswani.device import autocast, pick_precision
+from vaswani.errors import VaswaniError
 from vaswani.model import DecoderOnly, EncoderClassifier
 
 
@@ -70,11 +73,29 @@ class ServeSettings:
     precision: str = "auto"
     """bf16, fp16, fp32, or auto: chosen for the model's device (`vaswani.device`)."""
 
+    def __post_init__(self) -> None:
+        require = requirement("ServeSettings")
+        check_types(self)
+        for name in ("max_body_bytes", "max_texts", "max_chars", "max_beam_size", "beam_size",
+                     "max_length", "max_queued_texts", "batch_tokens"):  # fmt: skip
+            require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        require(self.timeout_s > 0, f"timeout_s must be > 0 seconds, got {self.timeout_s}")
+        require(self.batch_wait_ms >= 0, f"batch_wait_ms must be >= 0, got {self.batch_wait_ms}")
+        require(
+            self.beam_size <= self.max_beam_size,
+            f"beam_size={self.beam_size} is over max_beam_size={self.max_beam_size}",
+        )
+
+
+# Request bodies are typed strictly: "2" and true are not beam sizes, NaN and infinity are not
+# numbers, and an unknown field is an error rather than ignored.
+STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
 
 class TextsRequest(BaseModel):
     """One text (`text`) or several (`texts`): what /translate and /classify take."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
     text: str | None = Field(default=None, description="one text")
     texts: list[str] | None = Field(default=None, description="several texts, answered in order")
 
@@ -104,7 +125,7 @@ class TranslateResponse(BaseModel):
 class GenerateRequest(BaseModel):
     """One prompt or several, and how to sample their continuations."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
     prompt: str | None = Field(default=None, description='one prompt ("" starts from nothing)')
     prompts: list[str] | None = Field(default=None, description="several prompts, in order")
     max_new_tokens: int = Field(default=100, ge=1, description="most tokens to generate")
@@ -363,6 +384,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.worker = worker
+    app.add_exception_handler(RequestValidationError, validation_error)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
 
     @app.get("/health")
@@ -387,6 +409,9 @@ def create_app(
         problems = []
         if not texts:
             problems.append('"texts" is empty')
+        broken = [i for i, text in enumerate(texts) if not is_unicode(text)]
+        if broken:
+            problems.append(f"text {broken[0] + 1} is not valid Unicode (a lone surrogate)")
         if len(texts) > settings.max_texts:
             problems.append(f"{len(texts)} texts, over the limit of {settings.max_texts}")
         long = [i for i, text in enumerate(texts) if len(text) > settings.max_chars]
@@ -499,8 +524,61 @@ def create_app(
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Run the app with uvicorn until SIGINT/SIGTERM; requests in flight are finished first."""
+def is_unicode(text: str) -> bool:
+    """False for a str holding a lone surrogate ("\\ud800" in JSON, or the bytes ED A0 80, which
+    Python's JSON reader lets through): such text cannot be tokenized or written back as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def validation_error(request: Any, error: RequestValidationError) -> JSONResponse:
+    """422 naming each bad field. The offending input is not echoed back: it may be a number JSON
+    cannot hold (1e400 parses as infinity) or text that is not valid Unicode."""
+    detail = [
+        {"loc": [str(part) for part in e.get("loc", ())], "msg": str(e.get("msg", "")),
+         "type": str(e.get("type", ""))}
+        for e in error.errors()
+    ]  # fmt: skip
+    return JSONResponse(status_code=422, content={"detail": detail})
+
+
+class ServeError(VaswaniError):
+    """The server cannot start: the address is taken, or not one this machine has."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port, or a one-line ServeError (before anything says "serving")."""
+    if not 0 <= port <= 65535:
+        raise ServeError(f"--port {port}: a port is a number in 0 .. 65535")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as error:
+        raise ServeError(f"--host {host}: not an address to listen on ({error})") from None
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as error:
+        sock.close()
+        raise ServeError(
+            f"cannot listen on {host}:{port}: {error.strerror} (another server there? use --port)"
+        ) from None
+    return sock
+
+
+def serve(
+    app: FastAPI,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "info",
+    sock: socket.socket | None = None,
+) -> None:
+    """Run the app with uvicorn until SIGINT/SIGTERM; requests in flight are finished first.
+    `sock`: an already bound socket (`listen`), so that a taken port fails before start-up."""
+    sock = sock or listen(host, port)
     import uvicorn
 
     # uvicorn catches SIGINT/SIGTERM, stops accepting, finishes the requests in flight, then
@@ -509,7 +587,8 @@ def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, log_level: st
     # the process had are put back on return, so nothing else in it is changed.
     previous = {sig: signal.signal(sig, lambda signum, frame: None) for sig in STOP_SIGNALS}
     try:
-        uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=60)
+        config = uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=60)
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

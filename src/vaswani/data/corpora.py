@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import random
 import re
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from itertools import zip_longest
@@ -47,7 +48,10 @@ def split_lines(handle: BinaryIO, name: str | Path, max_line_bytes: int) -> Iter
     """The lines of a binary stream, without the newline, refusing any longer than the limit."""
     number = 0
     while True:
-        line = handle.readline(max_line_bytes + 2)  # the line, its \r\n, and one byte more
+        try:
+            line = handle.readline(max_line_bytes + 2)  # the line, its \r\n, and one byte more
+        except (OSError, EOFError, zlib.error) as error:  # a damaged or truncated .gz, EIO, ...
+            raise DataError(f"{name}: cannot read past line {number} ({error})") from None
         if not line:
             return
         number += 1

@@ -137,7 +137,9 @@ def open_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
         return CorpusSource({"name": "ding-de-en", "path": str(opts.ding_path)}, pairs, dropped)
     paths = [Path(p) for p in inputs]
     for path in paths:
-        if not path.is_file():
+        if path.is_dir():
+            raise DataError(f"{path}: is a directory; give the text file(s) in it")
+        if not path.exists():  # a FIFO or `<(command)` is fine: it is read once, in order
             known = ", ".join(BUILTIN_CORPORA)
             raise DataError(f"{path}: no such file (and not a built-in corpus: {known})")
     if opts.task == "lm":
