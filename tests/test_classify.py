@@ -14,8 +14,8 @@ from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.corpora import _LIKE, _POSITIVE, DataError, sentiment_en
 from vaswani.decode import classify
 from vaswani.model import EncoderClassifier
+from vaswani.run import load_trained
 from vaswani.serve import ServeSettings, create_app
-from vaswani.train.loop import load_trained
 
 
 def test_sentiment_en_negation_flips_the_label():

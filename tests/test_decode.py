@@ -23,7 +23,7 @@ from vaswani.decode import (
     translate_nbest,
 )
 from vaswani.model import DecoderOnly, Transformer
-from vaswani.train.loop import load_trained
+from vaswani.run import load_trained
 
 
 def make_model(seed: int = 0, **overrides) -> Transformer:

@@ -5,7 +5,8 @@ import pytest
 
 from vaswani.config import TrainConfig
 from vaswani.evaluate import score
-from vaswani.train.loop import TrainingError, load_trained, train
+from vaswani.run import RunError, load_trained
+from vaswani.train.loop import train
 
 
 def test_score_gives_bleu_chrf_and_signatures():
@@ -32,9 +33,9 @@ def test_load_trained_gives_a_model_and_tokenizers(run):
     model, src_tok, tgt_tok, info = load_trained(run)
     assert not model.training and model.cfg.vocab_size == src_tok.vocab_size
     assert info["meta"]["corpus"]["name"] == "numbers-de"
-    with pytest.raises(TrainingError, match="no averaged/ weights"):
+    with pytest.raises(RunError, match="no averaged/ weights"):
         load_trained(run, "averaged")
-    with pytest.raises(TrainingError, match="not a complete run directory"):
+    with pytest.raises(RunError, match="not a complete run directory"):
         load_trained(run / "checkpoints")
 
 

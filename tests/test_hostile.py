@@ -15,9 +15,10 @@ from helpers import Server, cli
 from vaswani.config import ModelConfig
 from vaswani.data import PrepareOptions, prepare
 from vaswani.data.corpora import DataError
+from vaswani.run import load_trained
 from vaswani.serve import ServeError, ServeSettings, create_app, listen
 from vaswani.train import checkpoint as ckpt
-from vaswani.train.loop import load_trained, resume_config, train
+from vaswani.train.loop import resume_config, train
 
 
 def copy_run(run, tmp_path, name="copy"):

@@ -19,8 +19,9 @@ from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.corpora import DataError, grammar_en
 from vaswani.decode import InputTooLong, generate, sample
 from vaswani.model import build_model
+from vaswani.run import load_trained
 from vaswani.serve import ServeSettings, create_app
-from vaswani.train.loop import load_trained, resume_config, split_loss, train
+from vaswani.train.loop import resume_config, split_loss, train
 
 VENV_BIN = Path(sys.executable).parent
 

@@ -23,9 +23,9 @@ from vaswani.config import DecodeConfig
 from vaswani.decode import beam_search, greedy, translate
 from vaswani.marian import MarianImportError, import_marian
 from vaswani.plot import attention
+from vaswani.run import load_trained
 from vaswani.serve import ServeSettings, create_app
 from vaswani.train.checkpoint import CheckpointError
-from vaswani.train.loop import load_trained
 
 GERMAN = [
     "ein kleiner Hund läuft über die Straße",

@@ -5,7 +5,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from vaswani import plot
 from vaswani.cli import main
-from vaswani.train.loop import load_trained
+from vaswani.run import load_trained
 
 
 def test_attention_maps_have_a_panel_per_head_and_layer(numbers_run, tmp_path):

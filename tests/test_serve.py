@@ -15,8 +15,8 @@ from helpers import Server, request
 from vaswani.cli import build_parser
 from vaswani.config import DecodeConfig
 from vaswani.decode import translate
+from vaswani.run import load_trained
 from vaswani.serve import ServeSettings, create_app
-from vaswani.train.loop import load_trained
 
 FP32 = {"precision": "fp32"}
 

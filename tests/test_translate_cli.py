@@ -11,7 +11,7 @@ import pytest
 from helpers import cli
 from vaswani.config import DecodeConfig
 from vaswani.decode import translate
-from vaswani.train.loop import load_trained
+from vaswani.run import load_trained
 
 NUMBERS = ["271493", "", "500181", "   ", "566528", "42"]
 

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
 import os
 import sys
 import traceback
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vaswani import __version__
 from vaswani.config import PRECISIONS, PRESET_TRAINING, PRESETS, TASKS, ModelConfig
 from vaswani.errors import VaswaniError
+from vaswani.run import CONFIG
 
 if TYPE_CHECKING:
     from vaswani.config import DecodeConfig
@@ -305,7 +309,7 @@ def load_for_decoding(
     left in `args.precision`."""
     from vaswani.data.dataset import task_of
     from vaswani.device import place
-    from vaswani.train.loop import load_trained
+    from vaswani.run import load_trained
 
     placement = place(args.device, args.precision)
     model, src_tok, tgt_tok, info = load_trained(args.checkpoint, args.weights)
@@ -333,14 +337,20 @@ def read_input_lines(path: Path | None, max_line_bytes: int) -> list[str]:
         return list(decode_lines(split_lines(handle, path, max_line_bytes), path))
 
 
-def show_warnings_as_lines() -> None:
-    """Print warnings (a truncated line, ...) as one `warning:` line each, without source lines."""
-    import warnings
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """Inside: warnings (a truncated line, a dropped metrics record, ...) print as one `warning:`
+    line each, without source lines. The process's own hook is back afterwards."""
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ARG001
         print(f"warning: {message}", file=sys.stderr)
 
+    previous = warnings.showwarning
     warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
 
 
 # Every character str.splitlines() breaks a line at: a byte-level vocabulary can produce any of
@@ -374,7 +384,6 @@ def cmd_translate(args: argparse.Namespace) -> int:
     from vaswani.progress import progress_bar
     from vaswani.train.checkpoint import write_atomic
 
-    show_warnings_as_lines()
     if args.texts and args.input is not None:
         raise CliError("give TEXT arguments or --input FILE, not both")
     writable_file(args.output)
@@ -429,7 +438,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     writable_file(args.output)
 
-    show_warnings_as_lines()
     if (args.src is None) != (args.ref is None):
         raise CliError("--src and --ref go together")
     model, src_tok, tgt_tok, info, autocast = load_for_decoding(args, TASKS)
@@ -606,7 +614,6 @@ def cmd_classify(args: argparse.Namespace) -> int:
     """Label texts with a classifier: arguments, a file, or stdin, one text a line."""
     from vaswani.decode import classify
 
-    show_warnings_as_lines()
     if args.texts and args.input is not None:
         raise CliError("give TEXT arguments or --input FILE, not both")
     texts = args.texts or read_input_lines(args.input, args.max_line_bytes)
@@ -689,7 +696,7 @@ def cmd_import_marian(args: argparse.Namespace) -> int:
         run = import_marian(args.hf_dir, args.out)
     except MarianImportError as error:
         raise CliError(str(error)) from None
-    cfg = ModelConfig.from_dict(json.loads((run / "config.json").read_text()))
+    cfg = ModelConfig.from_dict(json.loads((run / CONFIG).read_text()))
     print(
         f"imported {args.hf_dir} into {run}: {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, "
         f"d_model {cfg.d_model}, {cfg.n_heads} heads, vocabulary {cfg.vocab_size}, "
@@ -1274,7 +1281,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        with warnings_as_lines():
+            return args.func(args)
     except VaswaniError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

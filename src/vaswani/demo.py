@@ -20,7 +20,8 @@ from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.decode import translate
 from vaswani.device import autocast, pick_device
 from vaswani.evaluate import Scores, score
-from vaswani.train.loop import load_trained, train
+from vaswani.run import load_trained
+from vaswani.train.loop import train
 
 MARKER = ".vaswani-demo"  # a directory holding this was made by the demo and may be replaced
 # The `tiny` preset widened to 64 and without dropout (the corpus is large and regular, so dropout

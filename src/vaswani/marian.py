@@ -236,7 +236,7 @@ def import_marian(hf_dir: Path, out: Path) -> Path:
     `--checkpoint RUN_DIR` accepts it.
     """
     from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
-    from vaswani.train.loop import BEST, CONFIG, DATA_INFO
+    from vaswani.run import BEST, CONFIG, DATA_INFO
 
     hf_dir, out = Path(hf_dir), Path(out)
     if not (hf_dir / "config.json").is_file():

@@ -2,7 +2,8 @@
 a classifier's confusion matrix.
 
 Each function builds a matplotlib figure, writes it (PNG or SVG, by the file's suffix) and returns
-it, so callers and tests can look at its panels.
+it, so callers and tests can look at its panels. Figures are made without pyplot, so importing this
+module chooses no backend and changes nothing in a notebook or GUI that imports it too.
 """
 
 from __future__ import annotations
@@ -10,21 +11,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import torch
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # files only: no display needed
-
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from vaswani.config import DecodeConfig  # noqa: E402
-from vaswani.decode import decode  # noqa: E402
-from vaswani.files import read_records  # noqa: E402
-from vaswani.model import sinusoidal_encoding  # noqa: E402
+from vaswani.config import DecodeConfig
+from vaswani.decode import decode
+from vaswani.files import read_records
+from vaswani.model import sinusoidal_encoding
+from vaswani.run import METRICS
 
 PANEL_INCHES_PER_TOKEN = 0.16  # room for one token label at font size 7
 MIN_PANEL_INCHES = 2.2
+
+
+def subplots(*grid: int, squeeze: bool = True, **figure: Any) -> tuple[Figure, Any]:
+    """`pyplot.subplots` without pyplot: a figure that belongs to no backend or window."""
+    fig = Figure(**figure)
+    return fig, fig.subplots(*grid, squeeze=squeeze)
 
 
 def save(fig: Figure, path: Path) -> Figure:
@@ -33,7 +36,6 @@ def save(fig: Figure, path: Path) -> Figure:
         raise ValueError(f"{path}: write .png or .svg")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
     return fig
 
 
@@ -45,7 +47,7 @@ def heads_grid(maps: list[torch.Tensor], queries: list[str], keys: list[str], ti
     layers, heads = len(maps), maps[0].size(0)
     width = max(MIN_PANEL_INCHES, PANEL_INCHES_PER_TOKEN * len(keys) + 0.8)
     height = max(MIN_PANEL_INCHES, PANEL_INCHES_PER_TOKEN * len(queries) + 0.8)
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         layers, heads, figsize=(width * heads + 1.2, height * layers + 0.6), squeeze=False
     )
     image = None
@@ -111,7 +113,7 @@ def attention(
 def positional_encoding(d_model: int, length: int, out: Path) -> Figure:
     """The sinusoidal positional encoding (§3.5) as a heat map: positions down, dimensions across."""
     table = sinusoidal_encoding(length, d_model).numpy()
-    fig, ax = plt.subplots(figsize=(max(6.0, d_model / 40), max(4.0, length / 25)))
+    fig, ax = subplots(figsize=(max(6.0, d_model / 40), max(4.0, length / 25)))
     image = ax.imshow(table, aspect="auto", cmap="RdBu", vmin=-1.0, vmax=1.0)
     ax.set_xlabel("dimension (even: sin, odd: cos)")
     ax.set_ylabel("position")
@@ -121,7 +123,7 @@ def positional_encoding(d_model: int, length: int, out: Path) -> Figure:
 
 
 def read_metrics(run: Path) -> list[dict]:
-    path = Path(run) / "metrics.jsonl"
+    path = Path(run) / METRICS
     if not path.is_file():
         raise ValueError(f"{run}: no metrics.jsonl; give a run directory of `vaswani train`")
     return read_records(path)
@@ -143,7 +145,7 @@ def training(run: Path, out: Path) -> Figure:
     valid = [r for r in records if "valid_loss" in r]
     if not train:
         raise ValueError(f"{run}: metrics.jsonl has no training steps yet")
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+    fig, axes = subplots(2, 2, figsize=(11, 7))
     (loss_ax, lr_ax), (bleu_ax, speed_ax) = axes
     steps = [r["step"] for r in train]
     loss_ax.plot(steps, [r["loss"] for r in train], label="training (label-smoothed)", lw=0.8)
@@ -182,7 +184,7 @@ def confusion_matrix(counts: torch.Tensor, labels: list[str], out: Path, title: 
     counts = counts.cpu()
     shares = (counts / counts.sum(dim=1, keepdim=True).clamp(min=1)).numpy()
     size = max(3.5, 0.6 * len(labels) + 2.0)
-    fig, ax = plt.subplots(figsize=(size + 1.0, size))
+    fig, ax = subplots(figsize=(size + 1.0, size))
     image = ax.imshow(shares, vmin=0.0, vmax=1.0, cmap="Blues")
     for i, row in enumerate(counts.tolist()):
         for j, n in enumerate(row):

@@ -383,7 +383,7 @@ def _train_tokenizers(
 
 def _copy_tokenizers(work: Path, run: Path) -> tuple[dict[str, Any], dict]:
     """The tokenizer of run directory `run` (e.g. an imported OPUS-MT model), copied into `work`."""
-    record = run / "data.json"
+    record = run / "data.json"  # vaswani.run.DATA_INFO (data cannot import run: run imports data)
     try:
         info = json.loads(record.read_text(encoding="utf-8"))
         tokenizer_meta = dict(info["meta"]["tokenizer"])

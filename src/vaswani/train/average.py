@@ -7,9 +7,8 @@ from pathlib import Path
 
 import torch
 
+from vaswani.run import AVERAGED, CHECKPOINTS
 from vaswani.train import checkpoint as ckpt
-
-AVERAGED = "averaged"
 
 
 def average_checkpoints(run_dir: Path, last: int = 5) -> tuple[Path, list[str]]:
@@ -18,7 +17,7 @@ def average_checkpoints(run_dir: Path, last: int = 5) -> tuple[Path, list[str]]:
     Files hold each tied tensor once, so a shared embedding is averaged once, not counted twice.
     """
     run_dir = Path(run_dir)
-    found = ckpt.step_dirs(run_dir / "checkpoints")
+    found = ckpt.step_dirs(run_dir / CHECKPOINTS)
     if not found:
         raise ckpt.CheckpointError(f"{run_dir}: no checkpoints to average")
     chosen = found[-last:]

@@ -5,14 +5,7 @@ translation `Transformer` (loss over target tokens, best weights by validation B
 language model (loss over its text's tokens, best by validation loss), an `EncoderClassifier`
 (loss over examples, best by validation accuracy).
 
-A run directory holds everything `translate` needs and everything `--resume` needs:
-    config.json, train_config.json      the model and the training settings
-    tokenizer.json (or src./tgt.)       the tokenizer(s), copied from the data
-    data.json                           where the data came from, its meta.json and fingerprint
-    environment.json                    the device, precision and threads of the latest (re)start
-    metrics.jsonl                       one JSON record per logged step and per evaluation
-    checkpoints/step-NNNNNNNN/, latest  weights, optimizer, RNG, data position (last K kept)
-    best/                               the weights with the best validation BLEU
+The run directory it writes is described in `vaswani.run`.
 """
 
 from __future__ import annotations
@@ -47,18 +40,21 @@ from vaswani.evaluate import score
 from vaswani.files import read_json, read_records
 from vaswani.model import build_model
 from vaswani.progress import progress_bar
+from vaswani.run import (
+    BEST,
+    CHECKPOINTS,
+    CONFIG,
+    DATA_INFO,
+    ENVIRONMENT,
+    METRICS,
+    TRAIN_CONFIG,
+    load_trained,
+)
 from vaswani.train import checkpoint as ckpt
 from vaswani.train.distributed import Distributed, init_distributed
 from vaswani.train.loss import classification_loss, label_smoothed_cross_entropy
 from vaswani.train.schedule import noam_lr
 
-CONFIG = "config.json"
-TRAIN_CONFIG = "train_config.json"
-DATA_INFO = "data.json"
-METRICS = "metrics.jsonl"
-ENVIRONMENT = "environment.json"
-CHECKPOINTS = "checkpoints"
-BEST = "best"
 # The validation figure that picks best/, and whether higher is better.
 SELECTION = {
     "translate": ("valid_bleu", True),
@@ -643,67 +639,3 @@ def resume_config(run: Path, **budget: Any) -> TrainConfig:
     # (the `out` recorded at the start names the original).
     data["out"] = str(run)
     return TrainConfig.from_dict(data)
-
-
-def load_trained(run: Path, weights: str = "best") -> tuple[Any, Any, Any, dict]:
-    """A trained model from a run directory, with its tokenizers and data record. The model is a
-    `Transformer`, `DecoderOnly` or `EncoderClassifier`, by the task of the run's data
-    (`task_of(info["meta"])`); a classifier's target "tokenizer" is its `LabelSet`.
-
-    `weights`: "best" (best validation figure; the latest checkpoint when there is no best/),
-    "latest", or "averaged" (written by `vaswani average`).
-    """
-    from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
-    from vaswani.train.average import AVERAGED
-
-    run = Path(run)
-    if not run.is_dir():
-        raise TrainingError(f"{run}: no such run directory")
-    for name in (CONFIG, DATA_INFO):
-        if not (run / name).is_file():
-            raise TrainingError(
-                f"{run}: not a complete run directory (no {name}); give a directory written by "
-                "`vaswani train`"
-            )
-    try:
-        cfg = ModelConfig.from_dict(json.loads((run / CONFIG).read_text()))
-        info = json.loads((run / DATA_INFO).read_text())
-        tokenizer_meta = info["meta"]["tokenizer"]
-        if not {"src", "tgt"} <= set(tokenizer_meta["files"]):
-            raise KeyError("tokenizer files")
-    except (ValueError, KeyError, TypeError) as error:
-        raise TrainingError(
-            f"{run}: cannot use {CONFIG} / {DATA_INFO}, damaged or written by an incompatible "
-            f"version of vaswani ({type(error).__name__}: {error})"
-        ) from None
-    if weights == "best" and not (run / BEST).is_dir():
-        weights = "latest"
-    if weights == "latest":
-        path = ckpt.latest_valid(run / CHECKPOINTS)
-        if path is None:
-            raise TrainingError(f"{run}: no valid checkpoint")
-    elif weights in ("best", AVERAGED):
-        path = run / (BEST if weights == "best" else AVERAGED)
-        if path.is_symlink() or (path.exists() and path.resolve().parent != run.resolve()):
-            raise TrainingError(f"{path}: leads outside {run}; refusing to load weights from it")
-        if not path.is_dir():
-            raise TrainingError(
-                f"{run}: no {path.name}/ weights (for averaged: run `vaswani average`)"
-            )
-    else:
-        raise TrainingError(f"--weights {weights!r}: choose best, latest or averaged")
-    task = task_of(info["meta"])
-    try:
-        model = build_model(task, cfg)
-    except ValueError as error:
-        raise TrainingError(f"{run}: cannot build its model: {error}") from None
-    ckpt.load_checkpoint_weights(model, path)
-    try:
-        src_tok, tgt_tok = load_tokenizers(run, tokenizer_meta)
-    except ValueError as error:
-        raise TrainingError(f"{run}: incomplete run directory: {error}") from None
-    targets = cfg.n_labels if task == "classify" else cfg.target_vocab_size
-    mismatch = vocab_mismatch(src_tok, tgt_tok, cfg.vocab_size, targets)
-    if mismatch:
-        raise TrainingError(f"{run}: {mismatch}")
-    return model.eval(), src_tok, tgt_tok, info

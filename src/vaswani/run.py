@@ -1,0 +1,126 @@
+"""A run directory: its layout, in one place, and loading a trained model from it.
+
+`vaswani train` writes one, `vaswani import-marian` makes one from a Hugging Face model, and every
+command that runs a model reads one. Inference code imports this module, never the training loop.
+
+A run directory holds everything `translate` needs and everything `--resume` needs:
+    config.json, train_config.json      the model and the training settings
+    tokenizer.json (or src./tgt.)       the tokenizer(s), copied from the data
+    data.json                           where the data came from, its meta.json and fingerprint
+    environment.json                    the device, precision and threads of the latest (re)start
+    metrics.jsonl                       one JSON record per logged step and per evaluation
+    checkpoints/step-NNNNNNNN/, latest  weights, optimizer, RNG, data position (last K kept)
+    best/                               the weights with the best validation BLEU
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from vaswani.config import ModelConfig
+from vaswani.data.dataset import task_of
+from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
+from vaswani.errors import VaswaniError
+from vaswani.files import read_json
+from vaswani.model import build_model
+from vaswani.train import checkpoint as ckpt
+
+CONFIG = "config.json"
+TRAIN_CONFIG = "train_config.json"
+DATA_INFO = "data.json"
+METRICS = "metrics.jsonl"
+ENVIRONMENT = "environment.json"
+CHECKPOINTS = "checkpoints"
+BEST = "best"
+AVERAGED = "averaged"
+WEIGHTS = ("best", "latest", AVERAGED)
+"""Which weights of a run to load: the best validation figure's, the latest checkpoint's, or those
+`vaswani average` wrote."""
+
+
+class RunError(VaswaniError):
+    """A run directory that cannot be used; the message names the file and what to do."""
+
+
+@dataclass
+class LoadedRun:
+    """A trained model (in eval mode, on the CPU) with what it needs to read and write text."""
+
+    path: Path
+    task: str
+    """"translate", "lm" or "classify" (the task its data was prepared for)."""
+    config: ModelConfig
+    model: nn.Module
+    """A `Transformer`, `DecoderOnly` or `EncoderClassifier`, by the task."""
+    src_tokenizer: Any
+    tgt_tokenizer: Any
+    """The target side's tokenizer; a classifier's `LabelSet`."""
+    info: dict
+    """data.json: where the data came from, its meta.json, its fingerprint."""
+
+
+def load_run(run: Path, weights: str = "best") -> LoadedRun:
+    """The trained model of run directory `run`, with its tokenizers and data record.
+
+    `weights`: "best" (best validation figure; the latest checkpoint when there is no best/),
+    "latest", or "averaged" (written by `vaswani average`).
+    """
+    run = Path(run)
+    if not run.is_dir():
+        raise RunError(f"{run}: no such run directory")
+    for name in (CONFIG, DATA_INFO):
+        if not (run / name).is_file():
+            raise RunError(
+                f"{run}: not a complete run directory (no {name}); give a directory written by "
+                "`vaswani train`"
+            )
+    try:
+        cfg = ModelConfig.from_dict(read_json(run / CONFIG))
+        info = read_json(run / DATA_INFO)
+        tokenizer_meta = info["meta"]["tokenizer"]
+        if not {"src", "tgt"} <= set(tokenizer_meta["files"]):
+            raise KeyError("tokenizer files")
+    except (ValueError, KeyError, TypeError) as error:
+        raise RunError(
+            f"{run}: cannot use {CONFIG} / {DATA_INFO}, damaged or written by an incompatible "
+            f"version of vaswani ({type(error).__name__}: {error})"
+        ) from None
+    if weights == "best" and not (run / BEST).is_dir():
+        weights = "latest"
+    if weights == "latest":
+        path = ckpt.latest_valid(run / CHECKPOINTS)
+        if path is None:
+            raise RunError(f"{run}: no valid checkpoint")
+    elif weights in ("best", AVERAGED):
+        path = run / (BEST if weights == "best" else AVERAGED)
+        if path.is_symlink() or (path.exists() and path.resolve().parent != run.resolve()):
+            raise RunError(f"{path}: leads outside {run}; refusing to load weights from it")
+        if not path.is_dir():
+            raise RunError(f"{run}: no {path.name}/ weights (for averaged: run `vaswani average`)")
+    else:
+        raise RunError(f"--weights {weights!r}: choose best, latest or averaged")
+    task = task_of(info["meta"])
+    try:
+        model = build_model(task, cfg)
+    except ValueError as error:
+        raise RunError(f"{run}: cannot build its model: {error}") from None
+    ckpt.load_checkpoint_weights(model, path)
+    try:
+        src_tok, tgt_tok = load_tokenizers(run, tokenizer_meta)
+    except ValueError as error:
+        raise RunError(f"{run}: incomplete run directory: {error}") from None
+    targets = cfg.n_labels if task == "classify" else cfg.target_vocab_size
+    mismatch = vocab_mismatch(src_tok, tgt_tok, cfg.vocab_size, targets)
+    if mismatch:
+        raise RunError(f"{run}: {mismatch}")
+    return LoadedRun(run, task, cfg, model.eval(), src_tok, tgt_tok, info)
+
+
+def load_trained(run: Path, weights: str = "best") -> tuple[nn.Module, Any, Any, dict]:
+    """`load_run` as a tuple: (model, source tokenizer, target tokenizer, data record)."""
+    loaded = load_run(run, weights)
+    return loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, loaded.info
