@@ -21,7 +21,8 @@ from vaswani.decode import InputTooLong, generate, sample
 from vaswani.model import build_model
 from vaswani.run import load_trained
 from vaswani.serve import ServeSettings, create_app
-from vaswani.train.loop import resume_config, split_loss, train
+from vaswani.tasks import split_loss
+from vaswani.train.loop import resume_config, train
 
 VENV_BIN = Path(sys.executable).parent
 

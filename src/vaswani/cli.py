@@ -19,6 +19,7 @@ from vaswani import __version__
 from vaswani.config import PRECISIONS, PRESET_TRAINING, PRESETS, TASKS, ModelConfig
 from vaswani.errors import VaswaniError
 from vaswani.run import CONFIG
+from vaswani.tasks import get_task
 
 if TYPE_CHECKING:
     from vaswani.config import DecodeConfig
@@ -165,12 +166,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     result = train(tc, resume=bool(args.resume), reset_data_position=args.reset_data_position)
     line = f"stopped by {result.stopped_by} at step {result.step}; run directory {result.run_dir}"
     if result.best is not None:
-        best = {
-            "translate": f"BLEU {result.best:.2f}",
-            "lm": f"loss {result.best:.3f} (perplexity {math.exp(min(result.best, 50.0)):.2f})",
-            "classify": f"accuracy {100 * result.best:.1f}%",
-        }[result.task]
-        line += f"; best validation {best}"
+        line += f"; best validation {get_task(result.task).best_line(result.best)}"
     print(line)
     return 130 if result.stopped_by == "interrupt" else 0
 
@@ -205,7 +201,7 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
         "--weights",
         choices=("best", "latest", "averaged"),
         default="best",
-        help="best validation figure (BLEU, loss or accuracy), the latest checkpoint, or "
+        help="best validation figure (chrF, loss or accuracy), the latest checkpoint, or "
         "`vaswani average`'s",
     )
     add_placement_flags(parser)
@@ -293,13 +289,6 @@ def decode_config(args: argparse.Namespace, n_best: int = 1) -> DecodeConfig:
     )
 
 
-# The command that uses a run of each task.
-TASK_COMMANDS = {"translate": "vaswani translate", "lm": "vaswani generate",
-                 "classify": "vaswani classify"}  # fmt: skip
-TASK_NAMES = {"translate": "a translation model", "lm": "a language model",
-              "classify": "a classifier"}  # fmt: skip
-
-
 def load_for_decoding(
     args: argparse.Namespace, tasks: tuple[str, ...] = ("translate",)
 ) -> tuple[Any, Any, Any, dict, Any]:
@@ -316,7 +305,8 @@ def load_for_decoding(
     task = task_of(info["meta"])
     if task not in tasks:
         raise CliError(
-            f"{args.checkpoint} holds {TASK_NAMES[task]} (task {task}); use {TASK_COMMANDS[task]}"
+            f"{args.checkpoint} holds {get_task(task).described} (task {task}); "
+            f"use {get_task(task).command}"
         )
     model.to(placement.device)
     for line in placement.lines():
@@ -444,7 +434,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     task = task_of(info["meta"])
     if task != "translate":
         if args.src is not None:
-            raise CliError(f"--src/--ref are for translation; give {TASK_NAMES[task]} --input FILE")
+            raise CliError(
+                f"--src/--ref are for translation; give {get_task(task).described} --input FILE"
+            )
         return evaluate_single_stack(args, task, model, src_tok, tgt_tok, info)
     if args.input is not None:
         raise CliError("a translation model is evaluated with --src FILE --ref FILE, not --input")
@@ -542,7 +534,7 @@ def evaluate_single_stack(
 
     import torch
 
-    from vaswani.train.loop import split_loss
+    from vaswani.tasks import split_loss
 
     if args.input is not None:
         part, what = encoded_input(args, task, model, src_tok, tgt_tok), str(args.input)
@@ -792,8 +784,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"  run directory (checkpoints, metrics)      {run}")
     for picture in result.pictures:
         print(f"  picture                                   {picture}")
-    print(f"\nnext: vaswani translate --checkpoint {run} --weights latest 4711 123456")
-    print(f"      vaswani serve --checkpoint {run} --weights latest")
+    print(f"\nnext: vaswani translate --checkpoint {run} 4711 123456")
+    print(f"      vaswani serve --checkpoint {run}")
     if result.exact_match < args.min_accuracy:
         print(
             f"error: exact match {100 * result.exact_match:.2f}% is below the target "

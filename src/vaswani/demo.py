@@ -97,8 +97,9 @@ def run_demo(
     result = train(tc, progress=progress)
     train_seconds = time.perf_counter() - start
 
-    # Validation BLEU picks "best" weights, and word BLEU is 0 on one-word targets: take the last.
-    model, src_tok, tgt_tok, _ = load_trained(run_dir, weights="latest")
+    # best/: the weights of the best validation chrF (a character score, so it works on one-word
+    # targets, where word BLEU is always 0).
+    model, src_tok, tgt_tok, _ = load_trained(run_dir)
     run_on, _ = pick_device(device)
     model.to(run_on)
     sources, references = PreparedData(data_dir).text("test")

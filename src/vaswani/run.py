@@ -10,7 +10,7 @@ A run directory holds everything `translate` needs and everything `--resume` nee
     environment.json                    the device, precision and threads of the latest (re)start
     metrics.jsonl                       one JSON record per logged step and per evaluation
     checkpoints/step-NNNNNNNN/, latest  weights, optimizer, RNG, data position (last K kept)
-    best/                               the weights with the best validation BLEU
+    best/                               the weights with the best validation figure (`vaswani.tasks`)
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from helpers import losses
+from vaswani import tasks
 from vaswani.config import TrainConfig
 from vaswani.data import PreparedData, TokenBatchSampler
 from vaswani.train import checkpoint as ckpt
@@ -193,7 +194,7 @@ def test_two_process_ddp_equals_one_process_with_the_same_global_batch(numbers_d
 def test_nan_loss_stops_with_the_step_and_no_poisoned_checkpoint(
     numbers_data, tmp_path, monkeypatch
 ):
-    real = loop.label_smoothed_cross_entropy
+    real = tasks.label_smoothed_cross_entropy
     calls = {"n": 0}
 
     def poisoned(logits, target, pad_id, smoothing):
@@ -201,7 +202,7 @@ def test_nan_loss_stops_with_the_step_and_no_poisoned_checkpoint(
         loss, n = real(logits, target, pad_id, smoothing)
         return (loss * float("nan"), n) if calls["n"] == 4 else (loss, n)
 
-    monkeypatch.setattr(loop, "label_smoothed_cross_entropy", poisoned)
+    monkeypatch.setattr(tasks, "label_smoothed_cross_entropy", poisoned)
     with pytest.raises(TrainingError, match="non-finite loss \\(nan\\).* at step 4"):
         train(config(numbers_data, tmp_path / "stop"), progress=False)
     assert ckpt.latest_valid(tmp_path / "stop/checkpoints").name == ckpt.step_name(3)
@@ -232,6 +233,10 @@ def test_validation_loss_falls_on_numbers_de(numbers_data, tmp_path):
     valid = [r["valid_loss"] for r in records if "valid_loss" in r]
     assert len(valid) == 6 and valid[-1] < valid[0] - 0.5
     assert (tmp_path / "run/best" / ckpt.WEIGHTS).exists()
+    # best/ is the evaluation with the highest chrF (word BLEU is 0 for one-word targets)
+    evaluations = [r for r in records if "valid_chrf" in r]
+    best = json.loads((tmp_path / "run/best" / ckpt.STATE).read_text())
+    assert best["step"] == max(evaluations, key=lambda r: r["valid_chrf"])["step"] > 20
     assert all(k in records[0] for k in ("loss", "lr", "tokens_per_s", "grad_norm"))
 
 

@@ -1,7 +1,7 @@
 """`vaswani train`: the paper's training recipe as one function you can read top to bottom.
 
 The same loop trains the three model families, by the task the data was prepared for: a
-translation `Transformer` (loss over target tokens, best weights by validation BLEU), a `DecoderOnly`
+translation `Transformer` (loss over target tokens, best weights by validation chrF), a `DecoderOnly`
 language model (loss over its text's tokens, best by validation loss), an `EncoderClassifier`
 (loss over examples, best by validation accuracy).
 
@@ -20,23 +20,20 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from vaswani.config import DecodeConfig, ModelConfig, TrainConfig
+from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data import Batch, Position, PreparedData, TokenBatchSampler, collate
-from vaswani.data.dataset import EncodedSplit, ParallelSplit, task_of
+from vaswani.data.dataset import task_of
 from vaswani.data.prepare import SIDES
-from vaswani.decode import sample, translate
 from vaswani.device import Placement, autocast, grad_scaler, place
 from vaswani.errors import VaswaniError
-from vaswani.evaluate import score
 from vaswani.files import read_json, read_records
 from vaswani.model import build_model
 from vaswani.progress import progress_bar
@@ -50,17 +47,10 @@ from vaswani.run import (
     TRAIN_CONFIG,
     load_trained,
 )
+from vaswani.tasks import evaluation_mode, get_task
 from vaswani.train import checkpoint as ckpt
 from vaswani.train.distributed import Distributed, init_distributed
-from vaswani.train.loss import classification_loss, label_smoothed_cross_entropy
 from vaswani.train.schedule import noam_lr
-
-# The validation figure that picks best/, and whether higher is better.
-SELECTION = {
-    "translate": ("valid_bleu", True),
-    "lm": ("valid_loss", False),
-    "classify": ("valid_accuracy", True),
-}
 
 
 class TrainingError(VaswaniError):
@@ -73,7 +63,7 @@ class TrainResult:
     step: int
     stopped_by: str  # "max_steps", "max_minutes" or "interrupt"
     best: float | None
-    """The best validation figure of `SELECTION[task]` (BLEU, loss or accuracy)."""
+    """The best validation figure (the task's `selection`: chrF, loss or accuracy)."""
     last_eval: dict | None
     task: str = "translate"
     precision: str = "fp32"
@@ -89,21 +79,15 @@ def data_fingerprint(meta: dict) -> str:
 def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
     """The preset, sized to the data's vocabulary (and labels), with the run's overrides. A
     language model keeps only the preset's decoder layers, a classifier only its encoder layers."""
-    vocab = data.meta["tokenizer"]["vocab_size"]
-    fields: dict[str, Any] = {"vocab_size": vocab["src"]}
-    if data.task == "lm":
-        fields.update(n_encoder_layers=0)
-    elif data.task == "classify":
-        fields.update(n_decoder_layers=0, n_labels=vocab["tgt"])
-    elif not data.meta["tokenizer"].get("shared", True):
-        fields.update(tgt_vocab_size=vocab["tgt"], tie_embeddings="decoder")
+    task = get_task(data.task)
+    tokenizer = data.meta["tokenizer"]
+    fields = task.model_fields(tokenizer["vocab_size"], tokenizer.get("shared", True))
     fields.update(tc.model)
     cfg = ModelConfig.from_preset(tc.preset, **fields)
     longest = 1 + max(
         split[f"{side}_lengths"]["max"] for split in data.meta["splits"].values() for side in SIDES
     )
-    if data.task == "classify":  # the start token the classifier puts before its text
-        longest += 1
+    longest += task.extra_positions
     if cfg.max_len < longest:
         raise TrainingError(
             f"the data holds sequences of {longest} tokens (with BOS/EOS) but the model's position "
@@ -220,78 +204,6 @@ def load_checkpoint(
     return state
 
 
-def forward_batch(net: nn.Module, batch: Batch, task: str) -> Tensor:
-    """The model's logits for a batch: (B, T, V) for translate and lm, (B, n_labels) for classify.
-    A language model reads the target side (its source is empty); a classifier the source side."""
-    if task == "lm":
-        return net(batch.tgt_in)
-    if task == "classify":
-        return net(batch.src)
-    return net(batch.src, batch.tgt_in)
-
-
-def batch_loss(
-    logits: Tensor, batch: Batch, task: str, pad_id: int, smoothing: float
-) -> tuple[Tensor, Tensor]:
-    """Summed loss and what it sums over: target tokens, or examples for a classifier, whose
-    label is the one target token (`tgt_out` is label, EOS)."""
-    if task == "classify":
-        return classification_loss(logits, batch.tgt_out[:, 0], smoothing)
-    return label_smoothed_cross_entropy(logits, batch.tgt_out, pad_id, smoothing)
-
-
-def batch_size(task: str, split: ParallelSplit, indices: Any) -> tuple[int, int]:
-    """What a micro-batch's loss is averaged over (its target tokens with EOS, or a classifier's
-    examples), and the tokens it processes (target tokens, or a classifier's text tokens)."""
-    if task == "classify":
-        return len(indices), len(indices) + int(split.src_lengths[indices].sum())
-    tokens = len(indices) + int(split.tgt_lengths[indices].sum())
-    return tokens, tokens
-
-
-@contextlib.contextmanager
-def evaluation_mode(model: nn.Module) -> Iterator[nn.Module]:
-    """The model in evaluation mode (no dropout) inside; back in the mode it was in after."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield model
-    finally:
-        model.train(was_training)
-
-
-@torch.no_grad()
-def split_loss(
-    model: nn.Module,
-    part: ParallelSplit | EncodedSplit,
-    task: str,
-    max_tokens: int,
-    precision: str,
-    confusion: Tensor | None = None,
-) -> tuple[float, int]:
-    """Mean loss (no label smoothing) over a whole split, and how many tokens (examples for a
-    classifier) it averages over; exp of it is a language model's perplexity. For a classifier,
-    `confusion` (n_labels, n_labels) gets each example counted at [true label, predicted label]."""
-    if len(part) == 0:
-        return float("nan"), 0
-    cfg = model.cfg
-    device = next(model.parameters()).device
-    loss_sum, count = 0.0, 0
-    sampler = TokenBatchSampler(part.src_lengths, part.tgt_lengths, max_tokens, shuffle=False)
-    with evaluation_mode(model):
-        for indices in sampler.batches(0):
-            batch = collate(part, indices, cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
-            with autocast(device, precision):
-                logits = forward_batch(model, batch, task)
-            total, n = batch_loss(logits, batch, task, cfg.pad_id, smoothing=0.0)
-            loss_sum, count = loss_sum + total.item(), count + int(n)
-            if confusion is not None:
-                pairs = torch.stack([batch.tgt_out[:, 0], logits.argmax(dim=-1)], dim=1).cpu()
-                ones = torch.ones(len(pairs), dtype=confusion.dtype)
-                confusion.index_put_(tuple(pairs.T), ones, accumulate=True)
-    return loss_sum / max(count, 1), count
-
-
 @torch.no_grad()
 def evaluate(
     model: nn.Module, data: PreparedData, tc: TrainConfig, device: torch.device
@@ -299,55 +211,21 @@ def evaluate(
     """Validation loss over the whole valid split; then by task: perplexity (lm), accuracy
     (classify), or perplexity and sacreBLEU of greedy translations of the split's first
     `eval_sentences` pairs (translate, a fixed sample)."""
-    valid = data.split("valid")
-    if len(valid) == 0:
+    if len(data.split("valid")) == 0:
         return None
     with evaluation_mode(model):
-        return validation_figures(model, valid, data, tc, autocast(device, tc.precision))
-
-
-def validation_figures(
-    model: nn.Module, valid: ParallelSplit, data: PreparedData, tc: TrainConfig, autocast: Any
-) -> dict:
-    """`evaluate` of a model already in evaluation mode; `autocast` for decoding."""
-    cfg = model.cfg
-    if data.task == "classify":
-        confusion = torch.zeros(cfg.n_labels, cfg.n_labels, dtype=torch.long)
-        loss, n = split_loss(model, valid, data.task, tc.max_tokens, tc.precision, confusion)
-        return {"valid_loss": loss, "valid_accuracy": confusion.trace().item() / max(n, 1)}
-    loss, _ = split_loss(model, valid, data.task, tc.max_tokens, tc.precision)
-    result = {"valid_loss": loss, "valid_ppl": math.exp(min(loss, 50.0))}
-    if data.task == "lm":
-        with autocast:
-            found = sample(model, [[]], max_new_tokens=40, temperature=0.8, seed=tc.seed)
-        return {**result, "samples": [data.tgt_tokenizer.decode(found[0].tokens)]}
-    sources, references = (part[: tc.eval_sentences] for part in data.text("valid"))
-    with autocast:
-        hypotheses = translate(
-            model,
-            data.src_tokenizer,
-            data.tgt_tokenizer,
-            sources,
-            DecodeConfig(beam_size=1, max_tokens=tc.max_tokens),
+        return get_task(data.task).validate(
+            model, data, tc.max_tokens, tc.precision, eval_sentences=tc.eval_sentences, seed=tc.seed
         )
-    scores = score(hypotheses, references)
-    return {
-        **result,
-        "valid_bleu": scores.bleu,
-        "valid_chrf": scores.chrf,
-        "samples": [
-            [s, r, h] for s, r, h in zip(sources[:3], references, hypotheses, strict=False)
-        ],
-    }
 
 
 def record_evaluation(
     run: Path, model: nn.Module, state: dict, step: int, result: dict, task: str
 ) -> None:
-    """Log an evaluation; keep the weights in best/ when its figure (`SELECTION[task]`: BLEU,
-    loss or accuracy) is the best so far."""
+    """Log an evaluation; keep the weights in best/ when its figure (the task's `selection`:
+    chrF, loss or accuracy) is the best so far."""
     append_metrics(run, {"step": step, **result})
-    key, higher_is_better = SELECTION[task]
+    key, higher_is_better = get_task(task).selection
     value, best = result[key], state["best"]
     if best is not None and (value <= best if higher_is_better else value >= best):
         return
@@ -417,10 +295,10 @@ def _train(
 ) -> TrainResult:
     device = dist.device
     data = PreparedData(Path(tc.data))
-    task = data.task
-    if tc.task is not None and tc.task != task:
+    task = get_task(data.task)
+    if tc.task is not None and tc.task != task.name:
         raise TrainingError(
-            f"{tc.data} was prepared for --task {task}, not {tc.task}; prepare it with "
+            f"{tc.data} was prepared for --task {task.name}, not {tc.task}; prepare it with "
             f"`vaswani prepare --task {tc.task} ...`"
         )
     run = Path(tc.out)
@@ -452,7 +330,7 @@ def _train(
 
     # --- model, optimizer (§5.3: Adam with beta1 0.9, beta2 0.98, eps 1e-9), data order ------------
     torch.manual_seed(tc.seed)
-    model = build_model(task, cfg)
+    model = build_model(task.name, cfg)
     if initial is not None:
         model.load_state_dict(initial.state_dict())
     model = model.to(device)
@@ -471,6 +349,7 @@ def _train(
         "skipped_steps": 0,
         "overflow_steps": 0,
         "best": None,
+        "best_figure": task.selection[0],
         "data_fingerprint": fingerprint,
     }
     if resume:
@@ -485,6 +364,11 @@ def _train(
                     "--reset-data-position to continue on the new data from its beginning"
                 )
             state.update(position=[0, 0], data_fingerprint=fingerprint)
+        # Translation runs chose best/ by BLEU before chrF: a best figure of another kind is
+        # not comparable, so the next evaluation sets it afresh.
+        old_figure = "valid_bleu" if task.name == "translate" else task.selection[0]
+        if state.setdefault("best_figure", old_figure) != task.selection[0]:
+            state.update(best=None, best_figure=task.selection[0])
         if dist.is_main:
             truncate_metrics(run, state["step"])
 
@@ -515,7 +399,7 @@ def _train(
 
             # Every process sees the same global micro-batches and takes every world_size-th one.
             micro = [next(stream) for _ in range(tc.accumulate)]
-            sizes = [batch_size(task, train_split, b) for _, b in micro]
+            sizes = [task.batch_size(train_split, b) for _, b in micro]
             update_count, update_tokens = (sum(column) for column in zip(*sizes, strict=True))
             mine = [b for _, b in micro][dist.rank :: dist.world_size]
             optimizer.zero_grad(set_to_none=True)
@@ -525,8 +409,8 @@ def _train(
                 sync = j == len(mine) - 1 or not dist.enabled
                 with contextlib.nullcontext() if sync else net.no_sync():
                     with mixed:
-                        logits = forward_batch(net, batch, task)
-                    loss_sum, _ = batch_loss(logits, batch, task, pad, tc.label_smoothing)
+                        logits = task.forward(net, batch)
+                    loss_sum, _ = task.loss(logits, batch, pad, tc.label_smoothing)
                     # Mean over the update's target tokens (or examples); DDP then averages
                     # over processes.
                     scaler.scale(loss_sum * dist.world_size / update_count).backward()
@@ -595,7 +479,7 @@ def _train(
                 if dist.is_main:
                     last_eval = evaluate(model, data, tc, device)
                     if last_eval is not None:
-                        record_evaluation(run, model, state, step, last_eval, task)
+                        record_evaluation(run, model, state, step, last_eval, task.name)
                         bar.write(f"step {step}: {evaluation_line(last_eval)}")
                 dist.barrier()
             if step % tc.save_every == 0 or finished:
@@ -609,7 +493,9 @@ def _train(
                     stopped_by = "max_minutes"
                 break
     bar.close()
-    return TrainResult(run, state["step"], stopped_by, state["best"], last_eval, task, tc.precision)
+    return TrainResult(
+        run, state["step"], stopped_by, state["best"], last_eval, task.name, tc.precision
+    )
 
 
 def evaluation_line(result: dict) -> str:
@@ -618,7 +504,7 @@ def evaluation_line(result: dict) -> str:
     if "valid_ppl" in result:
         parts.append(f"ppl {result['valid_ppl']:.2f}")
     if "valid_bleu" in result:
-        parts.append(f"BLEU {result['valid_bleu']:.2f}")
+        parts.append(f"BLEU {result['valid_bleu']:.2f} chrF {result['valid_chrf']:.2f}")
     if "valid_accuracy" in result:
         parts.append(f"accuracy {100 * result['valid_accuracy']:.1f}%")
     if "valid_bleu" not in result and result.get("samples"):

@@ -1,0 +1,223 @@
+"""One `Task` per kind of model: everything that differs between translation, language modelling
+and classification, in one place, so that the training loop and the CLI ask the task instead of
+comparing strings.
+
+    task        model              a batch feeds it      loss over              best/ chosen by
+    translate   Transformer        src -> tgt_in         target tokens          validation chrF
+    lm          DecoderOnly        tgt_in (no source)    target tokens          validation loss
+    classify    EncoderClassifier  src                   examples (one label)   validation accuracy
+
+A prepared dataset records its task in meta.json; a run inherits it. To add a task, subclass
+`Task` here, register it in `TASKS_BY_NAME`, and give `prepare` a way to write its data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from vaswani.config import DecodeConfig
+from vaswani.data import Batch, PreparedData, TokenBatchSampler, collate
+from vaswani.data.dataset import EncodedSplit, ParallelSplit
+from vaswani.decode import sample, translate
+from vaswani.device import autocast
+from vaswani.evaluate import score
+from vaswani.model import DecoderOnly, EncoderClassifier, Transformer
+from vaswani.train.loss import classification_loss, label_smoothed_cross_entropy
+
+
+@contextlib.contextmanager
+def evaluation_mode(model: nn.Module) -> Iterator[nn.Module]:
+    """The model in evaluation mode (no dropout) inside; back in the mode it was in after."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
+class Task:
+    """What a kind of model is trained on and judged by. The base class is translation's shape
+    (a source and a target sequence, loss over target tokens); the others override."""
+
+    name = ""
+    model_class: type[nn.Module] = nn.Module
+    described = ""
+    """The model in words, for messages ("a translation model")."""
+    command = ""
+    """The command that uses a run of this task."""
+    selection = ("valid_loss", False)
+    """The validation figure that picks best/, and whether higher is better."""
+
+    def model_fields(self, vocab: dict[str, int], shared: bool) -> dict[str, Any]:
+        """ModelConfig fields from the data: the vocabulary sizes, and what the family leaves out."""
+        fields: dict[str, Any] = {"vocab_size": vocab["src"]}
+        if not shared:
+            fields.update(tgt_vocab_size=vocab["tgt"], tie_embeddings="decoder")
+        return fields
+
+    extra_positions = 0
+    """Positions the model adds to the longest sequence of the data (a classifier's start token)."""
+
+    def forward(self, net: nn.Module, batch: Batch) -> Tensor:
+        """The model's logits for a batch."""
+        return net(batch.src, batch.tgt_in)
+
+    def loss(
+        self, logits: Tensor, batch: Batch, pad_id: int, smoothing: float
+    ) -> tuple[Tensor, Tensor]:
+        """Summed loss and what it sums over."""
+        return label_smoothed_cross_entropy(logits, batch.tgt_out, pad_id, smoothing)
+
+    def batch_size(self, split: ParallelSplit, indices: Any) -> tuple[int, int]:
+        """What a micro-batch's loss is averaged over (target tokens with EOS, here), and the
+        tokens it processes."""
+        tokens = len(indices) + int(split.tgt_lengths[indices].sum())
+        return tokens, tokens
+
+    def validate(self, model: nn.Module, data: PreparedData, max_tokens: int, precision: str,
+                 **options: Any) -> dict:  # fmt: skip
+        """Validation figures of a model in evaluation mode: loss and perplexity here."""
+        loss, _ = split_loss(model, data.split("valid"), self, max_tokens, precision)
+        return {"valid_loss": loss, "valid_ppl": math.exp(min(loss, 50.0))}
+
+    def best_line(self, value: float) -> str:
+        """The best validation figure in words, for the end of `vaswani train`."""
+        return f"loss {value:.3f}"
+
+
+class Translate(Task):
+    name = "translate"
+    model_class = Transformer
+    described = "a translation model"
+    command = "vaswani translate"
+    # chrF, not BLEU: word BLEU is 0 for every one-word target (numbers-de), so best/ would stay
+    # the first evaluation; chrF scores characters and follows BLEU on sentence data.
+    selection = ("valid_chrf", True)
+
+    def validate(self, model: nn.Module, data: PreparedData, max_tokens: int, precision: str,
+                 eval_sentences: int = 200, **options: Any) -> dict:  # fmt: skip
+        """Loss and perplexity, then sacreBLEU and chrF of greedy translations of the first
+        `eval_sentences` validation pairs (a fixed sample)."""
+        result = super().validate(model, data, max_tokens, precision)
+        sources, references = (part[:eval_sentences] for part in data.text("valid"))
+        device = next(model.parameters()).device
+        with autocast(device, precision):
+            hypotheses = translate(model, data.src_tokenizer, data.tgt_tokenizer, sources,
+                                   DecodeConfig(beam_size=1, max_tokens=max_tokens))  # fmt: skip
+        scores = score(hypotheses, references)
+        samples = [[s, r, h] for s, r, h in zip(sources[:3], references, hypotheses, strict=False)]
+        return {**result, "valid_bleu": scores.bleu, "valid_chrf": scores.chrf, "samples": samples}
+
+    def best_line(self, value: float) -> str:
+        return f"chrF {value:.2f}"
+
+
+class LanguageModel(Task):
+    name = "lm"
+    model_class = DecoderOnly
+    described = "a language model"
+    command = "vaswani generate"
+
+    def model_fields(self, vocab: dict[str, int], shared: bool) -> dict[str, Any]:
+        return {"vocab_size": vocab["src"], "n_encoder_layers": 0}  # the preset's decoder only
+
+    def forward(self, net: nn.Module, batch: Batch) -> Tensor:
+        return net(batch.tgt_in)  # the text is on the target side; the source is empty
+
+    def validate(self, model: nn.Module, data: PreparedData, max_tokens: int, precision: str,
+                 seed: int = 0, **options: Any) -> dict:  # fmt: skip
+        """Loss and perplexity, and one sampled text to read."""
+        result = super().validate(model, data, max_tokens, precision)
+        with autocast(next(model.parameters()).device, precision):
+            found = sample(model, [[]], max_new_tokens=40, temperature=0.8, seed=seed)
+        return {**result, "samples": [data.tgt_tokenizer.decode(found[0].tokens)]}
+
+    def best_line(self, value: float) -> str:
+        return f"loss {value:.3f} (perplexity {math.exp(min(value, 50.0)):.2f})"
+
+
+class Classify(Task):
+    name = "classify"
+    model_class = EncoderClassifier
+    described = "a classifier"
+    command = "vaswani classify"
+    selection = ("valid_accuracy", True)
+    extra_positions = 1  # the start token the classifier puts before its text
+
+    def model_fields(self, vocab: dict[str, int], shared: bool) -> dict[str, Any]:
+        # The target "vocabulary" is the label set; the preset's encoder only.
+        return {"vocab_size": vocab["src"], "n_decoder_layers": 0, "n_labels": vocab["tgt"]}
+
+    def forward(self, net: nn.Module, batch: Batch) -> Tensor:
+        return net(batch.src)  # (B, n_labels)
+
+    def loss(
+        self, logits: Tensor, batch: Batch, pad_id: int, smoothing: float
+    ) -> tuple[Tensor, Tensor]:
+        return classification_loss(logits, batch.tgt_out[:, 0], smoothing)  # tgt_out: label, EOS
+
+    def batch_size(self, split: ParallelSplit, indices: Any) -> tuple[int, int]:
+        """Examples (the loss is per example), and the text tokens processed."""
+        return len(indices), len(indices) + int(split.src_lengths[indices].sum())
+
+    def validate(self, model: nn.Module, data: PreparedData, max_tokens: int, precision: str,
+                 **options: Any) -> dict:  # fmt: skip
+        n_labels = model.cfg.n_labels
+        confusion = torch.zeros(n_labels, n_labels, dtype=torch.long)
+        loss, n = split_loss(model, data.split("valid"), self, max_tokens, precision, confusion)
+        return {"valid_loss": loss, "valid_accuracy": confusion.trace().item() / max(n, 1)}
+
+    def best_line(self, value: float) -> str:
+        return f"accuracy {100 * value:.1f}%"
+
+
+TASKS_BY_NAME: dict[str, Task] = {
+    task.name: task for task in (Translate(), LanguageModel(), Classify())
+}
+
+
+def get_task(name: str) -> Task:
+    """The `Task` called `name` ("translate", "lm" or "classify")."""
+    if name not in TASKS_BY_NAME:
+        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS_BY_NAME)}")
+    return TASKS_BY_NAME[name]
+
+
+@torch.no_grad()
+def split_loss(
+    model: nn.Module,
+    part: ParallelSplit | EncodedSplit,
+    task: Task | str,
+    max_tokens: int,
+    precision: str,
+    confusion: Tensor | None = None,
+) -> tuple[float, int]:
+    """Mean loss (no label smoothing) over a whole split, and how many tokens (examples for a
+    classifier) it averages over; exp of it is a language model's perplexity. For a classifier,
+    `confusion` (n_labels, n_labels) gets each example counted at [true label, predicted label]."""
+    task = get_task(task) if isinstance(task, str) else task
+    if len(part) == 0:
+        return float("nan"), 0
+    cfg = model.cfg
+    device = next(model.parameters()).device
+    loss_sum, count = 0.0, 0
+    sampler = TokenBatchSampler(part.src_lengths, part.tgt_lengths, max_tokens, shuffle=False)
+    with evaluation_mode(model):
+        for indices in sampler.batches(0):
+            batch = collate(part, indices, cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
+            with autocast(device, precision):
+                logits = task.forward(model, batch)
+            total, n = task.loss(logits, batch, cfg.pad_id, smoothing=0.0)
+            loss_sum, count = loss_sum + total.item(), count + int(n)
+            if confusion is not None:
+                pairs = torch.stack([batch.tgt_out[:, 0], logits.argmax(dim=-1)], dim=1).cpu()
+                ones = torch.ones(len(pairs), dtype=confusion.dtype)
+                confusion.index_put_(tuple(pairs.T), ones, accumulate=True)
+    return loss_sum / max(count, 1), count
