@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -143,21 +144,39 @@ def slow_model(server, seconds: float):
     return lambda: setattr(translator, "run", run)
 
 
+def held_model(server) -> threading.Event:
+    """Make each model call wait until the returned event is set (at most 60 s)."""
+    translator = server.app.state.worker
+    run = translator.run
+    gate = threading.Event()
+
+    def held(texts, dc):
+        gate.wait(timeout=60)
+        return run(texts, dc)
+
+    translator.run = held
+    return gate
+
+
 def test_a_burst_over_the_queue_gets_503_at_once_and_the_rest_are_served(serving):
+    # Two requests of two texts fill the queue (4 texts) and are held inside the model call; the
+    # six others must be refused while the model is still busy, not after it: no clock involved.
     server = serving(max_queued_texts=4, batch_wait_ms=0)
-    slow_model(server, 0.5)
+    gate = held_model(server)
 
     def ask(_):
-        started = time.perf_counter()
-        status, _ = server.request("POST", "/translate", {"texts": ["1", "2"]})
-        return status, time.perf_counter() - started
+        return server.request("POST", "/translate", {"texts": ["1", "2"]})[0]
 
     with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(ask, range(8)))
-    refused = [seconds for status, seconds in results if status == 503]
-    served = [status for status, _ in results if status == 200]
-    assert len(served) >= 2 and len(refused) >= 4, results
-    assert max(refused) < 0.4, results  # answered at once, not after the slow model calls
+        answers = [pool.submit(ask, i) for i in range(8)]
+        deadline = time.monotonic() + 30
+        while sum(a.done() for a in answers) < 6 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        answered_while_busy = [a.result() for a in answers if a.done()]
+        gate.set()
+        statuses = [a.result() for a in answers]
+    assert answered_while_busy == [503] * 6, statuses
+    assert sorted(statuses) == [200] * 2 + [503] * 6
     assert server.request("POST", "/translate", {"text": "7"})[0] == 200
 
 
