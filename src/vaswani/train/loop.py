@@ -29,8 +29,8 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from vaswani.config import ModelConfig, TrainConfig
-from vaswani.data import Batch, Position, PreparedData, TokenBatchSampler, collate
-from vaswani.data.dataset import task_of
+from vaswani.data import Position, PreparedData, TokenBatchSampler, collate
+from vaswani.data.dataset import ParallelSplit, task_of
 from vaswani.data.prepare import SIDES
 from vaswani.device import Placement, autocast, grad_scaler, place
 from vaswani.errors import VaswaniError
@@ -47,7 +47,7 @@ from vaswani.run import (
     TRAIN_CONFIG,
     load_trained,
 )
-from vaswani.tasks import evaluation_mode, get_task
+from vaswani.tasks import Task, evaluation_mode, get_task
 from vaswani.train import checkpoint as ckpt
 from vaswani.train.distributed import Distributed, init_distributed
 from vaswani.train.schedule import noam_lr
@@ -285,6 +285,47 @@ def train(
         dist.close()
 
 
+def train_update(
+    net: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    task: Task,
+    split: ParallelSplit,
+    micro_batches: list[Any],
+    tc: TrainConfig,
+    dist: Distributed,
+) -> tuple[int, float, float]:
+    """The gradients of one optimizer update, over `micro_batches` (index arrays of `split`): the
+    forward and backward passes, gradient accumulation, DDP's all-reduce, loss scaling and
+    clipping. The caller applies them (or not, by its NaN policy). Returns the update's tokens,
+    its mean loss and the gradient norm before clipping."""
+    model = net.module if isinstance(net, DistributedDataParallel) else net
+    cfg, device = model.cfg, dist.device
+    sizes = [task.batch_size(split, indices) for indices in micro_batches]
+    update_count, update_tokens = (sum(column) for column in zip(*sizes, strict=True))
+    # Every process sees the same global micro-batches and takes every world_size-th one.
+    mine = micro_batches[dist.rank :: dist.world_size]
+    optimizer.zero_grad(set_to_none=True)
+    local_loss = torch.zeros((), device=device)
+    for j, indices in enumerate(mine):
+        batch = collate(split, indices, cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
+        sync = j == len(mine) - 1 or not dist.enabled  # DDP all-reduces on the last one only
+        with contextlib.nullcontext() if sync else net.no_sync():
+            with autocast(device, tc.precision):
+                logits = task.forward(net, batch)
+            loss_sum, _ = task.loss(logits, batch, cfg.pad_id, tc.label_smoothing)
+            # Mean over the update's target tokens (or examples); DDP then averages over
+            # processes.
+            scaler.scale(loss_sum * dist.world_size / update_count).backward()
+        local_loss += loss_sum.detach()
+    loss = (dist.sum(local_loss) / update_count).item()
+    scaler.unscale_(optimizer)  # fp16: clip and report the true gradient norm
+    grad_norm = torch.nn.utils.clip_grad_norm_(
+        model.parameters(), tc.clip_norm if tc.clip_norm > 0 else float("inf")
+    ).item()
+    return update_tokens, loss, grad_norm
+
+
 def _train(
     tc: TrainConfig,
     dist: Distributed,
@@ -374,9 +415,7 @@ def _train(
 
     # --- the loop ------------------------------------------------------------------------------
     net = DistributedDataParallel(model) if dist.enabled else model
-    mixed = autocast(device, tc.precision)
     stream = sampler.iterate(Position(*state["position"]))
-    pad, bos, eos = cfg.pad_id, cfg.bos_id, cfg.eos_id
     budget_steps = tc.max_steps if tc.max_steps is not None else float("inf")
     budget_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else float("inf")
     start_time, start_elapsed = time.perf_counter(), state["elapsed_seconds"]
@@ -397,29 +436,10 @@ def _train(
             for group in optimizer.param_groups:
                 group["lr"] = lr
 
-            # Every process sees the same global micro-batches and takes every world_size-th one.
             micro = [next(stream) for _ in range(tc.accumulate)]
-            sizes = [task.batch_size(train_split, b) for _, b in micro]
-            update_count, update_tokens = (sum(column) for column in zip(*sizes, strict=True))
-            mine = [b for _, b in micro][dist.rank :: dist.world_size]
-            optimizer.zero_grad(set_to_none=True)
-            local_loss = torch.zeros((), device=device)
-            for j, indices in enumerate(mine):
-                batch: Batch = collate(train_split, indices, pad, bos, eos).to(device)
-                sync = j == len(mine) - 1 or not dist.enabled
-                with contextlib.nullcontext() if sync else net.no_sync():
-                    with mixed:
-                        logits = task.forward(net, batch)
-                    loss_sum, _ = task.loss(logits, batch, pad, tc.label_smoothing)
-                    # Mean over the update's target tokens (or examples); DDP then averages
-                    # over processes.
-                    scaler.scale(loss_sum * dist.world_size / update_count).backward()
-                local_loss += loss_sum.detach()
-            loss = (dist.sum(local_loss) / update_count).item()
-            scaler.unscale_(optimizer)  # fp16: clip and report the true gradient norm
-            grad_norm = torch.nn.utils.clip_grad_norm_(
-                model.parameters(), tc.clip_norm if tc.clip_norm > 0 else float("inf")
-            ).item()
+            update_tokens, loss, grad_norm = train_update(
+                net, optimizer, scaler, task, train_split, [b for _, b in micro], tc, dist
+            )
             finite = math.isfinite(loss) and math.isfinite(grad_norm)
             if scaler.is_enabled():
                 # fp16 overflows are expected while the loss scale settles: the scaler skips
