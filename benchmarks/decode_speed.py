@@ -138,7 +138,7 @@ def compare(label: str, model: Transformer, hf, src: torch.Tensor, args, news: l
         for beams in args.beams:
             for new in news:
                 dc = DecodeConfig(
-                    beam_size=beams, max_new_tokens=new, min_new_tokens=new, max_tokens=1 << 30
+                    beam_size=beams, max_new_tokens=new, min_new_tokens=new, batch_tokens=1 << 30
                 )
                 ours_s, found = timed(args.repeats, decode, model, src, dc)
                 theirs_s, out = timed(

@@ -46,7 +46,7 @@ def numbers_run(numbers_data, tmp_path_factory):
         out=str(out),
         preset="tiny",
         model={"d_model": 64, "d_ff": 256},
-        max_tokens=1024,
+        batch_tokens=1024,
         precision="fp32",
         warmup=200,
         lr_scale=2.0,
@@ -77,7 +77,7 @@ def lm_run(lm_data, tmp_path_factory):
     from vaswani.train.loop import train
 
     out = tmp_path_factory.mktemp("runs") / "grammar"
-    tc = TrainConfig(data=str(lm_data), out=str(out), task="lm", preset="tiny", max_tokens=1024,
+    tc = TrainConfig(data=str(lm_data), out=str(out), task="lm", preset="tiny", batch_tokens=1024,
                      precision="fp32", warmup=100, lr_scale=2.0, max_steps=300, eval_every=50,
                      save_every=300)  # fmt: skip
     train(tc, progress=False)
@@ -99,7 +99,7 @@ def train_classifier(data, out, pooling: str):
     from vaswani.config import TrainConfig
     from vaswani.train.loop import train
 
-    tc = TrainConfig(data=str(data), out=str(out), task="classify", preset="tiny", max_tokens=1024,
+    tc = TrainConfig(data=str(data), out=str(out), task="classify", preset="tiny", batch_tokens=1024,
                      precision="fp32", warmup=100, lr_scale=0.5, max_steps=300, eval_every=100,
                      save_every=300, model={"pooling": pooling})  # fmt: skip
     return train(tc, progress=False)

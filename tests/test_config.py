@@ -89,7 +89,7 @@ def test_train_config_fills_preset_settings_and_refuses_unknown_fields():
     from vaswani.config import PRESET_TRAINING, TrainConfig
 
     tc = TrainConfig(data="d", out="o", preset="base", max_steps=10).resolved()
-    assert (tc.warmup, tc.lr_scale, tc.max_tokens) == (4000, 1.0, 4096)  # §5.3
+    assert (tc.warmup, tc.lr_scale, tc.batch_tokens) == (4000, 1.0, 4096)  # §5.3
     tc = TrainConfig(data="d", out="o", preset="small", warmup=300, max_steps=10).resolved()
     assert tc.warmup == 300 and tc.lr_scale == PRESET_TRAINING["small"]["lr_scale"]
     assert TrainConfig.from_dict(tc.to_dict()) == tc

@@ -243,7 +243,7 @@ class CharTokenizer:
 def test_translate_keeps_order_and_gives_empty_lines_for_blank_ones():
     model = make_model(8)
     texts = ["hello", "", "a much longer line of text", "   ", "mid"]
-    out = translate(model, CharTokenizer(), CharTokenizer(), texts, DecodeConfig(max_tokens=64))
+    out = translate(model, CharTokenizer(), CharTokenizer(), texts, DecodeConfig(batch_tokens=64))
     assert len(out) == 5 and out[1] == "" and out[3] == ""
     for i in (0, 2, 4):  # each line alone gives what it gave among the others
         assert translate(model, CharTokenizer(), CharTokenizer(), [texts[i]]) == [out[i]]
@@ -303,7 +303,7 @@ def test_n_best_translations_come_best_first():
     [
         ({"beam_size": 0}, "beam_size must be an int >= 1"),
         ({"beam_size": 2, "n_best": 3}, "n_best=3 exceeds beam_size=2"),
-        ({"length_penalty": "wu"}, "choose gnmt or plain"),
+        ({"length_penalty": "wu"}, "choose one of gnmt, plain"),
         ({"alpha": -1.0}, "alpha must be >= 0"),
         ({"min_new_tokens": 5, "max_new_tokens": 4}, "min_new_tokens=5 exceeds"),
     ],

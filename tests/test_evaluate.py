@@ -22,7 +22,7 @@ def test_score_gives_bleu_chrf_and_signatures():
 def run(numbers_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "run"
     tc = TrainConfig(
-        data=str(numbers_data), out=str(out), preset="tiny", warmup=20, max_tokens=512,
+        data=str(numbers_data), out=str(out), preset="tiny", warmup=20, batch_tokens=512,
         max_steps=40, eval_every=40, save_every=20, log_every=10,
     )  # fmt: skip
     train(tc, progress=False)

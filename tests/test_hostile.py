@@ -210,12 +210,12 @@ def test_invalid_utf8_in_argv_is_one_line():
 
 
 def test_an_unexpected_exception_says_it_is_a_bug(capsys, monkeypatch):
-    import vaswani.cli
+    from vaswani.cli import presets
 
     def broken(args):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(vaswani.cli, "cmd_presets", broken)
+    monkeypatch.setattr(presets, "run", broken)
     code, _, err = cli(capsys, "presets")
     assert code == 3 and "RuntimeError: boom" in err and "this is a bug in vaswani" in err
 
@@ -273,10 +273,12 @@ def test_impossible_server_settings_are_refused(change, message):
 
 
 def test_serve_flags_out_of_range_are_one_line(numbers_run, capsys):
-    for flag, value in (("--port", "70000"), ("--timeout", "-1")):
-        with pytest.raises(SystemExit) as stop:
-            cli(capsys, "serve", "--checkpoint", str(numbers_run), flag, value)
-        assert stop.value.code == 2 and flag in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:  # argparse's own check
+        cli(capsys, "serve", "--checkpoint", str(numbers_run), "--port", "70000")
+    assert stop.value.code == 2 and "--port" in capsys.readouterr().err
+    for flag, value in (("--timeout", "-1"), ("--beam-size", "9"), ("--alpha", "-1")):
+        code, out, err = cli(capsys, "serve", "--checkpoint", str(numbers_run), flag, value)
+        assert code == 2 and err.startswith(f"error: {flag}: invalid ") and "serving" not in out
 
 
 def test_a_port_in_use_is_an_error_before_serving(numbers_run, capsys):

@@ -55,7 +55,7 @@ def test_text_files_with_a_long_line_are_cut_into_pieces_not_dropped(tmp_path):
     short = [f"the cat number {i} sleeps ." for i in range(40)]
     (tmp_path / "a.txt").write_text("\n".join([long_line, "", *short[:20]]) + "\n")
     (tmp_path / "b.txt").write_text("\n".join(short[20:]))
-    opts = PrepareOptions(task="lm", vocab_size=300, max_len=32, progress=False,
+    opts = PrepareOptions(task="lm", vocab_size=300, max_example_len=32, progress=False,
                           valid_fraction=0.0, test_fraction=0.0)  # fmt: skip
     meta = prepare([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")], tmp_path / "d", opts)
     assert meta["dropped_while_reading"] == {"empty line": 1}
@@ -176,7 +176,7 @@ def test_generate_cli_refuses_bad_sampling_settings(lm_run, capsys):
 def test_training_the_lm_resumes_bitwise_identically(lm_data, tmp_path):
     def config(out: str, steps: int) -> TrainConfig:
         return TrainConfig(data=str(lm_data), out=str(tmp_path / out), preset="tiny",
-                           precision="fp32", warmup=10, max_tokens=512, eval_every=10_000,
+                           precision="fp32", warmup=10, batch_tokens=512, eval_every=10_000,
                            save_every=1, log_every=1, max_steps=steps)  # fmt: skip
 
     train(config("whole", 7), progress=False)
@@ -196,7 +196,7 @@ def test_the_task_flag_must_match_the_data(lm_data, tmp_path, capsys):
 @pytest.mark.skipif(not (VENV_BIN / "torchrun").exists(), reason="torchrun not installed")
 def test_two_process_ddp_trains_the_lm_like_one_process(lm_data, tmp_path):
     common = ["--data", str(lm_data), "--preset", "tiny", "--precision", "fp32", "--warmup", "10",
-              "--max-tokens", "512", "--accumulate", "2", "--max-steps", "4", "--eval-every",
+              "--batch-tokens", "512", "--accumulate", "2", "--max-steps", "4", "--eval-every",
               "10000", "--log-every", "1", "--model", "dropout=0.0"]  # fmt: skip
     one = subprocess.run([sys.executable, "-m", "vaswani.cli", "train", "--out",
                           str(tmp_path / "one"), *common], capture_output=True, text=True)  # fmt: skip

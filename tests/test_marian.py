@@ -368,11 +368,17 @@ def test_fine_tuning_an_imported_model(imported, tmp_path, capsys):
 
     tc = TrainConfig(data=str(data), out=str(tmp_path / "tuned"), init=str(run), max_steps=40)
     tc = dataclasses.replace(
-        tc, warmup=10, lr_scale=0.5, max_tokens=512, eval_every=40, save_every=40, precision="fp32"
+        tc,
+        warmup=10,
+        lr_scale=0.5,
+        batch_tokens=512,
+        eval_every=40,
+        save_every=40,
+        precision="fp32",
     ).resolved()
     before = evaluate(imported[1][0], prepared, tc, torch.device("cpu"))["valid_loss"]
     args = ["train", "--data", str(data), "--out", tc.out, "--init", str(run), "--max-steps", "40"]
-    args += ["--warmup", "10", "--lr-scale", "0.5", "--max-tokens", "512", "--eval-every", "40"]
+    args += ["--warmup", "10", "--lr-scale", "0.5", "--batch-tokens", "512", "--eval-every", "40"]
     assert main([*args, "--save-every", "40", "--precision", "fp32"]) == 0
     records = [json.loads(line) for line in (tmp_path / "tuned" / "metrics.jsonl").open()]
     after = [r["valid_loss"] for r in records if "valid_loss" in r][-1]

@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 from vaswani import run as run_dir
-from vaswani.cli import warnings_as_lines
+from vaswani.cli.common import warnings_as_lines
 
 
 def test_loading_a_run_for_inference_imports_no_training_and_no_pyplot():

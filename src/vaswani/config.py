@@ -53,6 +53,10 @@ def _admits(annotation: str, value: Any) -> bool:
             if isinstance(value, (dict, tuple, list)):
                 return True
             continue
+        if option not in _TYPES:  # a class, such as DecodeConfig
+            if type(value).__name__ == option:
+                return True
+            continue
         types = _TYPES[option]
         if isinstance(value, bool) and bool not in types:
             continue
@@ -61,14 +65,27 @@ def _admits(annotation: str, value: Any) -> bool:
     return False
 
 
+def one_of(default: Any, choices: tuple[str, ...]) -> Any:
+    """A field whose value must be one of `choices` (None too, if that is its default); the
+    `vaswani` flag made from it offers them."""
+    return dataclasses.field(default=default, metadata={"choices": choices})
+
+
 def check_types(obj: Any) -> None:
-    """Refuse a field whose value has the wrong type for its annotation (see `_TYPES`)."""
+    """Refuse a field whose value has the wrong type for its annotation (see `_TYPES`), or is not
+    one of the field's choices (`one_of`)."""
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         if not _admits(f.type, value):
             raise ConfigError(
                 f"invalid {type(obj).__name__}: {f.name} must be {f.type.replace(' | ', ' or ')}, "
                 f"got {value!r} ({type(value).__name__})"
+            )
+        choices = f.metadata.get("choices")
+        if choices and value is not None and value not in choices:
+            raise ConfigError(
+                f"invalid {type(obj).__name__}: {f.name}={value!r}; choose one of "
+                f"{', '.join(choices)}"
             )
 
 
@@ -274,10 +291,10 @@ PRESETS: dict[str, ModelConfig] = {
 # which are trained on CPUs for minutes rather than on GPUs for days: a shorter warm-up, a higher
 # rate and smaller batches, so that a 30-minute budget makes thousands of updates past warm-up.
 PRESET_TRAINING: dict[str, dict[str, Any]] = {
-    "tiny": {"warmup": 1000, "lr_scale": 2.0, "max_tokens": 2048},
-    "small": {"warmup": 1000, "lr_scale": 2.0, "max_tokens": 2048},
-    "base": {"warmup": 4000, "lr_scale": 1.0, "max_tokens": 4096},
-    "big": {"warmup": 4000, "lr_scale": 1.0, "max_tokens": 4096},
+    "tiny": {"warmup": 1000, "lr_scale": 2.0, "batch_tokens": 2048},
+    "small": {"warmup": 1000, "lr_scale": 2.0, "batch_tokens": 2048},
+    "base": {"warmup": 4000, "lr_scale": 1.0, "batch_tokens": 4096},
+    "big": {"warmup": 4000, "lr_scale": 1.0, "batch_tokens": 4096},
 }
 
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -295,18 +312,19 @@ class TrainConfig:
 
     data: str
     out: str
-    preset: str = "small"
+    preset: str = one_of("small", tuple(PRESETS))
+    """Model size: tiny, small, base or big (`vaswani presets`)."""
     model: dict[str, Any] = dataclasses.field(default_factory=dict)
     """ModelConfig fields that override the preset (vocabulary sizes come from the data)."""
-    task: str | None = None
+    task: str | None = one_of(None, TASKS)
     """The task the data must have been prepared for (`prepare --task`); None: whichever it was."""
     init: str | None = None
     """Fine-tune: a run directory (e.g. an imported OPUS-MT model) whose model and best weights
     training starts from, instead of the preset and random weights; `model` may still override
     fields such as dropout. The data must use its tokenizer (`prepare --tokenizer-from`)."""
-    max_tokens: int | None = None
+    batch_tokens: int | None = None
     """Token budget of one micro-batch, per side, padding included (§5.1 used ~25k);
-    None: the preset's (PRESET_TRAINING)."""
+    None: the preset's."""
     accumulate: int = 1
     """Micro-batches per optimizer update (across all processes); raises the tokens per update."""
     warmup: int | None = None
@@ -317,44 +335,46 @@ class TrainConfig:
     adam_betas: tuple[float, float] = (0.9, 0.98)
     adam_eps: float = 1e-9
     label_smoothing: float = 0.1
+    """Label smoothing of the training loss (§5.4)."""
     clip_norm: float = 0.0
     """Gradient clipping by global norm; 0 turns it off (the paper does not clip)."""
-    precision: str = "auto"
+    precision: str = one_of("auto", PRECISIONS)
     """bf16, fp16 (with loss scaling) or fp32; auto: bf16 where the hardware computes it
     natively, fp16 on CUDA GPUs without bf16, fp32 elsewhere. Kept as asked, so that a resume
     on other hardware chooses again."""
     seed: int = 0
+    """Random seed: initialisation, dropout, data order."""
     max_steps: int | None = None
+    """Stop after this many optimizer updates."""
     max_minutes: float | None = None
+    """Stop after this much training time (minutes); with max_steps, whichever comes first."""
     eval_every: int = 500
+    """Validate (and choose best/) every this many steps."""
     eval_sentences: int = 200
     """Validation pairs translated greedily for BLEU at each evaluation (translation only)."""
     save_every: int = 500
+    """Write a checkpoint every this many steps."""
     keep_last: int = 5
+    """Checkpoints kept (older ones are deleted; best/ is kept apart)."""
     log_every: int = 10
-    nan_policy: str = "stop"
+    """Append a line to metrics.jsonl every this many steps."""
+    nan_policy: str = one_of("stop", NAN_POLICIES)
     """"stop": a non-finite loss ends training; "skip": the update is skipped and counted."""
     device: str = "auto"
+    """auto (CUDA, then Apple MPS, then CPU), cpu, cuda, cuda:1, mps."""
 
     def __post_init__(self) -> None:
         require = requirement("TrainConfig")
         check_types(self)
 
-        require(
-            self.preset in PRESETS, f"preset={self.preset!r}; choose one of {', '.join(PRESETS)}"
-        )
-        require(
-            self.task is None or self.task in TASKS,
-            f"task={self.task!r}; choose one of {', '.join(TASKS)}",
-        )
-        require(
-            self.precision in PRECISIONS,
-            f"precision={self.precision!r}; choose one of {', '.join(PRECISIONS)}",
-        )
-        require(
-            self.nan_policy in NAN_POLICIES, f"nan_policy={self.nan_policy!r}; choose stop or skip"
-        )
-        for name in ("max_tokens", "accumulate", "warmup", "eval_every", "save_every", "log_every"):
+        for name in (
+            "batch_tokens",
+            "accumulate",
+            "warmup",
+            "eval_every",
+            "save_every",
+            "log_every",
+        ):
             value = getattr(self, name)
             require(value is None or value >= 1, f"{name} must be >= 1")
         require(self.lr_scale is None or self.lr_scale > 0, "lr_scale must be > 0")
@@ -379,8 +399,12 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        data = dict(data) if isinstance(data, dict) else data
+        if isinstance(data, dict) and "max_tokens" in data and "batch_tokens" not in data:
+            data["batch_tokens"] = data.pop(
+                "max_tokens"
+            )  # its old name (train_config.json of earlier runs)
         check_fields(cls, data)
-        data = dict(data)
         if "adam_betas" in data:
             data["adam_betas"] = tuple(data["adam_betas"])
         return cls(**data)
@@ -402,8 +426,9 @@ class DecodeConfig:
     beam_size: int = 4
     """Hypotheses kept per sentence; 1 is greedy search."""
     alpha: float = 0.6
-    length_penalty: str = "gnmt"
-    """"gnmt" or "plain"; see the class docstring."""
+    """Length penalty strength (paper: 0.6); 0 ranks by log-probability alone."""
+    length_penalty: str = one_of("gnmt", LENGTH_PENALTIES)
+    """gnmt: divide log P by ((5 + length) / 6) ** alpha; plain: by length ** alpha."""
     n_best: int = 1
     """Hypotheses returned per sentence, best first (at most beam_size)."""
     max_extra: int = 50
@@ -412,13 +437,13 @@ class DecodeConfig:
     """A fixed output limit instead of source length + max_extra."""
     min_new_tokens: int = 0
     """The end-of-sentence token is not allowed before this many tokens (benchmarks force lengths)."""
-    max_tokens: int = 4096
-    """Batch budget: source tokens, padding included, times beam_size."""
+    batch_tokens: int = 4096
+    """Token budget of one batch: source tokens, padding included, times beam_size."""
 
     def __post_init__(self) -> None:
         require = requirement("DecodeConfig")
         check_types(self)
-        for name in ("beam_size", "n_best", "max_tokens"):
+        for name in ("beam_size", "n_best", "batch_tokens"):
             value = getattr(self, name)
             require(
                 isinstance(value, int) and value >= 1, f"{name} must be an int >= 1, got {value!r}"
@@ -428,10 +453,6 @@ class DecodeConfig:
             f"n_best={self.n_best} exceeds beam_size={self.beam_size}; raise the beam size",
         )
         require(self.alpha >= 0.0, f"alpha must be >= 0, got {self.alpha!r}")
-        require(
-            self.length_penalty in LENGTH_PENALTIES,
-            f"length_penalty={self.length_penalty!r}; choose gnmt or plain",
-        )
         for name in ("max_extra", "min_new_tokens"):
             value = getattr(self, name)
             require(
@@ -446,3 +467,49 @@ class DecodeConfig:
                 self.min_new_tokens <= self.max_new_tokens,
                 f"min_new_tokens={self.min_new_tokens} exceeds max_new_tokens={self.max_new_tokens}",
             )
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """Limits and batching of the server; every one is a `vaswani serve` flag."""
+
+    max_body_bytes: int = 1 << 20
+    """Largest request body; a larger one gets 413 before it is read."""
+    max_texts: int = 64
+    """Texts (sentences, prompts) per request."""
+    max_chars: int = 2000
+    """Characters per text (the model's position limit also applies, after tokenizing)."""
+    max_beam_size: int = 8
+    """Largest beam_size a request may ask for."""
+    beam_size: int = 4
+    """Beam size of a request that gives none (the paper's 4)."""
+    max_length: int = 256
+    """Largest `max_length` (translation) or `max_new_tokens` (generation) a request may ask for."""
+    timeout_s: float = 30.0
+    """Seconds a request may wait for its answer before it gets 504."""
+    max_queued_texts: int = 512
+    """Sentences waiting or being translated; beyond this a request gets 503 at once."""
+    batch_wait_ms: float = 5.0
+    """How long the worker waits for more requests to batch with the first one."""
+    batch_tokens: int = 8192
+    """Token budget of one model call (source tokens x beam size)."""
+    dynamic_batching: bool = True
+    """False: one request per model call (for comparison)."""
+    precision: str = one_of("auto", PRECISIONS)
+    """bf16, fp16, fp32, or auto: chosen for the model's device (`vaswani.device`)."""
+    decoding: DecodeConfig = dataclasses.field(default_factory=DecodeConfig)
+    """How a translation request is searched (alpha, length penalty, output length); its
+    beam_size and max_length replace this one's, batch_tokens above replaces its budget."""
+
+    def __post_init__(self) -> None:
+        require = requirement("ServeSettings")
+        check_types(self)
+        for name in ("max_body_bytes", "max_texts", "max_chars", "max_beam_size", "beam_size",
+                     "max_length", "max_queued_texts", "batch_tokens"):  # fmt: skip
+            require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        require(self.timeout_s > 0, f"timeout_s must be > 0 seconds, got {self.timeout_s}")
+        require(self.batch_wait_ms >= 0, f"batch_wait_ms must be >= 0, got {self.batch_wait_ms}")
+        require(
+            self.beam_size <= self.max_beam_size,
+            f"beam_size={self.beam_size} is over max_beam_size={self.max_beam_size}",
+        )

@@ -473,7 +473,7 @@ def translate_nbest(
     """The `dc.n_best` best translations of each text, in order; a blank text gets none, without
     running the model.
 
-    Sentences are sorted by length and batched under a token budget (dc.max_tokens counts source
+    Sentences are sorted by length and batched under a token budget (dc.batch_tokens counts source
     tokens, padding included, times the beam size), so little of a batch is padding. `progress` is
     called with the number of sentences each batch finished.
     """
@@ -484,7 +484,7 @@ def translate_nbest(
     results: list[list[Translation]] = [[] for _ in texts]
     todo = sorted(encoded, key=lambda i: len(encoded[i]))
     widths = [(len(encoded[i]) + 1) * dc.beam_size for i in todo]
-    for positions in length_batches(widths, dc.max_tokens):
+    for positions in length_batches(widths, dc.batch_tokens):
         batch = [todo[j] for j in positions]
         src = source_batch([encoded[i] for i in batch], cfg).to(device)
         for i, hypotheses in zip(batch, decode(model, src, dc), strict=True):
@@ -572,18 +572,18 @@ def classify(
     tokenizer: Tokenizer,
     labels: list[str],
     texts: list[str],
-    max_tokens: int = 8192,
+    batch_tokens: int = 8192,
     too_long: str = "error",
 ) -> list[Classification | None]:
     """The most probable label of each text, in order; None for a blank text (the model is not
-    run). Texts are sorted by length and batched under `max_tokens` (padding included)."""
+    run). Texts are sorted by length and batched under `batch_tokens` (padding included)."""
     cfg = model.cfg
     device = next(model.parameters()).device
     # The classifier puts a start token before each text: one position less for the text.
     encoded = encode_sources(tokenizer, texts, cfg.max_len - 1, too_long, what="text")
     results: list[Classification | None] = [None] * len(texts)
     todo = sorted(encoded, key=lambda i: len(encoded[i]))
-    for batch in length_batches([len(encoded[i]) + 2 for i in todo], max_tokens):
+    for batch in length_batches([len(encoded[i]) + 2 for i in todo], batch_tokens):
         rows = [todo[j] for j in batch]
         src = source_batch([encoded[i] for i in rows], cfg).to(device)
         probs = model(src).float().softmax(dim=-1).cpu()  # (B, n_labels)

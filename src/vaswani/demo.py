@@ -19,7 +19,8 @@ from vaswani.config import DecodeConfig, TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.decode import translate
 from vaswani.device import autocast, pick_device
-from vaswani.evaluate import Scores, score
+from vaswani.errors import VaswaniError
+from vaswani.metrics import Scores, score
 from vaswani.run import load_trained
 from vaswani.train.loop import train
 
@@ -28,13 +29,17 @@ MARKER = ".vaswani-demo"  # a directory holding this was made by the demo and ma
 # only slows learning).
 MODEL = {"d_model": 64, "d_ff": 256, "dropout": 0.0, "max_len": 64}
 # Measured on 2 cores in fp32 (AVX2; ATEN_CPU_CAPABILITY=avx2 on a Xeon), with the 1,511 test numbers:
-#   max_tokens 2048, 3000 steps, lr_scale 2, no clipping: 251 s, 100% exact, but a loss jump to 3.2
+#   batch_tokens 2048, 3000 steps, lr_scale 2, no clipping: 251 s, 100% exact, but a loss jump to 3.2
 #       (grad norm 38) at step 1340
-#   max_tokens 1024, 2000 steps, lr_scale 1, warm-up 200, clip 1.0: 81 s, 99.8% exact, loss bumps
+#   batch_tokens 1024, 2000 steps, lr_scale 1, warm-up 200, clip 1.0: 81 s, 99.8% exact, loss bumps
 #       of at most 2.0 (lr_scale 0.5: 99.3%; adam_eps 1e-6: 98.5%; pre-norm: 99.5%)
 # The bumps that remain are one batch: the shortest numbers (null, elf, zwölf, ...), rare in the
 # corpus, keep a loss near 1.2 when every other batch is below 0.02.
-TRAINING = {"max_tokens": 1024, "warmup": 200, "lr_scale": 1.0, "clip_norm": 1.0}
+TRAINING = {"batch_tokens": 1024, "warmup": 200, "lr_scale": 1.0, "clip_norm": 1.0}
+
+
+class DemoError(VaswaniError):
+    """The demo's directory is something else's."""
 
 
 @dataclass
@@ -53,7 +58,7 @@ def claim_directory(out: Path) -> None:
     """Create `out`, or empty it when an earlier demo made it; never touch anything else."""
     if out.exists():
         if not (out / MARKER).exists():
-            raise ValueError(f"{out} exists and was not made by the demo; choose another --out")
+            raise DemoError(f"{out} exists and was not made by the demo; choose another --out")
         shutil.rmtree(out)
     out.mkdir(parents=True)
     (out / MARKER).write_text("made by `vaswani demo`; replaced when the demo runs again\n")

@@ -1,28 +1,199 @@
-"""Translation quality the way the field reports it: sacreBLEU and chrF of detokenised output."""
+"""How good a trained model is, as the field reports it, for each task:
+
+- translation: corpus sacreBLEU and chrF of detokenised output, exact match, decoding speed
+  (`evaluate_translation`);
+- language model: perplexity, exp(mean cross-entropy per token) (`perplexity`);
+- classifier: accuracy and the confusion matrix (`classification_report`).
+
+`vaswani evaluate` prints these reports; nothing here prints.
+"""
 
 from __future__ import annotations
 
+import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from vaswani.config import DecodeConfig
+from vaswani.data import PreparedData
+from vaswani.data.corpora import read_text_files, read_tsv
+from vaswani.data.dataset import EncodedSplit, ParallelSplit
+from vaswani.data.prepare import cut_into_pieces
+from vaswani.data.tokenizer import LabelSet
+from vaswani.decode import Tokenizer, encode_sources, translate
+from vaswani.errors import VaswaniError
+from vaswani.metrics import Scores, score
+from vaswani.tasks import get_task, split_loss
+
+
+class EvaluationError(VaswaniError):
+    """Nothing to evaluate, or the data to evaluate on is missing or does not fit the model."""
 
 
 @dataclass
-class Scores:
-    bleu: float
-    chrf: float
-    bleu_signature: str
-    chrf_signature: str
+class TranslationReport:
+    hypotheses: list[str]
+    references: list[str]
+    scores: Scores
+    exact: int
+    """Hypotheses equal to their reference, character for character."""
+    seconds: float
+    """Decoding time (translation only, not scoring)."""
+    output_tokens: int
+
+    @property
+    def exact_fraction(self) -> float:
+        return self.exact / len(self.references)
 
 
-def score(hypotheses: list[str], references: list[str], tokenize: str = "13a") -> Scores:
-    """Corpus-level sacreBLEU (13a tokenisation unless told, exp smoothing) and chrF against one
-    reference. tokenize="char" scores character n-grams: for one-word targets (numbers-de), where
-    word 4-grams do not exist and word BLEU is 0 whatever the output."""
-    import sacrebleu
+def evaluate_translation(
+    model: nn.Module,
+    src_tok: Tokenizer,
+    tgt_tok: Tokenizer,
+    sources: list[str],
+    references: list[str],
+    dc: DecodeConfig | None = None,
+    too_long: str = "error",
+    progress: Callable[[int], None] | None = None,
+) -> TranslationReport:
+    """Translate `sources` (under the caller's autocast) and score them against `references`."""
+    if not sources:
+        raise EvaluationError("nothing to evaluate: no non-empty sentence pairs")
+    start = time.perf_counter()
+    hypotheses = translate(model, src_tok, tgt_tok, sources, dc or DecodeConfig(), too_long,
+                           progress)  # fmt: skip
+    seconds = time.perf_counter() - start
+    return TranslationReport(
+        hypotheses=hypotheses,
+        references=references,
+        scores=score(hypotheses, references),
+        exact=sum(h == r for h, r in zip(hypotheses, references, strict=True)),
+        seconds=seconds,
+        output_tokens=sum(len(ids) for ids in tgt_tok.encode_batch(hypotheses)),
+    )
 
-    if len(hypotheses) != len(references):
-        raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
-    bleu = sacrebleu.metrics.BLEU(tokenize=tokenize)
-    chrf = sacrebleu.metrics.CHRF()
-    b = bleu.corpus_score(hypotheses, [references])
-    c = chrf.corpus_score(hypotheses, [references])
-    return Scores(b.score, c.score, str(bleu.get_signature()), str(chrf.get_signature()))
+
+@dataclass
+class PerplexityReport:
+    loss: float
+    """Mean cross-entropy in nats per token, end-of-text tokens included."""
+    tokens: int
+    seconds: float
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(min(self.loss, 50.0))  # exp(50) already says "has learned nothing"
+
+
+def perplexity(
+    model: nn.Module, part: ParallelSplit | EncodedSplit, batch_tokens: int, precision: str
+) -> PerplexityReport:
+    """A language model's perplexity on `part` (a prepared split or `encode_text_file`'s)."""
+    if len(part) == 0:
+        raise EvaluationError("nothing to evaluate: no texts")
+    start = time.perf_counter()
+    loss, tokens = _split_loss(model, part, "lm", batch_tokens, precision)
+    return PerplexityReport(loss, tokens, time.perf_counter() - start)
+
+
+@dataclass
+class ClassificationReport:
+    labels: list[str]
+    confusion: Tensor
+    """(n_labels, n_labels) counts: row = true label, column = predicted label."""
+    loss: float
+    seconds: float
+
+    @property
+    def examples(self) -> int:
+        return int(self.confusion.sum())
+
+    @property
+    def correct(self) -> int:
+        return int(self.confusion.trace())
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.examples
+
+    def table(self) -> list[str]:
+        """The confusion matrix as aligned text lines, a header of predicted labels first."""
+        width = max(8, *(len(label) for label in self.labels))
+        lines = [" " * (width + 2) + " ".join(f"{label:>{width}}" for label in self.labels)]
+        for label, row in zip(self.labels, self.confusion.tolist(), strict=True):
+            lines.append(f"  {label:<{width}}" + " ".join(f"{n:>{width}}" for n in row))
+        return lines
+
+
+def classification_report(
+    model: nn.Module,
+    part: ParallelSplit | EncodedSplit,
+    labels: list[str],
+    batch_tokens: int,
+    precision: str,
+) -> ClassificationReport:
+    """A classifier's accuracy and confusion matrix on `part` (a prepared split or
+    `encode_labelled_file`'s)."""
+    if len(part) == 0:
+        raise EvaluationError("nothing to evaluate: no examples")
+    confusion = torch.zeros(len(labels), len(labels), dtype=torch.long)
+    start = time.perf_counter()
+    loss, _ = _split_loss(model, part, "classify", batch_tokens, precision, confusion)
+    return ClassificationReport(labels, confusion, loss, time.perf_counter() - start)
+
+
+def _split_loss(model, part, task, batch_tokens, precision, confusion=None):  # noqa: ANN001, ANN202
+    try:
+        return split_loss(model, part, get_task(task), batch_tokens, precision, confusion)
+    except ValueError as error:  # an example over the batch budget
+        raise EvaluationError(str(error)) from None
+
+
+def encode_text_file(path: Path, tokenizer: Tokenizer, max_len: int, max_line_bytes: int):  # noqa: ANN201
+    """A text file (one text a line) encoded like a prepared language-model split: texts longer
+    than the model's `max_len` positions are cut into pieces, as `prepare` does."""
+    texts = [text for _, text in read_text_files([path], max_line_bytes=max_line_bytes)]
+    pieces = cut_into_pieces(tokenizer.encode_batch(texts), max_len - 1)
+    return EncodedSplit([[] for _ in pieces], pieces)
+
+
+def encode_labelled_file(  # noqa: ANN201
+    path: Path,
+    tokenizer: Tokenizer,
+    labels: LabelSet,
+    max_len: int,
+    too_long: str,
+    max_line_bytes: int,
+):
+    """A TSV of text<TAB>label lines encoded like a prepared classification split."""
+    pairs = list(read_tsv(path, max_line_bytes=max_line_bytes, column_names="text, label"))
+    # One position goes to the start token the classifier puts before each text.
+    encoded = encode_sources(tokenizer, [text for text, _ in pairs], max_len - 1, too_long, "line")
+    try:
+        label_ids = labels.encode_batch([label for _, label in pairs])
+    except ValueError as error:
+        raise EvaluationError(
+            f"{path}: {error}; the model knows {', '.join(labels.labels)}"
+        ) from None
+    return EncodedSplit([encoded[i] for i in range(len(pairs))], label_ids)
+
+
+def training_data(info: dict, alternative: str) -> PreparedData:
+    """The prepared data a run was trained on (from its data.json `info`), or an EvaluationError
+    saying why it cannot be had and to evaluate with `alternative` flags instead."""
+    if info.get("path") is None:
+        raise EvaluationError(
+            f"this run directory has no training data (it was imported); evaluate with {alternative}"
+        )
+    data_dir = Path(info["path"])
+    if not (data_dir / "meta.json").is_file():
+        raise EvaluationError(
+            f"the run's data directory {data_dir} is gone; prepare it again there, or evaluate "
+            f"with {alternative}"
+        )
+    return PreparedData(data_dir)

@@ -9,6 +9,7 @@ that leads out, a FIFO or a device is refused in one line instead of being read,
 from __future__ import annotations
 
 import json
+import os
 import stat
 import warnings
 from pathlib import Path
@@ -82,3 +83,19 @@ def read_records(path: Path) -> list[dict]:
             continue
         records.append(record)
     return records
+
+
+def fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that readers see the old or the new content, never a mix."""
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    tmp.write_bytes(data)
+    fsync(tmp)
+    os.replace(tmp, path)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import queue
 import signal
 import socket
@@ -40,52 +41,11 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vaswani import __version__
-from vaswani.config import DecodeConfig, check_types, requirement
+from vaswani.config import DecodeConfig, ServeSettings
 from vaswani.decode import InputTooLong, classify, encode_sources, generate, translate
 from vaswani.device import autocast, pick_precision
 from vaswani.errors import VaswaniError
 from vaswani.model import DecoderOnly, EncoderClassifier
-
-
-@dataclass(frozen=True)
-class ServeSettings:
-    """Limits and batching of the server; every one is a `vaswani serve` flag."""
-
-    max_body_bytes: int = 1 << 20
-    max_texts: int = 64
-    """Texts (sentences, prompts) per request."""
-    max_chars: int = 2000
-    """Characters per text (the model's position limit also applies, after tokenizing)."""
-    max_beam_size: int = 8
-    beam_size: int = 4
-    """Used when a request gives none (the paper's 4)."""
-    max_length: int = 256
-    """Largest `max_length` (translation) or `max_new_tokens` (generation) a request may ask for."""
-    timeout_s: float = 30.0
-    max_queued_texts: int = 512
-    """Sentences waiting or being translated; beyond this a request gets 503 at once."""
-    batch_wait_ms: float = 5.0
-    """How long the worker waits for more requests to batch with the first one."""
-    batch_tokens: int = 8192
-    """Token budget of one model call (source tokens x beam size)."""
-    dynamic_batching: bool = True
-    """False: one request per model call (for comparison)."""
-    precision: str = "auto"
-    """bf16, fp16, fp32, or auto: chosen for the model's device (`vaswani.device`)."""
-
-    def __post_init__(self) -> None:
-        require = requirement("ServeSettings")
-        check_types(self)
-        for name in ("max_body_bytes", "max_texts", "max_chars", "max_beam_size", "beam_size",
-                     "max_length", "max_queued_texts", "batch_tokens"):  # fmt: skip
-            require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
-        require(self.timeout_s > 0, f"timeout_s must be > 0 seconds, got {self.timeout_s}")
-        require(self.batch_wait_ms >= 0, f"batch_wait_ms must be >= 0, got {self.batch_wait_ms}")
-        require(
-            self.beam_size <= self.max_beam_size,
-            f"beam_size={self.beam_size} is over max_beam_size={self.max_beam_size}",
-        )
-
 
 # Request bodies are typed strictly: "2" and true are not beam sizes, NaN and infinity are not
 # numbers, and an unknown field is an error rather than ignored.
@@ -468,10 +428,11 @@ def create_app(
                     f"max_length {request.max_length} is over the limit of {settings.max_length}"
                 )
             problems = problems or position_problems(texts, max_len)
-            dc = DecodeConfig(
+            dc = dataclasses.replace(
+                settings.decoding,
                 beam_size=beam,
                 max_new_tokens=request.max_length,
-                max_tokens=max(settings.batch_tokens, beam),
+                batch_tokens=max(settings.batch_tokens, beam),
             )
             start = time.perf_counter()
             translations = await submit(texts, dc, problems)

@@ -26,7 +26,7 @@ from vaswani.data import Batch, PreparedData, TokenBatchSampler, collate
 from vaswani.data.dataset import EncodedSplit, ParallelSplit
 from vaswani.decode import sample, translate
 from vaswani.device import autocast
-from vaswani.evaluate import score
+from vaswani.metrics import score
 from vaswani.model import DecoderOnly, EncoderClassifier, Transformer
 from vaswani.train.loss import classification_loss, label_smoothed_cross_entropy
 
@@ -81,10 +81,10 @@ class Task:
         tokens = len(indices) + int(split.tgt_lengths[indices].sum())
         return tokens, tokens
 
-    def validate(self, model: nn.Module, data: PreparedData, max_tokens: int, precision: str,
+    def validate(self, model: nn.Module, data: PreparedData, batch_tokens: int, precision: str,
                  **options: Any) -> dict:  # fmt: skip
         """Validation figures of a model in evaluation mode: loss and perplexity here."""
-        loss, _ = split_loss(model, data.split("valid"), self, max_tokens, precision)
+        loss, _ = split_loss(model, data.split("valid"), self, batch_tokens, precision)
         return {"valid_loss": loss, "valid_ppl": math.exp(min(loss, 50.0))}
 
     def best_line(self, value: float) -> str:
@@ -101,16 +101,16 @@ class Translate(Task):
     # the first evaluation; chrF scores characters and follows BLEU on sentence data.
     selection = ("valid_chrf", True)
 
-    def validate(self, model: nn.Module, data: PreparedData, max_tokens: int, precision: str,
+    def validate(self, model: nn.Module, data: PreparedData, batch_tokens: int, precision: str,
                  eval_sentences: int = 200, **options: Any) -> dict:  # fmt: skip
         """Loss and perplexity, then sacreBLEU and chrF of greedy translations of the first
         `eval_sentences` validation pairs (a fixed sample)."""
-        result = super().validate(model, data, max_tokens, precision)
+        result = super().validate(model, data, batch_tokens, precision)
         sources, references = (part[:eval_sentences] for part in data.text("valid"))
         device = next(model.parameters()).device
         with autocast(device, precision):
             hypotheses = translate(model, data.src_tokenizer, data.tgt_tokenizer, sources,
-                                   DecodeConfig(beam_size=1, max_tokens=max_tokens))  # fmt: skip
+                                   DecodeConfig(beam_size=1, batch_tokens=batch_tokens))  # fmt: skip
         scores = score(hypotheses, references)
         samples = [[s, r, h] for s, r, h in zip(sources[:3], references, hypotheses, strict=False)]
         return {**result, "valid_bleu": scores.bleu, "valid_chrf": scores.chrf, "samples": samples}
@@ -131,10 +131,10 @@ class LanguageModel(Task):
     def forward(self, net: nn.Module, batch: Batch) -> Tensor:
         return net(batch.tgt_in)  # the text is on the target side; the source is empty
 
-    def validate(self, model: nn.Module, data: PreparedData, max_tokens: int, precision: str,
+    def validate(self, model: nn.Module, data: PreparedData, batch_tokens: int, precision: str,
                  seed: int = 0, **options: Any) -> dict:  # fmt: skip
         """Loss and perplexity, and one sampled text to read."""
-        result = super().validate(model, data, max_tokens, precision)
+        result = super().validate(model, data, batch_tokens, precision)
         with autocast(next(model.parameters()).device, precision):
             found = sample(model, [[]], max_new_tokens=40, temperature=0.8, seed=seed)
         return {**result, "samples": [data.tgt_tokenizer.decode(found[0].tokens)]}
@@ -167,11 +167,11 @@ class Classify(Task):
         """Examples (the loss is per example), and the text tokens processed."""
         return len(indices), len(indices) + int(split.src_lengths[indices].sum())
 
-    def validate(self, model: nn.Module, data: PreparedData, max_tokens: int, precision: str,
+    def validate(self, model: nn.Module, data: PreparedData, batch_tokens: int, precision: str,
                  **options: Any) -> dict:  # fmt: skip
         n_labels = model.cfg.n_labels
         confusion = torch.zeros(n_labels, n_labels, dtype=torch.long)
-        loss, n = split_loss(model, data.split("valid"), self, max_tokens, precision, confusion)
+        loss, n = split_loss(model, data.split("valid"), self, batch_tokens, precision, confusion)
         return {"valid_loss": loss, "valid_accuracy": confusion.trace().item() / max(n, 1)}
 
     def best_line(self, value: float) -> str:
@@ -195,7 +195,7 @@ def split_loss(
     model: nn.Module,
     part: ParallelSplit | EncodedSplit,
     task: Task | str,
-    max_tokens: int,
+    batch_tokens: int,
     precision: str,
     confusion: Tensor | None = None,
 ) -> tuple[float, int]:
@@ -208,7 +208,7 @@ def split_loss(
     cfg = model.cfg
     device = next(model.parameters()).device
     loss_sum, count = 0.0, 0
-    sampler = TokenBatchSampler(part.src_lengths, part.tgt_lengths, max_tokens, shuffle=False)
+    sampler = TokenBatchSampler(part.src_lengths, part.tgt_lengths, batch_tokens, shuffle=False)
     with evaluation_mode(model):
         for indices in sampler.batches(0):
             batch = collate(part, indices, cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)

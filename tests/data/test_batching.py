@@ -83,7 +83,7 @@ def test_similar_lengths_are_grouped_so_padding_is_small():
 
 
 def test_a_budget_below_the_longest_pair_is_refused():
-    with pytest.raises(ValueError, match="max_tokens=10 is smaller than the longest pair"):
+    with pytest.raises(ValueError, match="batch_tokens=10 is smaller than the longest pair"):
         TokenBatchSampler(np.array([3, 20]), np.array([4, 5]), 10)
 
 

@@ -82,7 +82,7 @@ def test_empty_duplicate_and_too_long_pairs_are_dropped_and_counted(tmp_path):
     src.write_text("\n".join([*body, "", "wort 1", "lang " * 40]) + "\n")
     tgt.write_text("\n".join([*(f"word {i}" for i in range(400)), "x", "word 1", "long"]) + "\n")
     opts = PrepareOptions(
-        vocab_size=300, max_len=20, valid_fraction=0.0, test_fraction=0.0, progress=False
+        vocab_size=300, max_example_len=20, valid_fraction=0.0, test_fraction=0.0, progress=False
     )
     meta = prepare([str(src), str(tgt)], tmp_path / "out", opts)
     assert meta["dropped_while_reading"] == {"duplicate pair": 1, "empty line": 1}
@@ -124,7 +124,7 @@ def test_cli_prepare_reports_counts_and_padding(tmp_path):
     result = run_cli("prepare", "numbers-de", "--out", str(tmp_path / "n"), "--vocab-size", "300",
                      "--numbers-size", "2000")  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "train" in result.stdout and "padding with --max-tokens 4096" in result.stdout
+    assert "train" in result.stdout and "padding with --batch-tokens 2048" in result.stdout  # train's default
 
 
 def test_cli_prepare_errors_are_one_line(tmp_path):

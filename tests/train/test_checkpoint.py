@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from vaswani import ModelConfig, Transformer
+from vaswani.files import write_atomic
 from vaswani.train import checkpoint as ckpt
 
 
@@ -91,7 +92,7 @@ def test_malicious_pickle_is_refused_and_never_runs(tmp_path, filename):
     # A careful attacker also fixes the manifest, so the loaders themselves must refuse.
     manifest = json.loads((checkpoint / ckpt.MANIFEST).read_text())
     manifest[filename] = ckpt.sha256_file(checkpoint / filename)
-    ckpt.write_atomic(checkpoint / ckpt.MANIFEST, json.dumps(manifest).encode())
+    write_atomic(checkpoint / ckpt.MANIFEST, json.dumps(manifest).encode())
     ckpt.verify(checkpoint)
     with pytest.raises(ckpt.CheckpointError):
         if filename == ckpt.WEIGHTS:

@@ -30,7 +30,7 @@ def config(data: Path, out: Path, **overrides) -> TrainConfig:
         preset="tiny",
         precision="fp32",
         warmup=10,
-        max_tokens=512,
+        batch_tokens=512,
         eval_every=10_000,
         save_every=1,
         log_every=1,
@@ -92,7 +92,7 @@ def run_cli(*args: str, **kwargs) -> subprocess.Popen:
 
 def cli_args(data: Path, out: Path, steps: int) -> list[str]:
     return ["train", "--data", str(data), "--out", str(out), "--preset", "tiny", "--precision", "fp32",
-            "--warmup", "10", "--max-tokens", "512", "--eval-every", "10000", "--save-every", "1",
+            "--warmup", "10", "--batch-tokens", "512", "--eval-every", "10000", "--save-every", "1",
             "--log-every", "1", "--max-steps", str(steps)]  # fmt: skip
 
 
@@ -161,7 +161,7 @@ def test_changed_data_makes_resume_refuse_unless_reset(numbers_data, tmp_path):
 @pytest.mark.skipif(not (VENV_BIN / "torchrun").exists(), reason="torchrun not installed")
 def test_two_process_ddp_equals_one_process_with_the_same_global_batch(numbers_data, tmp_path):
     common = ["--data", str(numbers_data), "--preset", "tiny", "--precision", "fp32", "--warmup", "10",
-              "--max-tokens", "512", "--accumulate", "2", "--max-steps", "6", "--eval-every", "10000",
+              "--batch-tokens", "512", "--accumulate", "2", "--max-steps", "6", "--eval-every", "10000",
               "--log-every", "1", "--model", "dropout=0.0"]  # fmt: skip
     single = subprocess.run(
         [sys.executable, "-m", "vaswani.cli", "train", "--out", str(tmp_path / "one"), *common],

@@ -28,18 +28,18 @@ class Position:
 
 
 class TokenBatchSampler:
-    """Batches of pair indices whose padded size fits `max_tokens` on each side.
+    """Batches of pair indices whose padded size fits `batch_tokens` on each side.
 
     A batch of B pairs costs B * (longest source + 1) source tokens (with EOS) and
     B * (longest target + 1) target tokens (decoder input with BOS, output with EOS); both stay
-    within `max_tokens`, which must therefore be at least the longest single pair.
+    within `batch_tokens`, which must therefore be at least the longest single pair.
     """
 
     def __init__(
         self,
         src_lengths: np.ndarray,
         tgt_lengths: np.ndarray,
-        max_tokens: int,
+        batch_tokens: int,
         seed: int = 0,
         shuffle: bool = True,
     ) -> None:
@@ -48,12 +48,12 @@ class TokenBatchSampler:
         if len(self.src) == 0:
             raise ValueError("no pairs to batch")
         longest = int(max(self.src.max(), self.tgt.max()))
-        if max_tokens < longest:
+        if batch_tokens < longest:
             raise ValueError(
-                f"max_tokens={max_tokens} is smaller than the longest pair ({longest} tokens with "
-                "BOS/EOS); raise --max-tokens or prepare the data with a smaller --max-len"
+                f"batch_tokens={batch_tokens} is smaller than the longest pair ({longest} tokens with "
+                "BOS/EOS); raise --batch-tokens or prepare the data with a smaller --max-example-len"
             )
-        self.max_tokens = max_tokens
+        self.batch_tokens = batch_tokens
         self.seed = seed
         self.shuffle = shuffle
         self._cache: tuple[int, list[np.ndarray]] | None = None
@@ -89,8 +89,8 @@ class TokenBatchSampler:
             size = i - start + 1
             new_src, new_tgt = max(max_src, src[i]), max(max_tgt, tgt[i])
             new_real = real + src[i] + tgt[i]
-            over_budget = size * max(new_src, new_tgt) > self.max_tokens
-            half_full = (size - 1) * max(max_src, max_tgt) >= self.max_tokens / 2
+            over_budget = size * max(new_src, new_tgt) > self.batch_tokens
+            half_full = (size - 1) * max(max_src, max_tgt) >= self.batch_tokens / 2
             wasteful = size * (new_src + new_tgt) > (1 + MAX_PADDING) * new_real
             if size > 1 and (over_budget or (half_full and wasteful)):
                 batches.append(order[start:i])

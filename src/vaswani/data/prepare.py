@@ -12,7 +12,7 @@ One format serves the three tasks (meta.json's "task"):
     translate   (source, target) pairs of sentences
     lm          ("", text) pairs: a language model's examples have no source, and the text is the
                 target side, as the decoder-only model is a translation decoder without its
-                encoder. A text longer than max_len is cut into pieces rather than dropped.
+                encoder. A text longer than max_example_len is cut into pieces rather than dropped.
     classify    (text, label) pairs: the tokenizer learns the text only, and the target side is
                 one token, the label's index in labels.json (`LabelSet`).
 """
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from vaswani.config import LIMITS, TASKS
+from vaswani.config import LIMITS, TASKS, one_of
 from vaswani.data.corpora import (
     DEFAULT_MAX_LINE_BYTES,
     DING_PATH,
@@ -69,26 +69,40 @@ ENCODE_CHUNK = 10_000
 
 @dataclass
 class PrepareOptions:
-    task: str = "translate"
-    """translate, lm or classify (see the module's docstring)."""
+    task: str = one_of("translate", TASKS)
+    """translate (encoder-decoder), lm (decoder-only language model), classify (encoder with a
+    classification head)."""
     vocab_size: int = 8000
-    max_len: int = 256
-    """Longest kept segment in tokens, counting the BOS/EOS a model adds (so ids + 1)."""
+    """BPE vocabulary size."""
+    max_example_len: int = 256
+    """Drop pairs longer than this many tokens (with BOS/EOS) on either side; a language model's
+    longer texts are cut into pieces instead."""
     shared_vocab: bool = True
-    valid_fraction: float | None = None  # None: the corpus's default
+    """One tokenizer for both languages (paper §3.4)."""
+    valid_fraction: float | None = None
+    """Share of pairs for validation (none given: the corpus's default)."""
     test_fraction: float | None = None
+    """Share of pairs for test (none given: the corpus's default)."""
     skip_invalid: bool = False
+    """Drop (and count) pairs with invalid UTF-8, NUL bytes, BOMs or bad TSV rows instead of
+    stopping at the first."""
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    """Refuse any input line longer than this."""
     numbers_size: int = 30000
+    """numbers-de: pairs."""
     numbers_max: int = 999_999
+    """numbers-de: largest number."""
     builtin_size: int = 20000
-    """Examples of the generated corpora grammar-en and sentiment-en."""
+    """grammar-en, sentiment-en: examples."""
     seed: int = 0
+    """numbers-de, grammar-en, sentiment-en: random seed."""
     ding_path: Path = DING_PATH
+    """ding-de-en: the dictionary file (Debian's trans-de-en package)."""
     min_frequency: int = 2
     progress: bool = True
     tokenizer_from: Path | None = None
-    """A run directory whose tokenizer to use instead of learning one (to fine-tune that run)."""
+    """A run directory whose tokenizer to use instead of learning one (to fine-tune that run
+    with train --init)."""
 
 
 @dataclass
@@ -230,8 +244,8 @@ def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = Fa
             f"--vocab-size must be in 260 (4 specials + 256 bytes) .. {LIMITS['vocab_size']:,}, "
             f"got {opts.vocab_size}"
         )
-    if opts.max_len < 3:
-        raise DataError(f"--max-len must be at least 3, got {opts.max_len}")
+    if opts.max_example_len < 3:
+        raise DataError(f"--max-example-len must be at least 3, got {opts.max_example_len}")
     if opts.tokenizer_from is not None and opts.task != "translate":
         raise DataError("--tokenizer-from is for fine-tuning translation models (--task translate)")
     corpus = open_corpus(inputs, opts)
@@ -300,7 +314,7 @@ def _prepare_into(
         "dropped_while_reading": dropped,
         "split_fractions": {"valid": valid_fraction, "test": test_fraction},
         "tokenizer": {**tokenizer_meta, "files": tokenizer_files, "vocab_size": vocab},
-        "max_len": opts.max_len,
+        "max_example_len": opts.max_example_len,
         "dtype": dtype.str,
         "splits": splits_meta,
     }
@@ -428,14 +442,17 @@ def _encode_split(
     dtype: np.dtype,
     opts: PrepareOptions,
 ) -> dict:
-    """Encode one split in chunks, drop pairs over max_len (cut a language model's texts into
+    """Encode one split in chunks, drop pairs over max_example_len (cut a language model's texts into
     pieces instead), write ids (and evaluation text)."""
     writers = {side: IdsWriter(work / f"{split}.{side}", dtype) for side in SIDES}
     lengths: dict[str, list[int]] = {"src": [], "tgt": []}
     too_long = cut = 0
     # +1: the EOS (source, decoder output) or BOS (decoder input) the batch adds; a classifier
     # also puts a start token before its text.
-    room = {"src": opts.max_len - (2 if opts.task == "classify" else 1), "tgt": opts.max_len - 1}
+    room = {
+        "src": opts.max_example_len - (2 if opts.task == "classify" else 1),
+        "tgt": opts.max_example_len - 1,
+    }
     with ExitStack() as stack:
         text_out = {
             side: stack.enter_context(

@@ -26,7 +26,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from vaswani.errors import VaswaniError
-from vaswani.files import UnsafeFileError, member
+from vaswani.files import UnsafeFileError, fsync, member, write_atomic
 
 WEIGHTS = "model.safetensors"
 OPTIMIZER = "optimizer.pt"
@@ -120,22 +120,6 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that readers see the old or the new content, never a mix."""
-    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
-    tmp.write_bytes(data)
-    _fsync(tmp)
-    os.replace(tmp, path)
-
-
 def write_checkpoint(
     directory: Path, name: str, writers: dict[str, Callable[[Path], None]]
 ) -> Path:
@@ -150,10 +134,10 @@ def write_checkpoint(
     try:
         for filename, write in writers.items():
             write(tmp / filename)
-            _fsync(tmp / filename)
+            fsync(tmp / filename)
         manifest = {filename: sha256_file(tmp / filename) for filename in writers}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-        _fsync(tmp / MANIFEST)
+        fsync(tmp / MANIFEST)
         final = directory / name
         if final.exists():  # the same name saved again: move the old one aside, then replace it
             old = directory / f".tmp-old-{name}-{os.getpid()}"
@@ -162,7 +146,7 @@ def write_checkpoint(
             shutil.rmtree(old)
         else:
             os.rename(tmp, final)
-        _fsync(directory)
+        fsync(directory)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

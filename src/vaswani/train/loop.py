@@ -34,7 +34,7 @@ from vaswani.data.dataset import ParallelSplit, task_of
 from vaswani.data.prepare import SIDES
 from vaswani.device import Placement, autocast, grad_scaler, place
 from vaswani.errors import VaswaniError
-from vaswani.files import read_json, read_records
+from vaswani.files import read_json, read_records, write_atomic
 from vaswani.model import build_model
 from vaswani.progress import progress_bar
 from vaswani.run import (
@@ -91,7 +91,7 @@ def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
     if cfg.max_len < longest:
         raise TrainingError(
             f"the data holds sequences of {longest} tokens (with BOS/EOS) but the model's position "
-            f"limit is max_len={cfg.max_len}; prepare with --max-len {cfg.max_len} or pass "
+            f"limit is max_len={cfg.max_len}; prepare with --max-example-len {cfg.max_len} or pass "
             f"--model max_len={longest}"
         )
     return cfg
@@ -125,8 +125,8 @@ def create_run_dir(tc: TrainConfig, cfg: ModelConfig, data: PreparedData) -> Pat
     if (run / CHECKPOINTS).exists():
         raise TrainingError(f"{run} already holds a training run; continue it with --resume {run}")
     run.mkdir(parents=True, exist_ok=True)
-    ckpt.write_atomic(run / CONFIG, json.dumps(cfg.to_dict(), indent=2).encode())
-    ckpt.write_atomic(run / TRAIN_CONFIG, json.dumps(tc.to_dict(), indent=2).encode())
+    write_atomic(run / CONFIG, json.dumps(cfg.to_dict(), indent=2).encode())
+    write_atomic(run / TRAIN_CONFIG, json.dumps(tc.to_dict(), indent=2).encode())
     for name in sorted(set(data.meta["tokenizer"]["files"].values())):
         shutil.copyfile(data.directory / name, run / name)
     info = {
@@ -134,7 +134,7 @@ def create_run_dir(tc: TrainConfig, cfg: ModelConfig, data: PreparedData) -> Pat
         "fingerprint": data_fingerprint(data.meta),
         "meta": data.meta,
     }
-    ckpt.write_atomic(run / DATA_INFO, json.dumps(info, indent=2).encode())
+    write_atomic(run / DATA_INFO, json.dumps(info, indent=2).encode())
     return run
 
 
@@ -150,7 +150,7 @@ def truncate_metrics(run: Path, step: int) -> None:
     if (run / METRICS).exists():
         kept = [r for r in read_records(run / METRICS) if r["step"] <= step]
         lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
-        ckpt.write_atomic(run / METRICS, lines.encode())
+        write_atomic(run / METRICS, lines.encode())
 
 
 def save_checkpoint(
@@ -215,7 +215,12 @@ def evaluate(
         return None
     with evaluation_mode(model):
         return get_task(data.task).validate(
-            model, data, tc.max_tokens, tc.precision, eval_sentences=tc.eval_sentences, seed=tc.seed
+            model,
+            data,
+            tc.batch_tokens,
+            tc.precision,
+            eval_sentences=tc.eval_sentences,
+            seed=tc.seed,
         )
 
 
@@ -359,7 +364,7 @@ def _train(
         dist.barrier()
     if dist.is_main:
         info = {**placement.to_dict(), "world_size": dist.world_size, "torch": torch.__version__}
-        ckpt.write_atomic(run / ENVIRONMENT, json.dumps(info, indent=2).encode())
+        write_atomic(run / ENVIRONMENT, json.dumps(info, indent=2).encode())
     # train_config.json keeps what was asked ("auto"), so that a resume on other hardware chooses
     # again; from here on the run uses what was chosen.
     tc = dataclasses.replace(tc, precision=placement.precision)
@@ -379,7 +384,7 @@ def _train(
     scaler = grad_scaler(device, tc.precision)
     train_split = data.split("train")
     sampler = TokenBatchSampler(
-        train_split.src_lengths, train_split.tgt_lengths, tc.max_tokens, seed=tc.seed
+        train_split.src_lengths, train_split.tgt_lengths, tc.batch_tokens, seed=tc.seed
     )
     fingerprint = data_fingerprint(data.meta)
     state: dict[str, Any] = {

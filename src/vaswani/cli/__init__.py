@@ -1,0 +1,125 @@
+"""The `vaswani` command: one module per subcommand, each a thin layer that parses flags, calls
+the Python API and prints.
+
+A command module has a docstring (its --help description), HELP (its line in `vaswani --help`),
+`add_arguments(parser)` and `run(args) -> exit status`. To add a command, write such a module and
+list it in COMMANDS. A command imports what only it needs (the training loop, the web
+server, matplotlib) inside `run`, so that `vaswani translate` starts without them. `main` is the one error boundary: a `VaswaniError` or an OSError prints one
+line and exits with status 2; anything else is reported as a bug (status 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+from vaswani import __version__
+from vaswani.cli import (
+    average,
+    classify,
+    demo,
+    env,
+    evaluate,
+    generate,
+    import_marian,
+    plot,
+    prepare,
+    presets,
+    serve,
+    train,
+    translate,
+)
+from vaswani.cli.common import HelpFormatter, warnings_as_lines
+from vaswani.errors import VaswaniError
+
+COMMANDS = {
+    "presets": presets,
+    "env": env,
+    "prepare": prepare,
+    "train": train,
+    "translate": translate,
+    "evaluate": evaluate,
+    "generate": generate,
+    "classify": classify,
+    "serve": serve,
+    "plot": plot,
+    "average": average,
+    "import-marian": import_marian,
+    "demo": demo,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vaswani",
+        description='The Transformer of "Attention Is All You Need": train, translate, inspect.',
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"vaswani {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, command in COMMANDS.items():
+        command_parser = sub.add_parser(
+            name, help=command.HELP, description=command.__doc__, formatter_class=HelpFormatter
+        )
+        command.add_arguments(command_parser)
+        command_parser.set_defaults(run=command.run)
+    return parser
+
+
+def os_error_line(error: OSError) -> str:
+    """An OSError as one line naming the file: `out/x: Permission denied`."""
+    where = error.filename if error.filename is not None else ""
+    if error.filename2 is not None:
+        where = f"{where} -> {error.filename2}"
+    reason = error.strerror or str(error)
+    return f"{where}: {reason}" if where else reason
+
+
+def undecodable_argument(argv: list[str]) -> str | None:
+    """The first argument that is not valid UTF-8 (Python keeps such bytes as lone surrogates)."""
+    for i, arg in enumerate(argv, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"argument {i} ({arg.encode('utf-8', 'replace').decode()!r}) is not valid UTF-8"
+    return None
+
+
+BUG = (
+    "error: this is a bug in vaswani {version}, not something you did wrong; please report it on "
+    "the project's issue tracker with the traceback above and the output of `vaswani env`"
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand. Exit status: 0 done, 1 the demo missed its accuracy target, 2 an error
+    the user can fix (one line on stderr), 3 a bug in vaswani (a traceback and where to report it),
+    130 interrupted."""
+    argv = sys.argv[1:] if argv is None else argv
+    problem = undecodable_argument(argv)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    args = build_parser().parse_args(argv)
+    try:
+        with warnings_as_lines():
+            return args.run(args)
+    except VaswaniError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # stdout closed early (`vaswani translate ... | head -1`): not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except OSError as error:  # permission denied, a directory where a file belongs, disk full, ...
+        print(f"error: {os_error_line(error)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception:
+        traceback.print_exc()
+        print(BUG.format(version=__version__), file=sys.stderr)
+        return 3

@@ -1,0 +1,201 @@
+"""What the `vaswani` commands share: flag types, the flags every model-running command takes,
+loading a run for inference, reading input lines, and printing text on one line."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from vaswani.cli.fields import add_field_flags, settings_from
+from vaswani.config import PRECISIONS, DecodeConfig
+from vaswani.data.corpora import decode_lines, open_binary, split_lines
+from vaswani.device import Placement, place
+from vaswani.errors import VaswaniError
+from vaswani.run import LoadedRun, load_run
+from vaswani.tasks import get_task
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each flag's default, except where there is none to show."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
+class CliError(VaswaniError):
+    """A usage error to print as one line."""
+
+
+def _number(parse: type, ok: Any, requirement: str) -> Any:
+    def check(text: str) -> Any:
+        value = parse(text)
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {requirement}, got {text}")
+        return value
+
+    check.__name__ = parse.__name__  # argparse names the type in "invalid int value"
+    return check
+
+
+positive_int = _number(int, lambda v: v >= 1, "a whole number >= 1")
+non_negative_int = _number(int, lambda v: v >= 0, "a whole number >= 0")
+positive_float = _number(float, lambda v: v > 0 and math.isfinite(v), "a number > 0")
+non_negative_float = _number(float, lambda v: v >= 0.0, "a number >= 0")
+probability = _number(float, lambda v: 0.0 < v <= 1.0, "in (0, 1]")
+fraction = _number(float, lambda v: 0.0 <= v < 1.0, "in [0, 1)")
+port_number = _number(int, lambda v: 1 <= v <= 65535, "a port number in 1 .. 65535")
+
+
+def writable_file(path: Path | None, flag: str = "--output") -> None:
+    """Refuse an output path that cannot be written as a file, before any work is done."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise CliError(f"{flag} {path}: is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise CliError(f"{flag} {path}: the directory {path.parent} does not exist")
+
+
+PRECISION_HELP = (
+    "auto: bf16 where the hardware computes it natively (CUDA compute capability >= 8.0, CPUs "
+    "with AVX512-BF16 or AMX), fp16 with loss scaling on older CUDA GPUs, fp32 elsewhere; "
+    "`vaswani env` shows the choice"
+)
+DEVICE_HELP = "auto (CUDA, then Apple MPS, then CPU), cpu, cuda, cuda:1, mps"
+
+
+def add_placement_flags(parser: argparse.ArgumentParser) -> None:
+    """--precision and --device, the same for every command that runs a model."""
+    parser.add_argument("--precision", choices=PRECISIONS, default="auto", help=PRECISION_HELP)
+    parser.add_argument("--device", default="auto", help=DEVICE_HELP)
+
+
+def add_model_flags(parser: argparse.ArgumentParser) -> None:
+    """Which run, which of its weights, where and in what precision to run them."""
+    parser.add_argument(
+        "--checkpoint", type=Path, required=True, metavar="RUN_DIR", help="a run directory"
+    )
+    parser.add_argument(
+        "--weights",
+        choices=("best", "latest", "averaged"),
+        default="best",
+        help="best validation figure (chrF, loss or accuracy), the latest checkpoint, or "
+        "`vaswani average`'s",
+    )
+    add_placement_flags(parser)
+
+
+SEARCH_FIELDS = ("beam_size", "alpha", "length_penalty", "max_extra")
+
+
+def add_decoding_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags `translate` and `evaluate` share: the model, how to search and batch."""
+    add_model_flags(parser)
+    add_field_flags(parser, DecodeConfig, (*SEARCH_FIELDS, "batch_tokens"))
+    add_input_flags(parser)
+
+
+def add_input_flags(parser: argparse.ArgumentParser) -> None:
+    """What to do with input lines over the model's or the reader's limits."""
+    parser.add_argument(
+        "--too-long",
+        choices=("error", "truncate"),
+        default="error",
+        help="a line longer than the model's position limit: stop with an error, or use "
+        "its beginning and warn",
+    )
+    parser.add_argument(
+        "--max-line-bytes",
+        type=positive_int,
+        default=1 << 20,
+        help="refuse any input line longer than this many bytes",
+    )
+
+
+def decode_config(args: argparse.Namespace, n_best: int = 1) -> DecodeConfig:
+    return settings_from(DecodeConfig, args, (*SEARCH_FIELDS, "batch_tokens"), n_best=n_best)
+
+
+def load_for_inference(args: argparse.Namespace, *tasks: str) -> tuple[LoadedRun, Placement]:
+    """The run of --checkpoint/--weights with its model on --device, in eval mode, and where it
+    runs; a run of a task other than `tasks` is refused, naming the command that uses it. The
+    placement (--device and --precision auto resolved) is printed to stderr and left in
+    `args.precision`."""
+    placement = place(args.device, args.precision)
+    run = load_run(args.checkpoint, args.weights)
+    if run.task not in tasks:
+        task = get_task(run.task)
+        raise CliError(
+            f"{args.checkpoint} holds {task.described} (task {run.task}); use {task.command}"
+        )
+    run.model.to(placement.device)
+    for line in placement.lines():
+        print(line, file=sys.stderr)
+    args.precision = placement.precision
+    return run, placement
+
+
+def read_input_lines(path: Path | None, max_line_bytes: int) -> list[str]:
+    """Every line of a UTF-8 file (or of stdin when `path` is None or "-")."""
+    if path is None or str(path) == "-":
+        return list(
+            decode_lines(split_lines(sys.stdin.buffer, "<stdin>", max_line_bytes), "<stdin>")
+        )
+    with open_binary(path) as handle:
+        return list(decode_lines(split_lines(handle, path, max_line_bytes), path))
+
+
+def texts_or_input(args: argparse.Namespace, what: str) -> list[str]:
+    """TEXT arguments, or the lines of --input (or of stdin); never both, never none."""
+    if args.texts and args.input is not None:
+        raise CliError("give TEXT arguments or --input FILE, not both")
+    texts = args.texts or read_input_lines(args.input, args.max_line_bytes)
+    if not texts:
+        raise CliError(f"nothing to {what}: the input is empty")
+    return texts
+
+
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """Inside: warnings (a truncated line, a dropped metrics record, ...) print as one `warning:`
+    line each, without source lines. The process's own hook is back afterwards."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ARG001
+        print(f"warning: {message}", file=sys.stderr)
+
+    previous = warnings.showwarning
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
+
+
+# Every character str.splitlines() breaks a line at: a byte-level vocabulary can produce any of
+# them, and each output must stay on its own line.
+LINE_BREAKS = str.maketrans(dict.fromkeys("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
+
+
+def one_line(text: str) -> str:
+    """`text` with its line-break characters printed as spaces."""
+    return text.translate(LINE_BREAKS)
+
+
+def parse_assignment(text: str) -> tuple[str, object]:
+    """KEY=VALUE with VALUE read as JSON when it is JSON (numbers, true/false), else a string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise CliError(f"--model expects KEY=VALUE (e.g. d_model=512 or norm=pre), got {text!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return key.strip(), value

@@ -1,0 +1,152 @@
+"""Score a run on a split of the data it was trained on, or on files. A translation model:
+translate the split (or --src/--ref files) and score it with sacreBLEU and chrF, printing their
+signatures and the decoding speed. A language model: perplexity, exp(mean cross-entropy per token)
+(or of --input, a text file). A classifier: accuracy and the confusion matrix, also drawn to
+--plot (or of --input, a TSV of text<TAB>label)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from vaswani.cli.common import (
+    CliError,
+    add_decoding_flags,
+    decode_config,
+    load_for_inference,
+    writable_file,
+)
+from vaswani.config import TASKS
+from vaswani.data.corpora import read_parallel_files
+from vaswani.data.dataset import EncodedSplit, ParallelSplit
+from vaswani.evaluate import (
+    classification_report,
+    encode_labelled_file,
+    encode_text_file,
+    evaluate_translation,
+    perplexity,
+    training_data,
+)
+from vaswani.progress import progress_bar
+from vaswani.run import LoadedRun
+from vaswani.tasks import get_task
+
+Split = ParallelSplit | EncodedSplit
+HELP = "score a trained model on a split of its data: BLEU, perplexity or accuracy"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--split", choices=("valid", "test"), default="test")
+    parser.add_argument("--src", type=Path, help="translation: source file instead of a split")
+    parser.add_argument("--ref", type=Path, help="translation: reference file for --src")
+    parser.add_argument("--output", type=Path, help="translation: also write translations here")
+    parser.add_argument(
+        "--input", type=Path, help="lm: a text file; classify: a TSV of text<TAB>label"
+    )
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        help="classify: where to draw the confusion matrix (default RUN_DIR/confusion-SPLIT.png)",
+    )
+    add_decoding_flags(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    writable_file(args.output)
+    if (args.src is None) != (args.ref is None):
+        raise CliError("--src and --ref go together")
+    loaded, placement = load_for_inference(args, *TASKS)
+    if loaded.task == "translate":
+        if args.input is not None:
+            raise CliError(
+                "a translation model is evaluated with --src FILE --ref FILE, not --input"
+            )
+        with placement.autocast():
+            return translation(args, loaded)
+    if args.src is not None:
+        raise CliError(
+            f"--src/--ref are for translation; give {get_task(loaded.task).described} --input FILE"
+        )
+    if args.input is None:
+        data = training_data(loaded.info, "--input FILE")
+        part, what = data.split(args.split), f"the {args.split} split of {data.directory}"
+    else:
+        part, what = encoded_input(args, loaded), str(args.input)
+    if len(part) == 0:
+        raise CliError(f"nothing to evaluate: {what} has no examples")
+    if loaded.task == "lm":
+        return language_model(args, loaded, part, what)
+    return classifier(args, loaded, part, what)
+
+
+def encoded_input(args: argparse.Namespace, loaded: LoadedRun) -> EncodedSplit:
+    """--input read like a prepared split: a language model's text file, a classifier's TSV."""
+    max_len = loaded.config.max_len
+    if loaded.task == "lm":
+        return encode_text_file(args.input, loaded.src_tokenizer, max_len, args.max_line_bytes)
+    return encode_labelled_file(args.input, loaded.src_tokenizer, loaded.tgt_tokenizer, max_len,
+                                args.too_long, args.max_line_bytes)  # fmt: skip
+
+
+def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
+    if args.src is not None:
+        # The training data's reader: same errors for bad text, counts, and empty pairs dropped.
+        pairs = list(read_parallel_files(args.src, args.ref, max_line_bytes=args.max_line_bytes))
+        sources, references = [s for s, _ in pairs], [r for _, r in pairs]
+        what = f"{args.src}"
+    else:
+        data = training_data(loaded.info, "--src FILE --ref FILE")
+        sources, references = data.text(args.split)
+        what = f"the {args.split} split of {data.directory}"
+    if not sources:
+        raise CliError(f"nothing to evaluate: {what} has no non-empty sentence pairs")
+    dc = decode_config(args)
+    with progress_bar(total=len(sources), unit="sent", desc="translating") as bar:
+        report = evaluate_translation(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer,
+                                      sources, references, dc, args.too_long, bar.update)  # fmt: skip
+    scores, seconds, n = report.scores, report.seconds, len(references)
+    search = "greedy" if dc.beam_size == 1 else f"beam {dc.beam_size}, alpha {dc.alpha}"
+    print(f"{len(sources)} sentences from {what}")
+    print(f"BLEU = {scores.bleu:.2f}   ({scores.bleu_signature})")
+    print(f"chrF = {scores.chrf:.2f}   ({scores.chrf_signature})")
+    print(f"exact match: {report.exact}/{n} ({100 * report.exact_fraction:.1f}%)")
+    print(
+        f"decoding: {seconds:.1f}s, {n / seconds:.1f} sentences/s, "
+        f"{report.output_tokens / seconds:.0f} tokens/s ({search}, {args.precision}, "
+        f"{next(loaded.model.parameters()).device})"
+    )
+    if args.output:
+        args.output.write_text("".join(h + "\n" for h in report.hypotheses), encoding="utf-8")
+    return 0
+
+
+def language_model(args: argparse.Namespace, loaded: LoadedRun, part: Split, what: str) -> int:
+    report = perplexity(loaded.model, part, args.batch_tokens, args.precision)
+    print(f"{len(part)} texts ({report.tokens} tokens, end-of-text included) from {what}")
+    print(f"perplexity = {report.perplexity:.3f}   (mean loss {report.loss:.4f} nats per token)")
+    print(
+        f"scoring: {report.seconds:.1f}s, {report.tokens / report.seconds:.0f} tokens/s "
+        f"({args.precision})"
+    )
+    return 0
+
+
+def classifier(args: argparse.Namespace, loaded: LoadedRun, part: Split, what: str) -> int:
+    from vaswani import plot  # matplotlib, for classifiers only
+
+    labels = loaded.tgt_tokenizer
+    report = classification_report(loaded.model, part, labels.labels, args.batch_tokens,
+                                   args.precision)  # fmt: skip
+    print(f"{report.examples} texts from {what}")
+    print(
+        f"accuracy = {100 * report.accuracy:.2f}%   ({report.correct}/{report.examples}; "
+        f"mean loss {report.loss:.4f})"
+    )
+    print("confusion matrix (rows: true label, columns: predicted label):")
+    print("\n".join(report.table()))
+    name = args.split if args.input is None else "input"
+    out = args.plot or Path(args.checkpoint) / f"confusion-{name}.png"
+    plot.confusion_matrix(report.confusion, labels.labels, out,
+                          f"{Path(args.checkpoint).name} on {what}")  # fmt: skip
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,93 @@
+"""Read the text of a task, drop empty and duplicate examples, split train/valid/test by a hash of
+each example, train a byte-level BPE tokenizer on the training split, and write memory-mappable
+token ids and meta.json to --out. Plain or gzip-compressed UTF-8. CORPUS_OR_PATHS by --task:
+translate: a built-in corpus (numbers-de, ding-de-en), one TSV file of source<TAB>target lines, or
+two aligned files (source, then target); lm: text files, one text (sentence, paragraph) a line, or
+the built-in grammar-en (the default); classify: one TSV file of text<TAB>label lines, or the
+built-in sentiment-en (the default)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from vaswani.cli.common import CliError, positive_int
+from vaswani.cli.fields import add_field_flags, settings_from
+from vaswani.config import PRESET_TRAINING
+from vaswani.data import PreparedData, PrepareOptions, TokenBatchSampler, prepare
+
+HELP = "turn text into a dataset for training (tokenizer, token ids, meta.json)"
+OPTIONS = ("task", "vocab_size", "max_example_len", "valid_fraction", "test_fraction",
+           "skip_invalid", "max_line_bytes", "numbers_size", "numbers_max", "builtin_size",
+           "seed", "ding_path", "tokenizer_from")  # fmt: skip
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("inputs", nargs="*", metavar="CORPUS_OR_PATHS")
+    parser.add_argument("--out", type=Path, required=True, help="directory to write")
+    add_field_flags(parser, PrepareOptions, OPTIONS, flags={"builtin_size": "--size"})
+    parser.add_argument(
+        "--separate-vocab",
+        action="store_true",
+        help="one tokenizer per language instead of a shared one (paper §3.4 shares)",
+    )
+    parser.add_argument(
+        "--batch-tokens",
+        type=positive_int,
+        default=PRESET_TRAINING["small"]["batch_tokens"],
+        help="token budget of a training batch, for the padding report",
+    )
+    parser.add_argument("--force", action="store_true", help="replace --out if it exists")
+
+
+def run(args: argparse.Namespace) -> int:
+    opts = settings_from(PrepareOptions, args, OPTIONS, shared_vocab=not args.separate_vocab)
+    start = time.perf_counter()
+    meta = prepare(args.inputs, args.out, opts, force=args.force)
+    seconds = time.perf_counter() - start
+    data = PreparedData(args.out)
+    print(f"prepared {args.out} in {seconds:.1f}s ({vocabulary_line(data, meta)})")
+    print(
+        f"read {meta['pairs_read']} examples; dropped while reading: "
+        f"{meta['dropped_while_reading'] or 'none'}"
+    )
+    train = data.split("train")
+    try:
+        sampler = TokenBatchSampler(train.src_lengths, train.tgt_lengths, args.batch_tokens)
+    except ValueError as error:  # the data is written; only the padding report cannot be made
+        raise CliError(f"prepared {args.out}, but no padding report: {error}") from None
+    for name, split in meta["splits"].items():
+        print(f"  {name:<5} {split['pairs']:>9} examples  (filtered as too long: "
+              f"{split['filtered_too_long']})  {lengths_line(opts.task, split)}")  # fmt: skip
+    print(
+        f"padding with --batch-tokens {args.batch_tokens}: "
+        f"{100 * sampler.padding_fraction():.1f}% over {len(sampler.batches(0))} batches"
+    )
+    return 0
+
+
+def vocabulary_line(data: PreparedData, meta: dict) -> str:
+    vocab, task = meta["tokenizer"]["vocab_size"], data.task
+    if task == "translate":
+        shared = "shared" if meta["tokenizer"]["shared"] else "separate"
+        return f"{shared} vocabulary: {vocab['src']} / {vocab['tgt']}"
+    if task == "lm":
+        return f"language model, vocabulary {vocab['tgt']}"
+    labels = data.tgt_tokenizer.labels
+    return f"classifier, vocabulary {vocab['src']}, {len(labels)} labels: {', '.join(labels)}"
+
+
+def lengths_line(task: str, split: dict) -> str:
+    src, tgt = split["src_lengths"], split["tgt_lengths"]
+    if task == "translate":
+        line = (
+            f"tokens/pair src {src['mean']:.1f} tgt {tgt['mean']:.1f}, "
+            f"max {src['max']}/{tgt['max']}"
+        )
+    else:
+        side = tgt if task == "lm" else src
+        line = f"tokens/text {side['mean']:.1f}, max {side['max']}"
+    if "long_texts_cut" in split:
+        line += f", long texts cut into pieces: {split['long_texts_cut']}"
+    return line

@@ -1,0 +1,70 @@
+"""Train a Transformer with the paper's recipe: Adam (0.9, 0.98, 1e-9), warm-up then
+inverse-square-root learning rate, label smoothing 0.1, dropout. The data's task picks the model:
+translate an encoder-decoder (validated by loss, perplexity, sacreBLEU and chrF), lm a
+decoder-only language model (loss, perplexity, a sample), classify an encoder with a pooled
+classification head (loss, accuracy; --model pooling=first or mean). Checkpoints as it goes. For
+several processes: torchrun --nproc_per_node N -m vaswani.cli train ..."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from vaswani.cli.common import CliError, parse_assignment
+from vaswani.cli.fields import add_field_flags, settings_from
+from vaswani.config import PRESET_TRAINING, TrainConfig
+from vaswani.tasks import get_task
+
+HELP = "train a model on a prepared dataset (or --resume a run)"
+SETTINGS = ("preset", "task", "init", "batch_tokens", "accumulate", "warmup", "lr_scale",
+            "label_smoothing", "clip_norm", "precision", "seed", "max_steps", "max_minutes",
+            "eval_every", "eval_sentences", "save_every", "keep_last", "log_every", "nan_policy",
+            "device")  # fmt: skip
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, help="directory written by `vaswani prepare`")
+    parser.add_argument("--out", type=Path, help="run directory to create")
+    parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue this run")
+    parser.add_argument(
+        "--reset-data-position",
+        action="store_true",
+        help="with --resume: accept changed data and start it from its beginning",
+    )
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a model setting of the preset, e.g. --model norm=pre --model d_ff=2048",
+    )
+    by_preset = {
+        name: "(default by preset: "
+        + ", ".join(f"{p}: {values[name]}" for p, values in PRESET_TRAINING.items())
+        + ")"
+        for name in PRESET_TRAINING["small"]
+    }
+    # Unset flags stay None, so that TrainConfig (and the preset, for the settings it gives)
+    # decides; the help says what that gives.
+    add_field_flags(parser, TrainConfig, SETTINGS, unset=True, notes=by_preset)
+
+
+def run(args: argparse.Namespace) -> int:
+    from vaswani.train.loop import resume_config, train  # inference commands never load it
+
+    if args.resume:
+        tc = resume_config(args.resume, max_steps=args.max_steps, max_minutes=args.max_minutes)
+    else:
+        if args.data is None or args.out is None:
+            raise CliError("--data and --out are required (or --resume RUN_DIR)")
+        model = dict(parse_assignment(item) for item in args.model)
+        tc = settings_from(TrainConfig, args, SETTINGS, data=str(args.data), out=str(args.out),
+                           model=model)  # fmt: skip
+    if tc.max_steps is None and tc.max_minutes is None:
+        raise CliError("give a budget: --max-steps N and/or --max-minutes M")
+    result = train(tc, resume=bool(args.resume), reset_data_position=args.reset_data_position)
+    line = f"stopped by {result.stopped_by} at step {result.step}; run directory {result.run_dir}"
+    if result.best is not None:
+        line += f"; best validation {get_task(result.task).best_line(result.best)}"
+    print(line)
+    return 130 if result.stopped_by == "interrupt" else 0
