@@ -64,3 +64,37 @@ def test_demo_never_replaces_a_directory_it_did_not_make(tmp_path, capsys):
     assert main(["demo", "--steps", "2", "--out", str(tmp_path / "mine")]) == 2
     assert "was not made by the demo" in capsys.readouterr().err
     assert (tmp_path / "mine" / "thesis.txt").read_text() == "precious"
+
+
+def test_settings_flags_are_made_from_the_dataclass_fields_and_their_docstrings():
+    from vaswani.cli import build_parser
+    from vaswani.cli.fields import field_docs
+    from vaswani.config import TrainConfig
+
+    parser = build_parser()
+    train = parser._subparsers._group_actions[0].choices["train"]
+    helps = {action.dest: action.help for action in train._actions}
+    docs = field_docs(TrainConfig)
+    assert docs["clip_norm"].startswith("Gradient clipping by global norm")
+    for name in ("clip_norm", "warmup", "nan_policy", "eval_every"):
+        assert helps[name].startswith(docs[name]), name
+    assert {a.dest: a.choices for a in train._actions}["precision"] == (
+        "auto",
+        "bf16",
+        "fp16",
+        "fp32",
+    )
+
+
+def test_serve_search_flags_reach_the_server_settings():
+    from vaswani.cli import build_parser
+    from vaswani.cli.serve import serve_settings
+
+    args = build_parser().parse_args(
+        ["serve", "--checkpoint", "r", "--alpha", "0.8", "--length-penalty", "plain",
+         "--beam-size", "2", "--timeout", "5", "--no-batching"]
+    )  # fmt: skip
+    settings = serve_settings(args)
+    assert settings.decoding.alpha == 0.8 and settings.decoding.length_penalty == "plain"
+    assert settings.beam_size == 2 and settings.timeout_s == 5.0
+    assert settings.dynamic_batching is False

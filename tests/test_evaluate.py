@@ -51,3 +51,25 @@ def test_evaluate_cli_prints_scores_signature_and_speed(run, tmp_path):
     assert "sentences/s" in result.stdout
     n_test = load_trained(run)[3]["meta"]["splits"]["test"]["pairs"]
     assert len(out.read_bytes().decode().split("\n")) == n_test + 1  # one line per sentence
+
+
+def test_the_python_api_scores_what_the_model_translates(numbers_run):
+    from vaswani.config import DecodeConfig
+    from vaswani.decode import translate
+    from vaswani.evaluate import EvaluationError, evaluate_translation
+    from vaswani.run import load_run
+
+    loaded = load_run(numbers_run)
+    sources = ["42", "1999", "271493"]
+    own = translate(
+        loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, sources, DecodeConfig()
+    )
+    references = [own[0], own[1], "falsch"]
+    report = evaluate_translation(
+        loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, sources, references
+    )
+    assert report.hypotheses == own and report.exact == 2
+    assert report.exact_fraction == pytest.approx(2 / 3)
+    assert report.scores.chrf < 100 and report.output_tokens > len(sources)
+    with pytest.raises(EvaluationError, match="nothing to evaluate"):
+        evaluate_translation(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, [], [])

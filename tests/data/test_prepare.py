@@ -124,7 +124,9 @@ def test_cli_prepare_reports_counts_and_padding(tmp_path):
     result = run_cli("prepare", "numbers-de", "--out", str(tmp_path / "n"), "--vocab-size", "300",
                      "--numbers-size", "2000")  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "train" in result.stdout and "padding with --batch-tokens 2048" in result.stdout  # train's default
+    assert (
+        "train" in result.stdout and "padding with --batch-tokens 2048" in result.stdout
+    )  # train's default
 
 
 def test_cli_prepare_errors_are_one_line(tmp_path):

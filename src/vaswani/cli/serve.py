@@ -35,11 +35,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_field_flags(parser, DecodeConfig, DECODING)
 
 
+def serve_settings(args: argparse.Namespace) -> ServeSettings:
+    """The server's limits and the search settings of a request that gives none."""
+    decoding = settings_from(DecodeConfig, args, DECODING)
+    return settings_from(ServeSettings, args, (*LIMITS, "beam_size"), FLAGS, decoding=decoding)
+
+
 def run(args: argparse.Namespace) -> int:
     from vaswani.serve import create_app, listen, serve  # the web stack, for this command only
 
-    decoding = settings_from(DecodeConfig, args, DECODING)
-    settings = settings_from(ServeSettings, args, (*LIMITS, "beam_size"), FLAGS, decoding=decoding)
+    settings = serve_settings(args)
     loaded, placement = load_for_inference(args, *TASKS)
     settings = dataclasses.replace(settings, precision=placement.precision)
     sock = listen(args.host, args.port)  # a taken port is an error before "serving on"
