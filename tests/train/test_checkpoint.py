@@ -171,3 +171,20 @@ def test_sigkill_at_random_moments_during_saves_never_leaves_a_bad_latest(tmp_pa
                           ckpt.read_weights(found / ckpt.WEIGHTS), found)  # fmt: skip
         del model_small
     assert ckpt.latest_valid(directory) is not None
+
+
+def test_train_state_reads_every_older_state_json():
+    from vaswani.tasks import get_task
+    from vaswani.train.state import TrainState
+
+    translate, lm = get_task("translate"), get_task("lm")
+    oldest = {"step": 7, "position": [1, 3], "elapsed_seconds": 2.0, "target_tokens": 90,
+              "skipped_steps": 0, "best_bleu": 12.5, "data_fingerprint": "f"}  # fmt: skip
+    state = TrainState.from_dict(oldest, translate)
+    # chosen by BLEU then, by chrF now: not comparable, so the next evaluation sets it afresh
+    assert state.best is None and state.best_figure == "valid_chrf" and state.overflow_steps == 0
+    assert state.position == (1, 3) and state.step == 7
+    lm_state = TrainState.from_dict({**oldest, "best_bleu": 3.2}, lm)
+    assert lm_state.best == 3.2 and lm_state.best_figure == "valid_loss"
+    again = TrainState.from_dict(state.to_dict(), translate)
+    assert again == state and again.to_dict()["position"] == [1, 3]

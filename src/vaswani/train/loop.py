@@ -1,4 +1,4 @@
-"""`vaswani train`: the paper's training recipe as one function you can read top to bottom.
+"""`vaswani train`: the paper's training recipe; `Trainer.run` is the loop, on one screen.
 
 The same loop trains the three model families, by the task the data was prepared for: a
 translation `Transformer` (loss over target tokens, best weights by validation chrF), a `DecoderOnly`
@@ -51,6 +51,7 @@ from vaswani.tasks import Task, evaluation_mode, get_task
 from vaswani.train import checkpoint as ckpt
 from vaswani.train.distributed import Distributed, init_distributed
 from vaswani.train.schedule import noam_lr
+from vaswani.train.state import TrainState, load_checkpoint, save_checkpoint
 
 
 class TrainingError(VaswaniError):
@@ -153,57 +154,6 @@ def truncate_metrics(run: Path, step: int) -> None:
         write_atomic(run / METRICS, lines.encode())
 
 
-def save_checkpoint(
-    run: Path,
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    state: dict,
-    keep_last: int,
-    scaler: torch.amp.GradScaler | None = None,
-) -> Path:
-    directory = run / CHECKPOINTS
-    if scaler is not None and scaler.is_enabled():  # fp16: exact resume needs the loss scale
-        state = {**state, "grad_scaler": scaler.state_dict()}
-    rng = {"torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        rng["cuda"] = torch.cuda.get_rng_state_all()
-    path = ckpt.write_checkpoint(
-        directory,
-        ckpt.step_name(state["step"]),
-        {
-            ckpt.WEIGHTS: lambda p: ckpt.save_weights(model, p),
-            ckpt.OPTIMIZER: lambda p: torch.save(optimizer.state_dict(), p),
-            ckpt.RNG: lambda p: torch.save(rng, p),
-            ckpt.STATE: lambda p: p.write_text(json.dumps(state, indent=1)),
-        },
-    )
-    ckpt.set_latest(directory, path)
-    ckpt.prune(directory, keep_last)
-    return path
-
-
-def load_checkpoint(
-    path: Path,
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scaler: torch.amp.GradScaler | None = None,
-) -> dict:
-    ckpt.load_checkpoint_weights(model, path)
-    optimizer.load_state_dict(ckpt.torch_load(path / ckpt.OPTIMIZER))
-    rng = ckpt.torch_load(path / ckpt.RNG)
-    torch.set_rng_state(rng["torch"])
-    if "cuda" in rng and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(rng["cuda"])
-    state = json.loads((path / ckpt.STATE).read_text())
-    if "best_bleu" in state:  # written before the other tasks existed
-        state["best"] = state.pop("best_bleu")
-    scaler_state = state.pop("grad_scaler", None)
-    if scaler is not None and scaler.is_enabled() and scaler_state is not None:
-        scaler.load_state_dict(scaler_state)
-    state.setdefault("overflow_steps", 0)
-    return state
-
-
 @torch.no_grad()
 def evaluate(
     model: nn.Module, data: PreparedData, tc: TrainConfig, device: torch.device
@@ -225,17 +175,17 @@ def evaluate(
 
 
 def record_evaluation(
-    run: Path, model: nn.Module, state: dict, step: int, result: dict, task: str
+    run: Path, model: nn.Module, state: TrainState, result: dict, task: Task
 ) -> None:
     """Log an evaluation; keep the weights in best/ when its figure (the task's `selection`:
     chrF, loss or accuracy) is the best so far."""
-    append_metrics(run, {"step": step, **result})
-    key, higher_is_better = get_task(task).selection
-    value, best = result[key], state["best"]
+    append_metrics(run, {"step": state.step, **result})
+    key, higher_is_better = task.selection
+    value, best = result[key], state.best
     if best is not None and (value <= best if higher_is_better else value >= best):
         return
-    state["best"] = value
-    info = json.dumps({"step": step, **result}, indent=1)
+    state.best = value
+    info = json.dumps({"step": state.step, **result}, indent=1)
     ckpt.write_checkpoint(
         run,
         BEST,
@@ -339,7 +289,6 @@ def _train(
     progress: bool,
     reset_data_position: bool,
 ) -> TrainResult:
-    device = dist.device
     data = PreparedData(Path(tc.data))
     task = get_task(data.task)
     if tc.task is not None and tc.task != task.name:
@@ -347,10 +296,27 @@ def _train(
             f"{tc.data} was prepared for --task {task.name}, not {tc.task}; prepare it with "
             f"`vaswani prepare --task {tc.task} ...`"
         )
-    run = Path(tc.out)
+    if tc.accumulate % dist.world_size:
+        raise TrainingError(
+            f"--accumulate {tc.accumulate} micro-batches cannot be shared evenly by "
+            f"{dist.world_size} processes; use a multiple of {dist.world_size}"
+        )
+    cfg, initial = open_run(tc, dist, placement, data, resume)
+    # train_config.json keeps what was asked ("auto"), so that a resume on other hardware chooses
+    # again; from here on the run uses what was chosen.
+    trainer = Trainer(dataclasses.replace(tc, precision=placement.precision), dist, data, task,
+                      cfg, initial)  # fmt: skip
+    if resume:
+        trainer.resume(reset_data_position)
+    return trainer.run(progress)
 
-    # --- the run directory: new, or the one being resumed -----------------------------------------
-    initial = None
+
+def open_run(
+    tc: TrainConfig, dist: Distributed, placement: Placement, data: PreparedData, resume: bool
+) -> tuple[ModelConfig, nn.Module | None]:
+    """The model settings of the run directory `tc.out` (created here unless resumed) and, to
+    fine-tune (`tc.init`), the model to start from; environment.json records the placement."""
+    run, initial = Path(tc.out), None
     if resume:
         cfg = ModelConfig.from_dict(read_json(run / CONFIG, "model settings"))
     else:
@@ -365,162 +331,198 @@ def _train(
     if dist.is_main:
         info = {**placement.to_dict(), "world_size": dist.world_size, "torch": torch.__version__}
         write_atomic(run / ENVIRONMENT, json.dumps(info, indent=2).encode())
-    # train_config.json keeps what was asked ("auto"), so that a resume on other hardware chooses
-    # again; from here on the run uses what was chosen.
-    tc = dataclasses.replace(tc, precision=placement.precision)
-    if tc.accumulate % dist.world_size:
-        raise TrainingError(
-            f"--accumulate {tc.accumulate} micro-batches cannot be shared evenly by "
-            f"{dist.world_size} processes; use a multiple of {dist.world_size}"
-        )
+    return cfg, initial
 
-    # --- model, optimizer (§5.3: Adam with beta1 0.9, beta2 0.98, eps 1e-9), data order ------------
-    torch.manual_seed(tc.seed)
-    model = build_model(task.name, cfg)
-    if initial is not None:
-        model.load_state_dict(initial.state_dict())
-    model = model.to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=tc.adam_betas, eps=tc.adam_eps)
-    scaler = grad_scaler(device, tc.precision)
-    train_split = data.split("train")
-    sampler = TokenBatchSampler(
-        train_split.src_lengths, train_split.tgt_lengths, tc.batch_tokens, seed=tc.seed
-    )
-    fingerprint = data_fingerprint(data.meta)
-    state: dict[str, Any] = {
-        "step": 0,
-        "position": [0, 0],
-        "elapsed_seconds": 0.0,
-        "target_tokens": 0,
-        "skipped_steps": 0,
-        "overflow_steps": 0,
-        "best": None,
-        "best_figure": task.selection[0],
-        "data_fingerprint": fingerprint,
-    }
-    if resume:
-        path = ckpt.latest_valid(run / CHECKPOINTS, clean=True)
+
+@dataclass
+class Update:
+    """What one optimizer update did."""
+
+    loss: float
+    grad_norm: float
+    lr: float
+    tokens: int
+
+    @property
+    def finite(self) -> bool:
+        return math.isfinite(self.loss) and math.isfinite(self.grad_norm)
+
+
+class Trainer:
+    """One run's model, optimizer (§5.3: Adam with beta1 0.9, beta2 0.98, eps 1e-9), loss
+    scaler, data order and `TrainState`, and the loop that trains them."""
+
+    def __init__(
+        self,
+        tc: TrainConfig,
+        dist: Distributed,
+        data: PreparedData,
+        task: Task,
+        cfg: ModelConfig,
+        initial: nn.Module | None,
+    ) -> None:
+        self.tc, self.dist, self.data, self.task, self.cfg = tc, dist, data, task, cfg
+        self.run_dir = Path(tc.out)
+        torch.manual_seed(tc.seed)
+        model = build_model(task.name, cfg)
+        if initial is not None:
+            model.load_state_dict(initial.state_dict())
+        self.model = model.to(dist.device)
+        self.net = DistributedDataParallel(self.model) if dist.enabled else self.model
+        self.optimizer = torch.optim.Adam(
+            self.model.parameters(), lr=0.0, betas=tc.adam_betas, eps=tc.adam_eps
+        )
+        self.scaler = grad_scaler(dist.device, tc.precision)
+        self.split = data.split("train")
+        self.sampler = TokenBatchSampler(
+            self.split.src_lengths, self.split.tgt_lengths, tc.batch_tokens, seed=tc.seed
+        )
+        self.state = TrainState(task.selection[0], data_fingerprint(data.meta))
+        self.last_eval: dict | None = None
+
+    def resume(self, reset_data_position: bool) -> None:
+        """Continue from the newest valid checkpoint (metrics logged after it are dropped)."""
+        path = ckpt.latest_valid(self.run_dir / CHECKPOINTS, clean=True)
         if path is None:
-            raise TrainingError(f"{run}: no valid checkpoint to resume from")
-        state = load_checkpoint(path, model, optimizer, scaler)
-        if state["data_fingerprint"] != fingerprint:
+            raise TrainingError(f"{self.run_dir}: no valid checkpoint to resume from")
+        state = load_checkpoint(path, self.model, self.optimizer, self.task, self.scaler)
+        fingerprint = self.state.data_fingerprint
+        if state.data_fingerprint != fingerprint:
             if not reset_data_position:
                 raise TrainingError(
-                    f"the data in {tc.data} changed since this run started; resume with "
+                    f"the data in {self.tc.data} changed since this run started; resume with "
                     "--reset-data-position to continue on the new data from its beginning"
                 )
-            state.update(position=[0, 0], data_fingerprint=fingerprint)
-        # Translation runs chose best/ by BLEU before chrF: a best figure of another kind is
-        # not comparable, so the next evaluation sets it afresh.
-        old_figure = "valid_bleu" if task.name == "translate" else task.selection[0]
-        if state.setdefault("best_figure", old_figure) != task.selection[0]:
-            state.update(best=None, best_figure=task.selection[0])
-        if dist.is_main:
-            truncate_metrics(run, state["step"])
+            state.position, state.data_fingerprint = (0, 0), fingerprint
+        self.state = state
+        if self.dist.is_main:
+            truncate_metrics(self.run_dir, state.step)
 
-    # --- the loop ------------------------------------------------------------------------------
-    net = DistributedDataParallel(model) if dist.enabled else model
-    stream = sampler.iterate(Position(*state["position"]))
-    budget_steps = tc.max_steps if tc.max_steps is not None else float("inf")
-    budget_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else float("inf")
-    start_time, start_elapsed = time.perf_counter(), state["elapsed_seconds"]
-    bar = progress_bar(
-        total=tc.max_steps,
-        initial=state["step"],
-        enabled=progress and dist.is_main,
-        desc="training",
-        unit="step",
-    )
-    window_tokens, window_start = 0, time.perf_counter()
-    last_eval, stopped_by = None, "max_steps"
-    model.train()
-    with StopRequest() as stop:
-        while state["step"] < budget_steps:
-            step = state["step"] + 1
-            lr = noam_lr(step, cfg.d_model, tc.warmup, tc.lr_scale)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
+    def run(self, progress: bool) -> TrainResult:
+        """Update until the step or time budget is spent or a stop is asked for; log, validate
+        and checkpoint on the way."""
+        tc, state, dist = self.tc, self.state, self.dist
+        max_steps = tc.max_steps if tc.max_steps is not None else float("inf")
+        max_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else float("inf")
+        stream = self.sampler.iterate(Position(*state.position))
+        clock = Clock(state.elapsed_seconds, state.target_tokens)
+        self.model.train()
+        with StopRequest() as stop, progress_bar(total=tc.max_steps, initial=state.step,
+                                                  enabled=progress and dist.is_main,
+                                                  desc="training", unit="step") as bar:  # fmt: skip
+            while state.step < max_steps:
+                update = self.update([next(stream) for _ in range(tc.accumulate)])
+                state.elapsed_seconds = clock.elapsed()
+                if dist.is_main and (
+                    state.step % tc.log_every == 0 or not math.isfinite(update.loss)
+                ):
+                    self.log(update, clock, bar, max_seconds)
+                bar.update(1)
+                out_of_time = state.elapsed_seconds >= max_seconds
+                finished = state.step >= max_steps or dist.any(out_of_time or stop.requested)
+                self.validate_and_save(finished, bar)
+                if finished:
+                    break
+        stopped_by = (
+            "interrupt"
+            if stop.requested
+            else "max_minutes"
+            if state.step < max_steps
+            else "max_steps"
+        )
+        return TrainResult(self.run_dir, state.step, stopped_by, state.best, self.last_eval,
+                           self.task.name, tc.precision)  # fmt: skip
 
-            micro = [next(stream) for _ in range(tc.accumulate)]
-            update_tokens, loss, grad_norm = train_update(
-                net, optimizer, scaler, task, train_split, [b for _, b in micro], tc, dist
-            )
-            finite = math.isfinite(loss) and math.isfinite(grad_norm)
-            if scaler.is_enabled():
-                # fp16 overflows are expected while the loss scale settles: the scaler skips
-                # such a step and lowers the scale; they are counted, not failures.
-                scaler.step(optimizer)
-                scaler.update()
-                state["overflow_steps"] += int(not finite)
-            elif finite:
-                optimizer.step()
-            elif tc.nan_policy == "skip":
-                state["skipped_steps"] += 1
-            else:
-                if dist.is_main:
-                    append_metrics(
-                        run, {"step": step, "loss": loss, "grad_norm": grad_norm, "lr": lr}
-                    )
-                latest = ckpt.latest_valid(run / CHECKPOINTS)
-                raise TrainingError(
-                    f"non-finite loss ({loss}) or gradient norm ({grad_norm}) at step {step}; "
-                    f"stopped without saving it. Last good checkpoint: {latest or 'none'}. "
-                    "Try --precision fp32, a smaller --lr-scale, --clip-norm 1.0, or "
-                    "--nan-policy skip"
-                )
-            state["step"] = step
-            state["position"] = [micro[-1][0].epoch, micro[-1][0].index]
-            state["target_tokens"] += update_tokens
-            state["elapsed_seconds"] = start_elapsed + time.perf_counter() - start_time
-            window_tokens += update_tokens
+    def update(self, micro: list[tuple[Position, Any]]) -> Update:
+        """One optimizer update on `micro` (positions and index arrays), by the NaN policy."""
+        state, tc = self.state, self.tc
+        step = state.step + 1
+        lr = noam_lr(step, self.cfg.d_model, tc.warmup, tc.lr_scale)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        tokens, loss, grad_norm = train_update(self.net, self.optimizer, self.scaler, self.task,
+                                               self.split, [b for _, b in micro], tc, self.dist)  # fmt: skip
+        update = Update(loss, grad_norm, lr, tokens)
+        if self.scaler.is_enabled():
+            # fp16 overflows are expected while the loss scale settles: the scaler skips such a
+            # step and lowers the scale; they are counted, not failures.
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            state.overflow_steps += int(not update.finite)
+        elif update.finite:
+            self.optimizer.step()
+        elif tc.nan_policy == "skip":
+            state.skipped_steps += 1
+        else:
+            self.stop_on_nan(step, update)
+        state.step, state.position = step, (micro[-1][0].epoch, micro[-1][0].index)
+        state.target_tokens += tokens
+        return update
 
-            if dist.is_main and (step % tc.log_every == 0 or not math.isfinite(loss)):
-                now = time.perf_counter()
-                tokens_per_s = window_tokens / max(now - window_start, 1e-9)
-                window_tokens, window_start = 0, now
-                record = {
-                    "step": step,
-                    "loss": loss,
-                    "lr": lr,
-                    "grad_norm": grad_norm,
-                    "tokens_per_s": tokens_per_s,
-                    "elapsed_seconds": state["elapsed_seconds"],
-                    "epoch": state["position"][0],
-                    "skipped_steps": state["skipped_steps"],
-                }
-                if scaler.is_enabled():
-                    record.update(overflow_steps=state["overflow_steps"], scale=scaler.get_scale())
-                append_metrics(run, record)
-                postfix = {"loss": f"{loss:.3f}", "lr": f"{lr:.2e}", "tok/s": f"{tokens_per_s:.0f}"}
-                if budget_seconds < float("inf"):
-                    left = max(budget_seconds - state["elapsed_seconds"], 0.0)
-                    postfix["left"] = f"{left / 60:.1f}min"
-                bar.set_postfix(postfix)
-            bar.update(1)
+    def stop_on_nan(self, step: int, update: Update) -> None:
+        if self.dist.is_main:
+            append_metrics(self.run_dir, {"step": step, "loss": update.loss,
+                                          "grad_norm": update.grad_norm, "lr": update.lr})  # fmt: skip
+        latest = ckpt.latest_valid(self.run_dir / CHECKPOINTS)
+        raise TrainingError(
+            f"non-finite loss ({update.loss}) or gradient norm ({update.grad_norm}) at step "
+            f"{step}; stopped without saving it. Last good checkpoint: {latest or 'none'}. Try "
+            "--precision fp32, a smaller --lr-scale, --clip-norm 1.0, or --nan-policy skip"
+        )
 
-            out_of_time = state["elapsed_seconds"] >= budget_seconds
-            finished = step >= budget_steps or dist.any(out_of_time or stop.requested)
-            if step % tc.eval_every == 0 or finished:
-                if dist.is_main:
-                    last_eval = evaluate(model, data, tc, device)
-                    if last_eval is not None:
-                        record_evaluation(run, model, state, step, last_eval, task.name)
-                        bar.write(f"step {step}: {evaluation_line(last_eval)}")
-                dist.barrier()
-            if step % tc.save_every == 0 or finished:
-                if dist.is_main:
-                    save_checkpoint(run, model, optimizer, state, tc.keep_last, scaler)
-                dist.barrier()
-            if finished:
-                if stop.requested:
-                    stopped_by = "interrupt"
-                elif step < budget_steps:
-                    stopped_by = "max_minutes"
-                break
-    bar.close()
-    return TrainResult(
-        run, state["step"], stopped_by, state["best"], last_eval, task.name, tc.precision
-    )
+    def log(self, update: Update, clock: Clock, bar: Any, max_seconds: float) -> None:
+        """A metrics.jsonl record and the progress bar's figures."""
+        state = self.state
+        tokens_per_s = clock.rate(state.target_tokens)
+        record = {
+            "step": state.step, "loss": update.loss, "lr": update.lr,
+            "grad_norm": update.grad_norm, "tokens_per_s": tokens_per_s,
+            "elapsed_seconds": state.elapsed_seconds, "epoch": state.position[0],
+            "skipped_steps": state.skipped_steps,
+        }  # fmt: skip
+        if self.scaler.is_enabled():
+            record.update(overflow_steps=state.overflow_steps, scale=self.scaler.get_scale())
+        append_metrics(self.run_dir, record)
+        postfix = {"loss": f"{update.loss:.3f}", "lr": f"{update.lr:.2e}",
+                   "tok/s": f"{tokens_per_s:.0f}"}  # fmt: skip
+        if max_seconds < float("inf"):
+            postfix["left"] = f"{max(max_seconds - state.elapsed_seconds, 0.0) / 60:.1f}min"
+        bar.set_postfix(postfix)
+
+    def validate_and_save(self, finished: bool, bar: Any) -> None:
+        """Validate every eval_every steps and checkpoint every save_every, and both at the end."""
+        tc, step, dist = self.tc, self.state.step, self.dist
+        if step % tc.eval_every == 0 or finished:
+            if dist.is_main:
+                self.last_eval = evaluate(self.model, self.data, tc, dist.device)
+                if self.last_eval is not None:
+                    record_evaluation(self.run_dir, self.model, self.state, self.last_eval,
+                                      self.task)  # fmt: skip
+                    bar.write(f"step {step}: {evaluation_line(self.last_eval)}")
+            dist.barrier()
+        if step % tc.save_every == 0 or finished:
+            if dist.is_main:
+                save_checkpoint(self.run_dir / CHECKPOINTS, self.model, self.optimizer, self.state,
+                                tc.keep_last, self.scaler)  # fmt: skip
+            dist.barrier()
+
+
+class Clock:
+    """Training time, counted on from a resumed run's, and tokens/s between two `rate` calls."""
+
+    def __init__(self, elapsed: float, tokens: int) -> None:
+        self.offset, self.began = elapsed, time.perf_counter()
+        self.window = (self.began, tokens)
+
+    def elapsed(self) -> float:
+        return self.offset + time.perf_counter() - self.began
+
+    def rate(self, tokens: int) -> float:
+        """Tokens per second since the previous call (or the start); `tokens` is the total."""
+        now = time.perf_counter()
+        then, before = self.window
+        self.window = (now, tokens)
+        return (tokens - before) / max(now - then, 1e-9)
 
 
 def evaluation_line(result: dict) -> str:

@@ -1,0 +1,112 @@
+"""What a training checkpoint holds besides the weights: `TrainState` (where the run stands, as
+state.json), the optimizer's and loss scaler's state and the random generators, so that a resumed
+run continues exactly as the uninterrupted one would have."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from vaswani.tasks import Task
+from vaswani.train import checkpoint as ckpt
+
+
+@dataclass
+class TrainState:
+    """Where a run stands; state.json in every checkpoint."""
+
+    best_figure: str
+    """The validation figure best/ was chosen by (the task's `selection`)."""
+    data_fingerprint: str
+    """A hash of the prepared data's meta.json: a resume refuses changed data unless told."""
+    step: int = 0
+    position: tuple[int, int] = (0, 0)
+    """(epoch, index) of the next micro-batch in the sampler's order."""
+    elapsed_seconds: float = 0.0
+    target_tokens: int = 0
+    skipped_steps: int = 0
+    """Updates skipped for a non-finite loss (--nan-policy skip)."""
+    overflow_steps: int = 0
+    """fp16 steps the loss scaler skipped while its scale settled (not failures)."""
+    best: float | None = None
+    """The best validation figure so far."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "position": list(self.position)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], task: Task) -> TrainState:
+        """A state.json of any vaswani version: `best_bleu` was `best` before there were other
+        tasks; a translation run chose best/ by BLEU before chrF, and a best figure of another
+        kind is not comparable, so the next evaluation sets it afresh."""
+        data = dict(data)
+        if "best_bleu" in data:
+            data["best"] = data.pop("best_bleu")
+        figure = task.selection[0]
+        if (
+            data.setdefault("best_figure", "valid_bleu" if task.name == "translate" else figure)
+            != figure
+        ):
+            data.update(best=None, best_figure=figure)
+        data["position"] = tuple(data["position"])
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in names})
+
+
+def save_checkpoint(
+    directory: Path,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    state: TrainState,
+    keep_last: int,
+    scaler: torch.amp.GradScaler | None = None,
+) -> Path:
+    """A checkpoint of the run at `state.step` in `directory`, made `latest`; the oldest beyond
+    `keep_last` are removed."""
+    record = state.to_dict()
+    if scaler is not None and scaler.is_enabled():  # fp16: exact resume needs the loss scale
+        record["grad_scaler"] = scaler.state_dict()
+    rng = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        rng["cuda"] = torch.cuda.get_rng_state_all()
+    path = ckpt.write_checkpoint(
+        directory,
+        ckpt.step_name(state.step),
+        {
+            ckpt.WEIGHTS: lambda p: ckpt.save_weights(model, p),
+            ckpt.OPTIMIZER: lambda p: torch.save(optimizer.state_dict(), p),
+            ckpt.RNG: lambda p: torch.save(rng, p),
+            ckpt.STATE: lambda p: p.write_text(json.dumps(record, indent=1)),
+        },
+    )
+    ckpt.set_latest(directory, path)
+    ckpt.prune(directory, keep_last)
+    return path
+
+
+def load_checkpoint(
+    path: Path,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    task: Task,
+    scaler: torch.amp.GradScaler | None = None,
+) -> TrainState:
+    """Put the checkpoint at `path` back into the model, optimizer, scaler and random
+    generators; return its state."""
+    ckpt.load_checkpoint_weights(model, path)
+    optimizer.load_state_dict(ckpt.torch_load(path / ckpt.OPTIMIZER))
+    rng = ckpt.torch_load(path / ckpt.RNG)
+    torch.set_rng_state(rng["torch"])
+    if "cuda" in rng and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(rng["cuda"])
+    record = json.loads((path / ckpt.STATE).read_text())
+    scaler_state = record.pop("grad_scaler", None)
+    if scaler is not None and scaler.is_enabled() and scaler_state is not None:
+        scaler.load_state_dict(scaler_state)
+    return TrainState.from_dict(record, task)
