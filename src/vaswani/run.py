@@ -15,17 +15,21 @@ A run directory holds everything `translate` needs and everything `--resume` nee
 
 from __future__ import annotations
 
+import hashlib
+import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from torch import nn
 
-from vaswani.config import ModelConfig
+from vaswani.config import ModelConfig, TrainConfig
+from vaswani.data import PreparedData
 from vaswani.data.dataset import task_of
 from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
 from vaswani.errors import VaswaniError
-from vaswani.files import read_json
+from vaswani.files import read_json, read_records, write_atomic
 from vaswani.model import build_model
 from vaswani.train import checkpoint as ckpt
 
@@ -124,3 +128,42 @@ def load_trained(run: Path, weights: str = "best") -> tuple[nn.Module, Any, Any,
     """`load_run` as a tuple: (model, source tokenizer, target tokenizer, data record)."""
     loaded = load_run(run, weights)
     return loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, loaded.info
+
+
+def data_fingerprint(meta: dict) -> str:
+    """Identifies the training data and tokenizer: resume refuses data that changed under it."""
+    basis = {"train": meta["splits"]["train"]["sha256"], "tokenizer": meta["tokenizer"]}
+    return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
+
+
+def create_run_dir(tc: TrainConfig, cfg: ModelConfig, data: PreparedData) -> Path:
+    """A new run directory `tc.out`: its settings, the data's tokenizer files and data record."""
+    run = Path(tc.out)
+    if (run / CHECKPOINTS).exists():
+        raise RunError(f"{run} already holds a training run; continue it with --resume {run}")
+    run.mkdir(parents=True, exist_ok=True)
+    write_atomic(run / CONFIG, json.dumps(cfg.to_dict(), indent=2).encode())
+    write_atomic(run / TRAIN_CONFIG, json.dumps(tc.to_dict(), indent=2).encode())
+    for name in sorted(set(data.meta["tokenizer"]["files"].values())):
+        shutil.copyfile(data.directory / name, run / name)
+    info = {
+        "path": str(data.directory.resolve()),  # evaluate may run from elsewhere
+        "fingerprint": data_fingerprint(data.meta),
+        "meta": data.meta,
+    }
+    write_atomic(run / DATA_INFO, json.dumps(info, indent=2).encode())
+    return run
+
+
+def append_metrics(run: Path, record: dict) -> None:
+    """One line of metrics.jsonl (NaN is written as NaN: visible, never dropped)."""
+    with open(run / METRICS, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def truncate_metrics(run: Path, step: int) -> None:
+    """Drop records a killed run logged after the checkpoint it resumes from (and torn ones)."""
+    if (run / METRICS).exists():
+        kept = [r for r in read_records(run / METRICS) if r["step"] <= step]
+        lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
+        write_atomic(run / METRICS, lines.encode())

@@ -15,6 +15,7 @@ from helpers import losses
 from vaswani import tasks
 from vaswani.config import TrainConfig
 from vaswani.data import PreparedData, TokenBatchSampler
+from vaswani.run import RunError
 from vaswani.train import checkpoint as ckpt
 from vaswani.train import loop
 from vaswani.train.average import average_checkpoints
@@ -301,7 +302,7 @@ def test_clear_errors_for_bad_runs(numbers_data, tmp_path):
         resume_config(tmp_path)
     train(config(numbers_data, tmp_path / "run", max_steps=1), progress=False)
     with pytest.raises(
-        TrainingError, match="already holds a training run; continue it with --resume"
+        RunError, match="already holds a training run; continue it with --resume"
     ):
         train(config(numbers_data, tmp_path / "run", max_steps=1), progress=False)
     result = subprocess.run(

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import math
 import os
-import shutil
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -34,24 +31,27 @@ from vaswani.data.dataset import ParallelSplit, task_of
 from vaswani.data.prepare import SIDES
 from vaswani.device import Placement, autocast, grad_scaler, place
 from vaswani.errors import VaswaniError
-from vaswani.files import read_json, read_records, write_atomic
+from vaswani.files import read_json, write_atomic
 from vaswani.model import build_model
 from vaswani.progress import progress_bar
 from vaswani.run import (
     BEST,
     CHECKPOINTS,
     CONFIG,
-    DATA_INFO,
     ENVIRONMENT,
-    METRICS,
     TRAIN_CONFIG,
+    append_metrics,
+    create_run_dir,
+    data_fingerprint,
     load_trained,
+    truncate_metrics,
 )
 from vaswani.tasks import Task, evaluation_mode, get_task
 from vaswani.train import checkpoint as ckpt
 from vaswani.train.distributed import Distributed, init_distributed
 from vaswani.train.schedule import noam_lr
 from vaswani.train.state import TrainState, load_checkpoint, save_checkpoint
+from vaswani.train.stop import StopRequest
 
 
 class TrainingError(VaswaniError):
@@ -69,12 +69,6 @@ class TrainResult:
     task: str = "translate"
     precision: str = "fp32"
     """The precision training ran in (`--precision auto` resolved)."""
-
-
-def data_fingerprint(meta: dict) -> str:
-    """Identifies the training data and tokenizer: resume refuses data that changed under it."""
-    basis = {"train": meta["splits"]["train"]["sha256"], "tokenizer": meta["tokenizer"]}
-    return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
 
 
 def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
@@ -121,39 +115,6 @@ def initial_model(init: Path, data: PreparedData) -> nn.Module:
     return model
 
 
-def create_run_dir(tc: TrainConfig, cfg: ModelConfig, data: PreparedData) -> Path:
-    run = Path(tc.out)
-    if (run / CHECKPOINTS).exists():
-        raise TrainingError(f"{run} already holds a training run; continue it with --resume {run}")
-    run.mkdir(parents=True, exist_ok=True)
-    write_atomic(run / CONFIG, json.dumps(cfg.to_dict(), indent=2).encode())
-    write_atomic(run / TRAIN_CONFIG, json.dumps(tc.to_dict(), indent=2).encode())
-    for name in sorted(set(data.meta["tokenizer"]["files"].values())):
-        shutil.copyfile(data.directory / name, run / name)
-    info = {
-        "path": str(data.directory.resolve()),  # evaluate may run from elsewhere
-        "fingerprint": data_fingerprint(data.meta),
-        "meta": data.meta,
-    }
-    write_atomic(run / DATA_INFO, json.dumps(info, indent=2).encode())
-    return run
-
-
-def append_metrics(run: Path, record: dict) -> None:
-    with open(run / METRICS, "a", encoding="utf-8") as handle:
-        handle.write(
-            json.dumps(record, ensure_ascii=False) + "\n"
-        )  # NaN is written as NaN: visible, never dropped
-
-
-def truncate_metrics(run: Path, step: int) -> None:
-    """Drop records a killed run logged after the checkpoint it resumes from (and torn ones)."""
-    if (run / METRICS).exists():
-        kept = [r for r in read_records(run / METRICS) if r["step"] <= step]
-        lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
-        write_atomic(run / METRICS, lines.encode())
-
-
 @torch.no_grad()
 def evaluate(
     model: nn.Module, data: PreparedData, tc: TrainConfig, device: torch.device
@@ -194,30 +155,6 @@ def record_evaluation(
             ckpt.STATE: lambda p: p.write_text(info),
         },
     )
-
-
-class StopRequest:
-    """Ctrl-C (or SIGTERM) asks to stop after the current step, with a checkpoint; a second
-    Ctrl-C stops at once."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._previous: dict[int, Any] = {}
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-
-    def __enter__(self) -> StopRequest:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
-                self._previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
 
 
 def train(
