@@ -183,6 +183,14 @@ TASKS_BY_NAME: dict[str, Task] = {
 }
 
 
+def task_of_model(model: nn.Module) -> Task:
+    """The task a model instance serves, by its class."""
+    for task in TASKS_BY_NAME.values():
+        if isinstance(model, task.model_class):
+            return task
+    raise TypeError(f"{type(model).__name__} is not a model of any task")
+
+
 def get_task(name: str) -> Task:
     """The `Task` called `name` ("translate", "lm" or "classify")."""
     if name not in TASKS_BY_NAME:

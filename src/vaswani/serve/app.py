@@ -1,0 +1,258 @@
+"""The FastAPI application: one route per task, the body limit, 422 bodies, and running it
+with uvicorn."""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from vaswani import __version__
+from vaswani.config import DecodeConfig, ServeSettings
+from vaswani.decode import classify, generate, translate
+from vaswani.errors import VaswaniError
+from vaswani.serve.schemas import (
+    ClassificationOut,
+    ClassifyResponse,
+    GenerateRequest,
+    GenerateResponse,
+    GenerationOut,
+    Sampling,
+    TextsRequest,
+    TranslateRequest,
+    TranslateResponse,
+)
+from vaswani.serve.worker import Worker
+from vaswani.tasks import task_of_model
+
+
+def create_app(
+    model: Any, src_tok: Any, tgt_tok: Any, settings: ServeSettings | None = None
+) -> FastAPI:
+    """The HTTP API over a loaded model and its tokenizers (for a classifier, its `LabelSet`):
+    GET /health, and POST /translate, /generate or /classify by the kind of model."""
+    settings = settings or ServeSettings()
+    worker = Worker(model.eval(), src_tok, tgt_tok, settings,
+                    ENDPOINTS[task_of_model(model).name])  # fmt: skip
+    app = FastAPI(
+        title="vaswani",
+        version=__version__,
+        description=f"{worker.endpoint.description} a Transformer trained by vaswani.",
+        lifespan=worker.lifespan,
+    )
+    app.state.worker = worker
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.get("/health")(worker.health)
+    worker.endpoint.route(app, worker)
+    return app
+
+
+def over(name: str, value: int | None, limit: int) -> list[str]:
+    """A request setting over the server's limit, as a problem."""
+    return [f"{name} {value} is over the limit of {limit}"] if value and value > limit else []
+
+
+def translate_route(app: FastAPI, worker: Worker) -> None:
+    settings, positions = worker.settings, worker.model.cfg.max_len
+
+    @app.post("/translate", response_model=TranslateResponse)
+    async def translate_endpoint(request: TranslateRequest) -> TranslateResponse:
+        """Translate `text` or `texts`; the answer keeps their order."""
+        texts, beam = request.all_texts(), request.beam_size or settings.beam_size
+        problems, tokens = worker.problems(texts, positions)
+        problems += over("beam_size", beam, settings.max_beam_size)
+        problems += over("max_length", request.max_length, settings.max_length)
+        dc = dataclasses.replace(settings.decoding, beam_size=beam,
+                                 max_new_tokens=request.max_length,
+                                 batch_tokens=max(settings.batch_tokens, beam))  # fmt: skip
+        start = time.perf_counter()
+        translations = await worker.submit(texts, dc, problems, tokens)
+        return TranslateResponse(
+            translations=translations, beam_size=beam, seconds=time.perf_counter() - start
+        )
+
+
+def generate_route(app: FastAPI, worker: Worker) -> None:
+    settings = worker.settings
+    # The start token, the prompt, and room for one new token.
+    positions = worker.model.cfg.max_len - 1
+
+    @app.post("/generate", response_model=GenerateResponse)
+    async def generate_endpoint(request: GenerateRequest) -> GenerateResponse:
+        """Continue `prompt` or each of `prompts` by sampling; the answer keeps their order."""
+        prompts = [request.prompt] if request.prompts is None else request.prompts
+        problems, tokens = worker.problems(prompts, positions)
+        problems += over("max_new_tokens", request.max_new_tokens, settings.max_length)
+        sampling = Sampling(request.max_new_tokens, request.temperature, request.top_k,
+                            request.top_p, request.seed)  # fmt: skip
+        start = time.perf_counter()
+        found = await worker.submit(prompts, sampling, problems, tokens)
+        return GenerateResponse(
+            generations=[GenerationOut(**vars(g)) for g in found],
+            seconds=time.perf_counter() - start,
+        )
+
+
+def classify_route(app: FastAPI, worker: Worker) -> None:
+    positions = worker.model.cfg.max_len - 1  # the classifier puts a start token before a text
+
+    @app.post("/classify", response_model=ClassifyResponse)
+    async def classify_endpoint(request: TextsRequest) -> ClassifyResponse:
+        """The most probable label of `text` or of each of `texts`, with every label's
+        probability; null for a blank text."""
+        texts = request.all_texts()
+        problems, tokens = worker.problems(texts, positions)
+        start = time.perf_counter()
+        found = await worker.submit(texts, None, problems, tokens)
+        return ClassifyResponse(
+            labels=[None if c is None else ClassificationOut(**vars(c)) for c in found],
+            seconds=time.perf_counter() - start,
+        )
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """What serving one kind of model takes: its route, its model call, a start-up check."""
+
+    description: str
+    route: Callable[[FastAPI, Worker], None]
+    call: Callable[[Worker, list[str], Any], list[Any]]
+    """The answers to a batch of texts with their (equal) settings."""
+    check: Any
+    """Settings of the request the model must answer before the server says it is healthy."""
+
+
+ENDPOINTS = {  # by task
+    "translate": Endpoint(
+        "Translate with", translate_route,
+        lambda w, texts, dc: translate(w.model, w.src_tok, w.tgt_tok, texts, dc),
+        DecodeConfig(beam_size=1, max_new_tokens=4),
+    ),
+    "lm": Endpoint(
+        "Generate text with", generate_route,
+        lambda w, texts, s: generate(w.model, w.src_tok, texts, s.max_new_tokens, s.temperature,
+                                     s.top_k, s.top_p, s.seed),
+        Sampling(4, 1.0, 0, 1.0, 0),
+    ),
+    "classify": Endpoint(
+        "Classify with", classify_route,
+        lambda w, texts, _: classify(w.model, w.src_tok, w.tgt_tok.labels, texts,
+                                     w.settings.batch_tokens),
+        None,
+    ),
+}  # fmt: skip
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for a body over the limit, before anything parses it."""
+
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_bytes:
+            await self.refuse(send)
+            return
+        # Without a Content-Length (chunked), read up to the limit here and replay the body.
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = message.get("more_body", False)
+            if size > self.max_bytes:
+                await self.refuse(send)
+                return
+        body = b"".join(chunks)
+
+        async def replay() -> dict:
+            nonlocal body
+            message, body = {"type": "http.request", "body": body, "more_body": False}, b""
+            return message
+
+        await self.app(scope, replay, send)
+
+    async def refuse(self, send: Any) -> None:
+        response = JSONResponse(
+            {"detail": f"request body over the limit of {self.max_bytes} bytes"}, status_code=413
+        )
+        await response(scope={"type": "http"}, receive=None, send=send)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def validation_error(request: Any, error: RequestValidationError) -> JSONResponse:
+    """422 naming each bad field. The offending input is not echoed back: it may be a number JSON
+    cannot hold (1e400 parses as infinity) or text that is not valid Unicode."""
+    detail = [
+        {"loc": [str(part) for part in e.get("loc", ())], "msg": str(e.get("msg", "")),
+         "type": str(e.get("type", ""))}
+        for e in error.errors()
+    ]  # fmt: skip
+    return JSONResponse(status_code=422, content={"detail": detail})
+
+
+class ServeError(VaswaniError):
+    """The server cannot start: the address is taken, or not one this machine has."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port, or a one-line ServeError (before anything says "serving")."""
+    if not 0 <= port <= 65535:
+        raise ServeError(f"--port {port}: a port is a number in 0 .. 65535")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as error:
+        raise ServeError(f"--host {host}: not an address to listen on ({error})") from None
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as error:
+        sock.close()
+        raise ServeError(
+            f"cannot listen on {host}:{port}: {error.strerror} (another server there? use --port)"
+        ) from None
+    return sock
+
+
+def serve(
+    app: FastAPI,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "info",
+    sock: socket.socket | None = None,
+) -> None:
+    """Run the app with uvicorn until SIGINT/SIGTERM; requests in flight are finished first.
+    `sock`: an already bound socket (`listen`), so that a taken port fails before start-up."""
+    sock = sock or listen(host, port)
+    import uvicorn
+
+    # uvicorn catches SIGINT/SIGTERM, stops accepting, finishes the requests in flight, then
+    # raises the signal again for the handler that was there before it. Make that handler a
+    # no-op, so a requested stop ends with status 0 instead of "killed by SIGTERM". The handlers
+    # the process had are put back on return, so nothing else in it is changed.
+    previous = {sig: signal.signal(sig, lambda signum, frame: None) for sig in STOP_SIGNALS}
+    try:
+        config = uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=60)
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

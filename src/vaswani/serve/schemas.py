@@ -1,0 +1,95 @@
+"""The JSON bodies of the endpoints (pydantic models, validated strictly) and the settings
+of a generate request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# Request bodies are typed strictly: "2" and true are not beam sizes, NaN and infinity are not
+# numbers, and an unknown field is an error rather than ignored.
+STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class TextsRequest(BaseModel):
+    """One text (`text`) or several (`texts`): what /translate and /classify take."""
+
+    model_config = STRICT
+    text: str | None = Field(default=None, description="one text")
+    texts: list[str] | None = Field(default=None, description="several texts, answered in order")
+
+    @model_validator(mode="after")
+    def one_of_text_or_texts(self) -> TextsRequest:
+        if (self.text is None) == (self.texts is None):
+            raise ValueError('give exactly one of "text" and "texts"')
+        return self
+
+    def all_texts(self) -> list[str]:
+        return [self.text] if self.texts is None else self.texts
+
+
+class TranslateRequest(TextsRequest):
+    """One sentence (`text`) or several (`texts`), and optional search settings."""
+
+    beam_size: int | None = Field(default=None, ge=1, description="1 = greedy search")
+    max_length: int | None = Field(default=None, ge=1, description="most output tokens")
+
+
+class TranslateResponse(BaseModel):
+    translations: list[str]
+    beam_size: int
+    seconds: float
+
+
+class GenerateRequest(BaseModel):
+    """One prompt or several, and how to sample their continuations."""
+
+    model_config = STRICT
+    prompt: str | None = Field(default=None, description='one prompt ("" starts from nothing)')
+    prompts: list[str] | None = Field(default=None, description="several prompts, in order")
+    max_new_tokens: int = Field(default=100, ge=1, description="most tokens to generate")
+    temperature: float = Field(default=1.0, ge=0.0, description="0 takes the most probable token")
+    top_k: int = Field(default=0, ge=0, description="draw from the k most probable; 0 = all")
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0, description="nucleus: probability kept")
+    seed: int = Field(default=0, description="prompt i is sampled with seed + i")
+
+    @model_validator(mode="after")
+    def one_of_prompt_or_prompts(self) -> GenerateRequest:
+        if (self.prompt is None) == (self.prompts is None):
+            raise ValueError('give exactly one of "prompt" and "prompts"')
+        return self
+
+
+class GenerationOut(BaseModel):
+    prompt: str
+    text: str
+    tokens: int
+    finished: bool
+
+
+class GenerateResponse(BaseModel):
+    generations: list[GenerationOut]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """The settings of a generate request: requests with equal ones share a model call."""
+
+    max_new_tokens: int
+    temperature: float
+    top_k: int
+    top_p: float
+    seed: int
+
+
+class ClassificationOut(BaseModel):
+    label: str
+    probability: float
+    probabilities: dict[str, float]
+
+
+class ClassifyResponse(BaseModel):
+    labels: list[ClassificationOut | None] = Field(description="null for a blank text")
+    seconds: float

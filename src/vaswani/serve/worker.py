@@ -1,0 +1,242 @@
+"""The model's side of the server: requests checked against the limits, queued as jobs, and
+answered in batches by one worker thread (dynamic batching)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from fastapi import FastAPI, HTTPException
+from fastapi.responses import JSONResponse
+
+from vaswani import __version__
+from vaswani.config import DecodeConfig, ServeSettings
+from vaswani.decode import InputTooLong, encode_sources
+from vaswani.device import autocast, pick_precision
+from vaswani.serve.schemas import Sampling
+from vaswani.tasks import task_of_model
+
+
+@dataclass
+class Job:
+    texts: list[str]
+    settings: Any
+    """DecodeConfig (translate), Sampling (generate) or None (classify)."""
+    tokens: int
+    """Token ids of its texts (end-of-sentence counted): what a batch's budget counts."""
+    future: asyncio.Future
+    loop: asyncio.AbstractEventLoop
+    cancelled: bool = False
+
+
+class Worker:
+    """A model, the queue of requests waiting for it, and the thread that answers them in
+    batches. Its `endpoint` says how texts become answers."""
+
+    def __init__(
+        self, model: Any, src_tok: Any, tgt_tok: Any, settings: ServeSettings, endpoint: Any
+    ) -> None:
+        self.model, self.src_tok, self.tgt_tok = model, src_tok, tgt_tok
+        self.task = task_of_model(model).name
+        self.endpoint = endpoint
+        """The `serve.app.Endpoint` of the task: its route, its model call, its health check."""
+        self.settings = settings
+        self.precision, _ = pick_precision(settings.precision, self.device)
+        self.jobs: queue.Queue[Job | None] = queue.Queue()
+        self.queued_texts = 0
+        self.lock = threading.Lock()
+        self.healthy = False
+        self.error: str | None = None
+        self.batches = 0
+        self.thread = threading.Thread(target=self.work, name="vaswani-worker", daemon=True)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def run(self, texts: list[str], settings: Any) -> list[Any]:
+        """The model's answer for each text: a translation, a `Generation`, a `Classification`."""
+        with torch.no_grad(), autocast(self.device, self.precision):
+            return self.endpoint.call(self, texts, settings)
+
+    def start(self) -> None:
+        """Check the model with one request, then start the worker; on failure the server stays
+        up to say so (/health 503 with the error), answering nothing."""
+        try:
+            self.run(["health check"], self.endpoint.check)
+        except Exception as error:
+            self.error = f"{type(error).__name__}: {error}"
+            return
+        self.healthy = True
+        self.thread.start()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: FastAPI) -> AsyncIterator[None]:  # noqa: ARG002
+        await asyncio.get_running_loop().run_in_executor(None, self.start)
+        yield
+        self.stop()
+
+    def health(self) -> JSONResponse:
+        """200 when the model is loaded and a test request passed; 503 otherwise."""
+        body = {
+            "status": "ok" if self.healthy else "starting",
+            "task": self.task,
+            "version": __version__,
+            "device": str(self.device),
+            "queued_texts": self.queued_texts,
+        }
+        if self.error is not None:
+            body.update(status="failed", error=self.error)
+        return JSONResponse(body, status_code=200 if self.healthy else 503)
+
+    def problems(self, texts: list[str], positions: int) -> tuple[list[str], int]:
+        """What is wrong with a request's texts (how many, how long, not Unicode, over the
+        model's `positions` once tokenized), and their tokens. A model that is not ready
+        answers nothing (503)."""
+        if not self.healthy:
+            raise HTTPException(status_code=503, detail="the model is not ready; see /health")
+        problems = text_problems(texts, self.settings)
+        if problems:
+            return problems, 0
+        try:
+            encoded = encode_sources(self.src_tok, texts, positions, "error", what="text")
+        except InputTooLong as error:  # refused here, not in a shared batch
+            return [str(error).split("; ")[0]], 0
+        return [], sum(len(ids) + 1 for ids in encoded.values()) + len(texts) - len(encoded)
+
+    async def submit(self, texts: list[str], settings: Any, problems: list[str], tokens: int
+                     ) -> list[Any]:  # fmt: skip
+        """Refuse the request (422) if it has problems, or the queue is full (503); otherwise
+        queue it for the worker and wait for the answer, at most `timeout_s` (504)."""
+        if problems:
+            raise HTTPException(status_code=422, detail="; ".join(problems))
+        if not self.admit(len(texts)):
+            raise HTTPException(
+                status_code=503,
+                detail="too many texts waiting; retry shortly",
+                headers={"Retry-After": "1"},
+            )
+        loop = asyncio.get_running_loop()
+        job = Job(texts, settings, tokens, loop.create_future(), loop)
+        self.jobs.put(job)
+        timeout = self.settings.timeout_s
+        try:
+            return await asyncio.wait_for(job.future, timeout)
+        except asyncio.TimeoutError:
+            job.cancelled = True
+            raise HTTPException(
+                status_code=504, detail=f"not answered within {timeout} s"
+            ) from None
+        finally:
+            self.release(len(texts))
+
+    def stop(self) -> None:
+        if self.thread.is_alive():
+            self.jobs.put(None)
+            self.thread.join(timeout=60)
+
+    def admit(self, n: int) -> bool:
+        with self.lock:
+            if self.queued_texts + n > self.settings.max_queued_texts:
+                return False
+            self.queued_texts += n
+            return True
+
+    def release(self, n: int) -> None:
+        with self.lock:
+            self.queued_texts -= n
+
+    def work(self) -> None:
+        """Take a job, gather others with the same settings for a moment, translate them as one."""
+        held: list[Job] = []
+        while True:
+            first = held.pop(0) if held else self.jobs.get()
+            if first is None:
+                return
+            batch, tokens = [first], self.cost(first)
+            deadline = time.perf_counter() + self.settings.batch_wait_ms / 1000
+            while self.settings.dynamic_batching and tokens < self.settings.batch_tokens:
+                try:
+                    job = self.jobs.get(timeout=max(0.0, deadline - time.perf_counter()))
+                except queue.Empty:
+                    break
+                if job is None:
+                    self.jobs.put(None)  # stop after this batch
+                    break
+                if job.settings == first.settings:
+                    batch.append(job)
+                    tokens += self.cost(job)
+                else:
+                    held.append(job)
+            self.answer(batch)
+
+    def cost(self, job: Job) -> int:
+        """A job's share of a model call's `batch_tokens`: its token ids, times the beam (a
+        translation), plus the tokens to generate (a language model)."""
+        if isinstance(job.settings, DecodeConfig):
+            return job.tokens * job.settings.beam_size
+        if isinstance(job.settings, Sampling):
+            return job.tokens + job.settings.max_new_tokens * len(job.texts)
+        return job.tokens
+
+    def answer(self, batch: list[Job]) -> None:
+        batch = [job for job in batch if not job.cancelled]
+        if not batch:
+            return
+        texts = [text for job in batch for text in job.texts]
+        try:
+            out: list[Any] | Exception = self.run(texts, batch[0].settings)
+        except Exception as error:  # answered to the request, the server keeps serving
+            out = error
+        self.batches += 1
+        start = 0
+        for job in batch:
+            if isinstance(out, Exception):
+                result: Any = out
+            else:
+                result = out[start : start + len(job.texts)]
+                start += len(job.texts)
+            job.loop.call_soon_threadsafe(settle, job.future, result)
+
+
+def settle(future: asyncio.Future, result: Any) -> None:
+    if future.done():  # timed out meanwhile
+        return
+    if isinstance(result, Exception):
+        future.set_exception(result)
+    else:
+        future.set_result(result)
+
+
+def text_problems(texts: list[str], settings: ServeSettings) -> list[str]:
+    """What is wrong with a request's texts before tokenizing: how many, how long, valid
+    Unicode (the limits of every task)."""
+    problems = []
+    if not texts:
+        problems.append('"texts" is empty')
+    broken = [i for i, text in enumerate(texts) if not is_unicode(text)]
+    if broken:
+        problems.append(f"text {broken[0] + 1} is not valid Unicode (a lone surrogate)")
+    if len(texts) > settings.max_texts:
+        problems.append(f"{len(texts)} texts, over the limit of {settings.max_texts}")
+    long = [i for i, text in enumerate(texts) if len(text) > settings.max_chars]
+    if long:
+        problems.append(f"text {long[0] + 1} is over the limit of {settings.max_chars} characters")
+    return problems
+
+
+def is_unicode(text: str) -> bool:
+    """False for a str holding a lone surrogate ("\\ud800" in JSON, or the bytes ED A0 80, which
+    Python's JSON reader lets through): such text cannot be tokenized or written back as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
