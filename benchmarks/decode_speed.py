@@ -31,9 +31,9 @@ import torch
 
 from vaswani import ModelConfig, Transformer
 from vaswani.config import DecodeConfig
-from vaswani.decode import decode
 from vaswani.device import DTYPES, benchmark_setting
 from vaswani.marian import load_marian_model, model_config, weight_names
+from vaswani.search import decode
 
 
 def marian_config(cfg: ModelConfig):

@@ -38,7 +38,7 @@ class TorchReference(nn.Module):
         self.cfg = cfg
         donor = Transformer(cfg)
         self.src_embed, self.tgt_embed = donor.encoder.embed, donor.decoder.embed
-        self.generator = donor.generator
+        self.output_projection = donor.output_projection
         self.core = nn.Transformer(
             d_model=cfg.d_model,
             nhead=cfg.n_heads,
@@ -61,7 +61,7 @@ class TorchReference(nn.Module):
             src_key_padding_mask=pad,
             memory_key_padding_mask=pad,
         )
-        return self.generator(out)
+        return self.output_projection(out)
 
 
 def time_training(

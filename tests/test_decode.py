@@ -9,21 +9,18 @@ from hypothesis import strategies as st
 from helpers import random_ids
 from vaswani.config import DecodeConfig, ModelConfig
 from vaswani.data import PreparedData
-from vaswani.decode import (
+from vaswani.decode import TruncatedInput, encode_sources, translate, translate_nbest
+from vaswani.model import DecoderOnly, Transformer
+from vaswani.run import load_trained
+from vaswani.search import (
     Hypothesis,
-    TruncatedInput,
     beam_search,
     decode,
-    encode_sources,
     filter_logits,
     greedy,
     length_penalty,
     sample,
-    translate,
-    translate_nbest,
 )
-from vaswani.model import DecoderOnly, Transformer
-from vaswani.run import load_trained
 
 
 def make_model(seed: int = 0, **overrides) -> Transformer:
@@ -34,8 +31,8 @@ def make_model(seed: int = 0, **overrides) -> Transformer:
     # output layer, and the end-of-sentence row most, so that about a third of the sentences end
     # (at varied lengths) and the rest run to the length limit.
     with torch.no_grad():
-        model.generator.weight.mul_(4.0)
-        model.generator.weight[cfg.eos_id].mul_(6.0)
+        model.output_projection.weight.mul_(4.0)
+        model.output_projection.weight[cfg.eos_id].mul_(6.0)
     return model
 
 

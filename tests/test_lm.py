@@ -17,9 +17,10 @@ from vaswani.cli import main
 from vaswani.config import TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.corpora import DataError, grammar_en
-from vaswani.decode import InputTooLong, generate, sample
+from vaswani.decode import InputTooLong, generate
 from vaswani.model import build_model
 from vaswani.run import load_trained
+from vaswani.search import sample
 from vaswani.serve import ServeSettings, create_app
 from vaswani.tasks import split_loss
 from vaswani.train.loop import resume_config, train

@@ -1,4 +1,4 @@
-"""`vaswani serve`: real HTTP on loopback, uvicorn started in the test (RELIABILITY 17-20)."""
+"""`vaswani serve`: real HTTP on loopback, uvicorn started in the test: answers, batching, limits, shutdown."""
 
 import http.client
 import os

@@ -1,7 +1,13 @@
-"""Configuration of a Transformer: one frozen dataclass of independent fields.
+"""Every setting a user can give, as frozen dataclasses checked on construction: `ModelConfig`
+(the Transformer), `TrainConfig` (a training run), `DecodeConfig` (search) and `ServeSettings` (the
+HTTP server). The `vaswani` flags are made from these fields and their docstrings.
 
-Every departure from the paper ("Attention Is All You Need", Vaswani et al., 2017) is a switch here
-whose default is the paper's choice; derived values are properties; `__post_init__` only validates.
+In `ModelConfig`, every departure from the paper ("Attention Is All You Need", Vaswani et al.,
+2017) is a switch whose default is the paper's choice; derived values are properties;
+`__post_init__` only validates.
+
+Over 500 lines on purpose: the settings side by side, with one set of type and range checks, are
+easier to compare and keep consistent than four modules.
 """
 
 from __future__ import annotations
@@ -490,7 +496,8 @@ class ServeSettings:
     max_queued_texts: int = 512
     """Sentences waiting or being translated; beyond this a request gets 503 at once."""
     batch_wait_ms: float = 5.0
-    """How long the worker waits for more requests to batch with the first one."""
+    """How long the worker waits for more requests to batch with the first one (5 ms gave 93.5
+    requests/s against 15.0 without batching: README, benchmarks/serve_load.py)."""
     batch_tokens: int = 8192
     """Token budget of one model call (source tokens x beam size)."""
     dynamic_batching: bool = True

@@ -35,7 +35,10 @@ MODEL = {"d_model": 64, "d_ff": 256, "dropout": 0.0, "max_len": 64}
 #       of at most 2.0 (lr_scale 0.5: 99.3%; adam_eps 1e-6: 98.5%; pre-norm: 99.5%)
 # The bumps that remain are one batch: the shortest numbers (null, elf, zwölf, ...), rare in the
 # corpus, keep a loss near 1.2 when every other batch is below 0.02.
-TRAINING = {"batch_tokens": 1024, "warmup": 200, "lr_scale": 1.0, "clip_norm": 1.0}
+TRAINING = {
+    "preset": "tiny", "model": MODEL, "batch_tokens": 1024, "warmup": 200, "lr_scale": 1.0,
+    "clip_norm": 1.0, "eval_every": 1000, "eval_sentences": 200, "save_every": 1000,
+}  # fmt: skip
 
 
 class DemoError(VaswaniError):
@@ -83,21 +86,8 @@ def run_demo(
         data_dir,
         PrepareOptions(vocab_size=400, numbers_size=numbers, seed=seed, progress=progress),
     )
-    tc = TrainConfig(
-        data=str(data_dir),
-        out=str(run_dir),
-        preset="tiny",
-        model=MODEL,
-        **TRAINING,
-        max_steps=steps,
-        eval_every=1000,
-        eval_sentences=200,
-        save_every=1000,
-        log_every=min(20, steps),
-        precision=precision,
-        seed=seed,
-        device=device,
-    )
+    tc = TrainConfig(data=str(data_dir), out=str(run_dir), max_steps=steps, log_every=min(20, steps),
+                     precision=precision, seed=seed, device=device, **TRAINING)  # fmt: skip
     start = time.perf_counter()
     result = train(tc, progress=progress)
     train_seconds = time.perf_counter() - start

@@ -46,44 +46,56 @@ class MarianImportError(VaswaniError, ValueError):
     """A Marian checkpoint that vaswani cannot represent exactly, or that is incomplete."""
 
 
-def model_config(hf: dict[str, Any]) -> ModelConfig:
-    """The `ModelConfig` computing what `MarianMTModel` with config `hf` computes."""
+def refuse(hf: dict[str, Any], field: str, why: str) -> MarianImportError:
+    return MarianImportError(f"config.json: {field}={hf.get(field)!r}: {why}")
 
-    def refuse(field: str, why: str) -> MarianImportError:
-        return MarianImportError(f"config.json: {field}={hf.get(field)!r}: {why}")
 
+def check_architecture(hf: dict[str, Any]) -> None:
+    """Refuse, naming the field, a Marian config that vaswani does not compute exactly."""
     if hf.get("model_type") != "marian":
-        raise refuse("model_type", "only Marian checkpoints (model_type 'marian') can be imported")
+        raise refuse(
+            hf, "model_type", "only Marian checkpoints (model_type 'marian') can be imported"
+        )
     for field, expected in ARCHITECTURE_FIELDS.items():
         if field in hf and hf[field] != expected:
-            raise refuse(field, f"vaswani's Marian import needs {json.dumps(expected)}")
+            raise refuse(hf, field, f"vaswani's Marian import needs {json.dumps(expected)}")
     for a, b in (
         ("encoder_attention_heads", "decoder_attention_heads"),
         ("encoder_ffn_dim", "decoder_ffn_dim"),
     ):
         if hf.get(a) != hf.get(b):
-            raise refuse(b, f"differs from {a}={hf.get(a)!r}; vaswani uses one value for both")
-    activation = hf.get("activation_function", "gelu")
-    if activation not in ACTIVATIONS:
-        raise refuse("activation_function", f"supported: {', '.join(ACTIVATIONS)}")
+            raise refuse(hf, b, f"differs from {a}={hf.get(a)!r}; vaswani uses one value for both")
+    if hf.get("activation_function", "gelu") not in ACTIVATIONS:
+        raise refuse(hf, "activation_function", f"supported: {', '.join(ACTIVATIONS)}")
+    for field in ("pad_token_id", "eos_token_id", "decoder_start_token_id"):
+        if not isinstance(hf.get(field), int):
+            raise refuse(hf, field, "a token id is needed")
+    if hf["decoder_start_token_id"] != hf["pad_token_id"]:
+        raise refuse(hf, "decoder_start_token_id", "Marian decoding starts from pad_token_id")
+
+
+def embedding_ties(hf: dict[str, Any]) -> tuple[int, int, str]:
+    """The source and target vocabulary sizes and vaswani's `tie_embeddings` for them."""
     vocab = hf["vocab_size"]
     tgt_vocab = hf.get("decoder_vocab_size") or vocab
     shared = hf.get("share_encoder_decoder_embeddings", True)
     tied_output = hf.get("tie_word_embeddings", True)
     if shared and tgt_vocab != vocab:
-        raise refuse("decoder_vocab_size", "shared embeddings need one vocabulary size")
+        raise refuse(hf, "decoder_vocab_size", "shared embeddings need one vocabulary size")
     if shared and not tied_output:
         raise refuse(
+            hf,
             "tie_word_embeddings",
             "shared source/target embeddings with a separate output matrix have no vaswani form",
         )
-    tie = "all" if shared else ("decoder" if tied_output else "none")
-    for field in ("pad_token_id", "eos_token_id", "decoder_start_token_id"):
-        if not isinstance(hf.get(field), int):
-            raise refuse(field, "a token id is needed")
-    if hf["decoder_start_token_id"] != hf["pad_token_id"]:
-        raise refuse("decoder_start_token_id", "Marian decoding starts from pad_token_id")
+    return vocab, tgt_vocab, "all" if shared else ("decoder" if tied_output else "none")
+
+
+def model_config(hf: dict[str, Any]) -> ModelConfig:
+    """The `ModelConfig` computing what `MarianMTModel` with config `hf` computes."""
+    check_architecture(hf)
     try:
+        vocab, tgt_vocab, tie = embedding_ties(hf)
         return ModelConfig(
             vocab_size=vocab,
             tgt_vocab_size=None if tgt_vocab == vocab else tgt_vocab,
@@ -99,7 +111,7 @@ def model_config(hf: dict[str, Any]) -> ModelConfig:
             positions="sinusoidal",
             sinusoid_layout="halves",
             norm="post",
-            activation=ACTIVATIONS[activation],
+            activation=ACTIVATIONS[hf.get("activation_function", "gelu")],
             tie_embeddings=tie,
             scale_embeddings=bool(hf.get("scale_embedding", False)),
             output_bias=True,
@@ -121,9 +133,9 @@ def weight_names(cfg: ModelConfig) -> dict[str, list[str]]:
     if cfg.tie_embeddings != "all":
         names["encoder.embed.token.weight"] = ["model.encoder.embed_tokens.weight"]
     if cfg.tie_embeddings == "none":
-        names["generator.weight"] = ["lm_head.weight"]
+        names["output_projection.weight"] = ["lm_head.weight"]
     if cfg.output_bias:
-        names["generator.bias"] = ["final_logits_bias"]
+        names["output_projection.bias"] = ["final_logits_bias"]
     for side in ("encoder", "decoder"):
         pairs = {
             "self_attn.qkv_proj": [f"self_attn.{x}_proj" for x in "qkv"],
@@ -185,7 +197,9 @@ def convert_weights(cfg: ModelConfig, hf: dict[str, torch.Tensor]) -> dict[str, 
     out = {
         ours: torch.cat([fetch(n) for n in theirs]) for ours, theirs in weight_names(cfg).items()
     }
-    out["generator.bias"] = out["generator.bias"].reshape(-1)  # HF keeps it as (1, V)
+    out["output_projection.bias"] = out["output_projection.bias"].reshape(
+        -1
+    )  # HF keeps it as (1, V)
     # Tied copies that a checkpoint also stores must really be the same tensor.
     tied = {
         "all": ["model.encoder.embed_tokens.weight", "lm_head.weight"],

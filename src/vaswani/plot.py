@@ -15,10 +15,10 @@ import torch
 from matplotlib.figure import Figure
 
 from vaswani.config import DecodeConfig
-from vaswani.decode import decode
 from vaswani.files import read_records
 from vaswani.model import sinusoidal_encoding
 from vaswani.run import METRICS
+from vaswani.search import decode
 
 PANEL_INCHES_PER_TOKEN = 0.16  # room for one token label at font size 7
 MIN_PANEL_INCHES = 2.2

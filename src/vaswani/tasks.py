@@ -24,10 +24,11 @@ from torch import Tensor, nn
 from vaswani.config import DecodeConfig
 from vaswani.data import Batch, PreparedData, TokenBatchSampler, collate
 from vaswani.data.dataset import EncodedSplit, ParallelSplit
-from vaswani.decode import sample, translate
+from vaswani.decode import translate
 from vaswani.device import autocast
 from vaswani.metrics import score
 from vaswani.model import DecoderOnly, EncoderClassifier, Transformer
+from vaswani.search import sample
 from vaswani.train.loss import classification_loss, label_smoothed_cross_entropy
 
 

@@ -88,7 +88,7 @@ def test_matches_torch_nn_transformer_with_the_same_weights(tiny):
             src_key_padding_mask=pad,
             memory_key_padding_mask=pad,
         )
-        expected = model.generator(out)
+        expected = model.output_projection(out)
         actual = model(src, tgt)
     torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-5)
 
@@ -194,19 +194,19 @@ def test_encoder_only_gives_vocabulary_logits_and_ignores_padding():
 
 def test_tied_weights_are_one_tensor():
     shared = Transformer(ModelConfig.from_preset("tiny"))
-    assert shared.generator.weight is shared.decoder.embed.token.weight
+    assert shared.output_projection.weight is shared.decoder.embed.token.weight
     assert shared.encoder.embed.token.weight is shared.decoder.embed.token.weight
     cfg = ModelConfig.from_preset("tiny", tgt_vocab_size=100, tie_embeddings="decoder")
     decoder_tied = Transformer(cfg)
-    assert decoder_tied.generator.weight is decoder_tied.decoder.embed.token.weight
+    assert decoder_tied.output_projection.weight is decoder_tied.decoder.embed.token.weight
     assert decoder_tied.encoder.embed.token.weight.shape == (128, cfg.d_model)
-    assert decoder_tied.generator.weight.shape == (100, cfg.d_model)
+    assert decoder_tied.output_projection.weight.shape == (100, cfg.d_model)
     untied = Transformer(ModelConfig.from_preset("tiny", tie_embeddings="none"))
-    assert untied.generator.weight is not untied.decoder.embed.token.weight
+    assert untied.output_projection.weight is not untied.decoder.embed.token.weight
     # Sharing is real: a gradient step through the output layer moves the source embedding too.
     before = shared.encoder.embed.token.weight.detach().clone()
     with torch.no_grad():
-        shared.generator.weight.add_(1.0)
+        shared.output_projection.weight.add_(1.0)
     assert torch.equal(shared.encoder.embed.token.weight, before + 1.0)
 
 

@@ -32,12 +32,14 @@ def test_weights_round_trip_and_tied_tensors_are_stored_once(tmp_path):
     ckpt.save_weights(net, tmp_path / "w.safetensors")
     tensors = ckpt.read_weights(tmp_path / "w.safetensors")
     assert "decoder.embed.token.weight" in tensors or "encoder.embed.token.weight" in tensors
-    assert "generator.weight" not in tensors  # an alias of the shared embedding
+    assert "output_projection.weight" not in tensors  # an alias of the shared embedding
     other = model()
     ckpt.load_weights(other, tensors, "w")
     for (name, a), (_, b) in zip(net.state_dict().items(), other.state_dict().items(), strict=True):
         assert torch.equal(a, b), name
-    assert other.generator.weight is other.encoder.embed.token.weight  # still tied after loading
+    assert (
+        other.output_projection.weight is other.encoder.embed.token.weight
+    )  # still tied after loading
 
 
 def test_mismatched_checkpoint_lists_keys_and_leaves_the_model_unchanged(tmp_path):
@@ -188,3 +190,18 @@ def test_train_state_reads_every_older_state_json():
     assert lm_state.best == 3.2 and lm_state.best_figure == "valid_loss"
     again = TrainState.from_dict(state.to_dict(), translate)
     assert again == state and again.to_dict()["position"] == [1, 3]
+
+
+def test_weights_saved_under_the_old_output_projection_name_still_load(tmp_path):
+    from safetensors.torch import save_file
+
+    saved = model(tie_embeddings="none")
+    tensors = {
+        name.replace("output_projection.", "generator."): tensor.contiguous()
+        for name, tensor in ckpt.unique_state(saved)[0].items()
+    }
+    assert "generator.weight" in tensors
+    save_file(tensors, str(tmp_path / "old.safetensors"))
+    loaded = model(tie_embeddings="none")
+    ckpt.load_weights(loaded, ckpt.read_weights(tmp_path / "old.safetensors"), "old")
+    assert torch.equal(loaded.output_projection.weight, saved.output_projection.weight)

@@ -301,9 +301,7 @@ def test_clear_errors_for_bad_runs(numbers_data, tmp_path):
     with pytest.raises(TrainingError, match="not a training run directory"):
         resume_config(tmp_path)
     train(config(numbers_data, tmp_path / "run", max_steps=1), progress=False)
-    with pytest.raises(
-        RunError, match="already holds a training run; continue it with --resume"
-    ):
+    with pytest.raises(RunError, match="already holds a training run; continue it with --resume"):
         train(config(numbers_data, tmp_path / "run", max_steps=1), progress=False)
     result = subprocess.run(
         [sys.executable, "-m", "vaswani.cli", "train", "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "x"), "--max-steps", "1"],

@@ -19,7 +19,6 @@ One format serves the three tasks (meta.json's "task"):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -49,6 +48,7 @@ from vaswani.data.corpora import (
     sentiment_en,
     split_of,
 )
+from vaswani.data.ids import IdsWriter
 from vaswani.data.tokenizer import LabelSet, SubwordTokenizer, iter_text_lines, load_tokenizers
 from vaswani.files import UnsafeFileError, member
 from vaswani.progress import progress_bar
@@ -176,36 +176,6 @@ def open_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
     raise DataError(
         f"expected a corpus name, one TSV file, or two aligned files; got {len(paths)} arguments"
     )
-
-
-class IdsWriter:
-    """Appends id sequences to a .bin file and their end offsets to an .idx file, hashing both."""
-
-    def __init__(self, prefix: Path, dtype: np.dtype) -> None:
-        self.dtype = dtype
-        self.bin = open(f"{prefix}.bin", "wb")  # noqa: SIM115 - closed in close()
-        self.idx = open(f"{prefix}.idx", "wb")  # noqa: SIM115
-        self.sha = hashlib.sha256()
-        self.end = 0
-        self._write(self.idx, np.zeros(1, dtype="<i8"))
-
-    def _write(self, handle, array: np.ndarray) -> None:
-        data = array.tobytes()
-        handle.write(data)
-        self.sha.update(data)
-
-    def add(self, sequences: list[list[int]]) -> None:
-        if not sequences:
-            return
-        lengths = np.array([len(s) for s in sequences], dtype="<i8")
-        self._write(self.bin, np.fromiter((i for s in sequences for i in s), dtype=self.dtype))
-        self._write(self.idx, self.end + np.cumsum(lengths))
-        self.end += int(lengths.sum())
-
-    def close(self) -> str:
-        self.bin.close()
-        self.idx.close()
-        return self.sha.hexdigest()
 
 
 def length_stats(lengths: list[int]) -> dict:
@@ -433,6 +403,28 @@ def cut_into_pieces(texts: list[list[int]], room: int) -> list[list[int]]:
     return [ids[i : i + room] for ids in texts for i in range(0, len(ids), room)]
 
 
+def encode_chunk(
+    chunk: list[tuple[str, str]],
+    tokenizers: dict[str, SubwordTokenizer],
+    room: dict[str, int],
+    task: str,
+) -> tuple[dict[str, list[list[int]]], list[int], int]:
+    """Token ids of a chunk of pairs by side, the indices of those that fit their `room`, and how
+    many texts were cut into pieces (a language model's long texts are cut, not dropped)."""
+    ids = {
+        side: tokenizers[side].encode_batch([p[k] for p in chunk]) for k, side in enumerate(SIDES)
+    }
+    cut = 0
+    if task == "lm":
+        pieces = cut_into_pieces(ids["tgt"], room["tgt"])
+        cut = sum(len(t) > room["tgt"] for t in ids["tgt"])
+        ids = {"src": [[] for _ in pieces], "tgt": pieces}
+    keep = [
+        i for i in range(len(ids["src"])) if all(len(ids[side][i]) <= room[side] for side in SIDES)
+    ]
+    return ids, keep, cut
+
+
 def _encode_split(
     work: Path,
     split: str,
@@ -469,19 +461,8 @@ def _encode_split(
             total=count, enabled=opts.progress, desc=f"encoding {split}", unit=" pairs"
         )
         while chunk := list(islice(lines, ENCODE_CHUNK)):
-            ids = {
-                side: tokenizers[side].encode_batch([p[k] for p in chunk])
-                for k, side in enumerate(SIDES)
-            }
-            if opts.task == "lm":
-                pieces = cut_into_pieces(ids["tgt"], room["tgt"])
-                cut += sum(len(t) > room["tgt"] for t in ids["tgt"])
-                ids = {"src": [[] for _ in pieces], "tgt": pieces}
-            keep = [
-                i
-                for i in range(len(ids["src"]))
-                if all(len(ids[side][i]) <= room[side] for side in SIDES)
-            ]
+            ids, keep, pieces_cut = encode_chunk(chunk, tokenizers, room, opts.task)
+            cut += pieces_cut
             too_long += len(ids["src"]) - len(keep)
             for k, side in enumerate(SIDES):
                 kept = [ids[side][i] for i in keep]

@@ -1,12 +1,13 @@
 """The Transformer's modules: nn.Modules only, no training, data or CLI code."""
 
 from vaswani.model.attention import CrossAttention, MultiHeadAttention, SelfAttention
+from vaswani.model.cache import BeamCache, KVCache
 from vaswani.model.embeddings import Embeddings, sinusoidal_encoding
 from vaswani.model.layers import (
-    AddNorm,
     DecoderLayer,
     EncoderLayer,
     PositionwiseFeedForward,
+    Residual,
     causal_mask,
     padding_mask,
 )
@@ -17,14 +18,14 @@ from vaswani.model.transformer import (
     Encoder,
     EncoderClassifier,
     EncoderOnly,
-    KVCache,
     Transformer,
     build_model,
 )
 
 __all__ = [
-    "AddNorm",
+    "Residual",
     "AttentionMaps",
+    "BeamCache",
     "CrossAttention",
     "Decoder",
     "DecoderLayer",

@@ -82,10 +82,10 @@ class PositionwiseFeedForward(nn.Module):
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
-class AddNorm(nn.Module):
-    """Residual connection and layer normalisation around one sub-layer (§3.1).
+class Residual(nn.Module):
+    """The residual connection around one sub-layer, with its layer normalisation (§3.1).
 
-    Post-norm (paper): LayerNorm(x + Dropout(Sublayer(x))).
+    Post-norm (paper's "Add & Norm"): LayerNorm(x + Dropout(Sublayer(x))).
     Pre-norm: x + Dropout(Sublayer(LayerNorm(x))); the stack then ends with a final LayerNorm.
     A layer calls `sublayer_input(x)` to get what its sub-layer reads, and `forward(x, y)` with the
     sub-layer's output y.
@@ -107,7 +107,7 @@ class AddNorm(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention, then the feed-forward network, each wrapped in `AddNorm` (§3.1).
+    """Self-attention, then the feed-forward network, each wrapped in `Residual` (§3.1).
 
     Shapes:
         x: (B, S, D); mask: (B, 1, 1, S) padding mask
@@ -117,9 +117,9 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.self_attn = SelfAttention(cfg)
-        self.self_attn_norm = AddNorm(cfg)
+        self.self_attn_norm = Residual(cfg)
         self.ffn = PositionwiseFeedForward(cfg)
-        self.ffn_norm = AddNorm(cfg)
+        self.ffn_norm = Residual(cfg)
 
     def forward(
         self, x: Tensor, mask: Tensor, need_weights: bool = False
@@ -133,7 +133,7 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Masked self-attention, encoder-decoder attention, feed-forward, each in `AddNorm` (§3.1).
+    """Masked self-attention, encoder-decoder attention, feed-forward, each in `Residual` (§3.1).
 
     Built with `cross_attention=False` it is the layer of a decoder-only language model.
 
@@ -149,12 +149,12 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig, cross_attention: bool = True) -> None:
         super().__init__()
         self.self_attn = SelfAttention(cfg)
-        self.self_attn_norm = AddNorm(cfg)
+        self.self_attn_norm = Residual(cfg)
         # Its own module with its own weights: not the self-attention block called twice.
         self.cross_attn = CrossAttention(cfg) if cross_attention else None
-        self.cross_attn_norm = AddNorm(cfg) if cross_attention else None
+        self.cross_attn_norm = Residual(cfg) if cross_attention else None
         self.ffn = PositionwiseFeedForward(cfg)
-        self.ffn_norm = AddNorm(cfg)
+        self.ffn_norm = Residual(cfg)
 
     def forward(
         self,

@@ -18,8 +18,9 @@ from torch import Tensor, nn
 
 from vaswani.config import ModelConfig
 from vaswani.model.attention import KV
+from vaswani.model.cache import BeamCache, KVCache
 from vaswani.model.embeddings import Embeddings
-from vaswani.model.layers import DecoderLayer, EncoderLayer, causal_mask, padding_mask
+from vaswani.model.layers import DecoderLayer, EncoderLayer, padding_mask
 
 
 def check_ids(
@@ -52,138 +53,6 @@ def check_ids(
     if low.item() < 0 or high.item() >= vocab_size:
         bad = low.item() if low.item() < 0 else high.item()
         raise ValueError(f"{what} holds token id {bad}, outside the vocabulary [0, {vocab_size})")
-
-
-def select_rows(t: Tensor, rows: Tensor, in_place: bool, used: int | None = None) -> Tensor:
-    """Rows `rows` of `t` (dim 0). in_place: written over t's first rows (the rows are gathered
-    first), returning that prefix as a view; with `used`, only the first `used` positions of dim 2
-    move (the filled part of a key/value buffer; the rest of its room is left as it is)."""
-    if not in_place:
-        return t.index_select(0, rows)
-    if used is None:
-        t[: rows.size(0)] = t.index_select(0, rows)
-    else:
-        t[: rows.size(0), :, :used] = t[:, :, :used].index_select(0, rows)
-    return t[: rows.size(0)]
-
-
-@dataclass
-class KVCache:
-    """What decoding keeps between steps; passed in and returned, never hidden on modules.
-
-    self_kv: per decoder layer, self-attention key and value buffers (B, H, room, Dh) whose first
-        `length` positions hold the positions decoded so far; None before the first step.
-    cross_kv: per decoder layer, encoder-decoder attention keys/values, (B, H, S, Dh) each, computed
-        once per source; None for a decoder-only model.
-    memory_mask: (B, 1, 1, S) source padding mask; None for a decoder-only model.
-    length: number of target positions decoded so far (the position of the next token).
-    capacity: positions to reserve room for when the buffers are first made (0: exactly what the
-        first call needs); decoding sets it to its length limit, so the buffers never regrow.
-    beams: hypotheses per source sentence that share this cache (beam search); 1 otherwise.
-    ancestry: with beams > 1, (B, beams, room * beams) booleans: which stored key each beam's
-        history consists of (see below); None otherwise.
-
-    `decode_step` writes new positions into the buffers in place when they have room: continue
-    from the cache it returns, and `reorder` (which copies) before branching from one cache twice.
-
-    Beams without copying. With beams = k the decoder takes (B*k, 1) tokens a step but keeps one
-    row per sentence: the k beams' keys of position t are stored side by side at slots t*k .. t*k+k-1
-    of that row, and are never moved. A beam's history is a path through those slots, recorded in
-    `ancestry`; the k beams of a sentence attend as k queries over its slots, each masked to its own
-    path, and over one copy of the encoder output. Reordering beams then gathers a few booleans
-    instead of copying every beam's keys and values each step.
-    """
-
-    self_kv: list[KV | None]
-    cross_kv: list[KV] | None = None
-    memory_mask: Tensor | None = None
-    length: int = 0
-    capacity: int = 0
-    beams: int = 1
-    ancestry: Tensor | None = None
-
-    def self_keys_values(self, layer: int) -> KV:
-        """The self-attention keys and values of `layer` for the positions so far, (B, H, length, Dh)."""
-        kv = self.self_kv[layer]
-        if kv is None:
-            raise ValueError("nothing has been decoded into this cache yet")
-        return kv[0][:, :, : self.length], kv[1][:, :, : self.length]
-
-    def reorder(
-        self, indices: Tensor, same_sources: bool = False, in_place: bool = False
-    ) -> KVCache:
-        """A cache whose row i is row `indices[i]` of this one (beam search keeps, copies beams).
-
-        same_sources: the caller promises that every row keeps its source sentence (beams of one
-            sentence trade places), so the encoder keys/values are kept as they are.
-        in_place: reuse this cache's buffers (no more rows than it has; this cache is then
-            invalid). Decoding does this every step: allocating fresh buffers of that size each
-            time costs several times more than the copy itself.
-        """
-        if self.beams > 1:
-            return self.reorder_beams(indices, in_place)
-        if in_place and indices.size(0) > self.memory_rows():
-            raise ValueError("an in-place reorder cannot add rows; reorder with in_place=False")
-
-        def pick(t: Tensor, used: int | None = None) -> Tensor:
-            return select_rows(t, indices, in_place, used)
-
-        keep_memory = same_sources or self.cross_kv is None
-        return KVCache(
-            self_kv=[
-                None if kv is None else (pick(kv[0], self.length), pick(kv[1], self.length))
-                for kv in self.self_kv
-            ],
-            cross_kv=self.cross_kv
-            if keep_memory
-            else [(pick(k), pick(v)) for k, v in self.cross_kv],
-            memory_mask=self.memory_mask
-            if same_sources or self.memory_mask is None
-            else self.memory_mask.index_select(0, indices),
-            length=self.length,
-            capacity=self.capacity,
-        )
-
-    def reorder_beams(self, indices: Tensor, in_place: bool) -> KVCache:
-        """`reorder` for a beam cache: indices (B'*k,) name beams b*k + j; each group of k must
-        come from one sentence. Keys stay where they are; only the ancestry follows the beams."""
-        k = self.beams
-        groups = indices.view(-1, k)  # (B', k)
-        sentences = groups[:, 0] // k  # (B',)
-        if not bool((groups // k == sentences[:, None]).all()):
-            raise ValueError("a beam cache can only reorder beams within their own sentence")
-        parents = groups % k  # (B', k)
-        same = sentences.size(0) == self.ancestry.size(0) and bool(
-            (sentences == torch.arange(sentences.size(0), device=sentences.device)).all()
-        )
-
-        def pick(t: Tensor, used: int | None = None) -> Tensor:
-            return t if same else select_rows(t, sentences, in_place, used)
-
-        used = self.length * k
-        ancestry = pick(self.ancestry)
-        ancestry = ancestry.gather(1, parents[:, :, None].expand(-1, -1, ancestry.size(2)))
-        return KVCache(
-            self_kv=[
-                None if kv is None else (pick(kv[0], used), pick(kv[1], used))
-                for kv in self.self_kv
-            ],
-            cross_kv=None
-            if self.cross_kv is None
-            else [(pick(a), pick(b)) for a, b in self.cross_kv],
-            memory_mask=None if self.memory_mask is None else pick(self.memory_mask),
-            length=self.length,
-            capacity=self.capacity,
-            beams=k,
-            ancestry=ancestry,
-        )
-
-    def memory_rows(self) -> int:
-        """The number of rows (sequences) this cache holds."""
-        tensors = [kv[0] for kv in self.self_kv if kv is not None] + [
-            k for k, _ in self.cross_kv or []
-        ]
-        return tensors[0].size(0) if tensors else 0
 
 
 @dataclass
@@ -245,24 +114,8 @@ class Decoder(nn.Module):
     def forward(
         self, ids: Tensor, cache: KVCache, maps: AttentionMaps | None = None
     ) -> tuple[Tensor, KVCache]:
-        t, k = cache.length, cache.beams
-        x = self.embed(ids, offset=t)  # (N, T, D)
-        if k > 1:
-            # A beam cache (see `KVCache`): the layers see each sentence's k beams as k positions
-            # of one sequence. Projections, feed-forward and LayerNorm act per position anyway;
-            # self-attention writes the k new keys side by side and reads through the ancestry
-            # mask; cross-attention reads the sentence's encoder output once for all its beams.
-            if ids.size(1) != 1 or maps is not None:
-                raise ValueError("a beam cache takes one new token per beam and step, no maps")
-            x = x.view(-1, k, x.size(-1))  # (B, k, D)
-            # Each beam sees its own new key; earlier slots as its history says.
-            cache.ancestry[:, :, t * k : (t + 1) * k] = torch.eye(
-                k, dtype=torch.bool, device=ids.device
-            )
-            self_mask = cache.ancestry[:, None, :, : (t + 1) * k]  # (B, 1, k, (t+1)*k)
-        else:
-            # A single new token may attend to everything before it: no mask needed.
-            self_mask = causal_mask(ids.size(1), t, ids.device) if ids.size(1) > 1 else None
+        # The cache lays out the new positions (a beam cache: each sentence's beams as one row).
+        x, self_mask = cache.begin_step_(self.embed(ids, offset=cache.length), maps is not None)
         new_kv: list[KV | None] = []
         for i, layer in enumerate(self.layers):
             x, kv, self_w, cross_w = layer(
@@ -271,25 +124,16 @@ class Decoder(nn.Module):
                 memory_kv=None if cache.cross_kv is None else cache.cross_kv[i],
                 memory_mask=cache.memory_mask,
                 past=cache.self_kv[i],
-                past_len=t * k,  # slots: k per position in a beam cache
+                past_len=cache.slots,
                 need_weights=maps is not None,
-                capacity=cache.capacity * k,
+                capacity=cache.room,
             )
             new_kv.append(kv)
             if maps is not None:
                 maps.decoder_self.append(self_w)
                 if cross_w is not None:
                     maps.cross.append(cross_w)
-        cache = KVCache(
-            new_kv,
-            cache.cross_kv,
-            cache.memory_mask,
-            t + ids.size(1),
-            cache.capacity,
-            k,
-            cache.ancestry,
-        )
-        return self.final_norm(x).view(*ids.shape, -1), cache
+        return self.final_norm(x).view(*ids.shape, -1), cache.advanced(new_kv, ids.size(1))
 
 
 def output_projection(cfg: ModelConfig, vocab_size: int) -> nn.Linear:
@@ -319,9 +163,9 @@ class Transformer(nn.Module):
         self.cfg = cfg
         self.encoder = Encoder(cfg)
         self.decoder = Decoder(cfg)
-        self.generator = output_projection(cfg, cfg.target_vocab_size)
+        self.output_projection = output_projection(cfg, cfg.target_vocab_size)
         if cfg.tie_embeddings in ("decoder", "all"):
-            self.generator.weight = self.decoder.embed.token.weight
+            self.output_projection.weight = self.decoder.embed.token.weight
         if cfg.tie_embeddings == "all":
             self.encoder.embed.token.weight = self.decoder.embed.token.weight
 
@@ -346,21 +190,21 @@ class Transformer(nn.Module):
             step's tokens, sharing one cache row per sentence (needs a capacity; see `KVCache`).
         """
         cross_kv = [layer.cross_attn.project_memory(memory) for layer in self.decoder.layers]
-        ancestry = None
-        if beams > 1:
-            if capacity < 1:
-                raise ValueError("a cache for several beams needs a capacity")
-            ancestry = torch.zeros(
-                memory.size(0), beams, capacity * beams, dtype=torch.bool, device=memory.device
-            )
-        layers = len(self.decoder.layers)
-        return KVCache([None] * layers, cross_kv, src_mask, 0, capacity, beams, ancestry)
+        empty = [None] * len(self.decoder.layers)
+        if beams == 1:
+            return KVCache(empty, cross_kv, src_mask, 0, capacity)
+        if capacity < 1:
+            raise ValueError("a cache for several beams needs a capacity")
+        ancestry = torch.zeros(
+            memory.size(0), beams, capacity * beams, dtype=torch.bool, device=memory.device
+        )
+        return BeamCache(empty, cross_kv, src_mask, 0, capacity, beams, ancestry)
 
     def decode_step(self, tgt_ids: Tensor, cache: KVCache) -> tuple[Tensor, KVCache]:
         cfg = self.cfg
         check_ids(tgt_ids, cfg.target_vocab_size, cfg.max_len, "target", cache.length, values=False)
         h, cache = self.decoder(tgt_ids, cache)
-        return self.generator(h), cache
+        return self.output_projection(h), cache
 
     @torch.no_grad()
     def attention_maps(self, src_ids: Tensor, tgt_ids: Tensor) -> AttentionMaps:
@@ -384,9 +228,9 @@ class EncoderOnly(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.encoder = Encoder(cfg)
-        self.generator = output_projection(cfg, cfg.vocab_size)
+        self.output_projection = output_projection(cfg, cfg.vocab_size)
         if cfg.tie_embeddings != "none":
-            self.generator.weight = self.encoder.embed.token.weight
+            self.output_projection.weight = self.encoder.embed.token.weight
 
     def encode(self, ids: Tensor) -> tuple[Tensor, Tensor]:
         check_ids(ids, self.cfg.vocab_size, self.cfg.max_len, "input")
@@ -394,7 +238,7 @@ class EncoderOnly(nn.Module):
         return self.encoder(ids, mask), mask
 
     def forward(self, ids: Tensor) -> Tensor:
-        return self.generator(self.encode(ids)[0])
+        return self.output_projection(self.encode(ids)[0])
 
 
 class DecoderOnly(nn.Module):
@@ -409,9 +253,9 @@ class DecoderOnly(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.decoder = Decoder(cfg, cross_attention=False)
-        self.generator = output_projection(cfg, cfg.target_vocab_size)
+        self.output_projection = output_projection(cfg, cfg.target_vocab_size)
         if cfg.tie_embeddings != "none":
-            self.generator.weight = self.decoder.embed.token.weight
+            self.output_projection.weight = self.decoder.embed.token.weight
 
     def init_cache(self, capacity: int = 0) -> KVCache:
         """An empty cache; `capacity`: the most positions decoding will reach (room reserved)."""
@@ -421,7 +265,7 @@ class DecoderOnly(nn.Module):
         cfg = self.cfg
         check_ids(ids, cfg.target_vocab_size, cfg.max_len, "input", cache.length, values=False)
         h, cache = self.decoder(ids, cache)
-        return self.generator(h), cache
+        return self.output_projection(h), cache
 
     def forward(self, ids: Tensor) -> Tensor:
         check_ids(ids, self.cfg.target_vocab_size, self.cfg.max_len, "input")

@@ -84,11 +84,19 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"checkpoint corrupt: {path} ({error})") from None
 
 
+# Weight names of files written by earlier versions -> today's.
+OLD_NAMES = {
+    "generator.weight": "output_projection.weight",
+    "generator.bias": "output_projection.bias",
+}
+
+
 def load_weights(model: nn.Module, tensors: dict[str, torch.Tensor], source: Path | str) -> None:
     """Load `tensors` into `model`, or raise listing missing, extra and mis-shaped keys.
 
     Everything is checked before anything is copied, so a failed load leaves the model unchanged.
     """
+    tensors = {OLD_NAMES.get(name, name): tensor for name, tensor in tensors.items()}
     expected, aliases = unique_state(model)
     missing = sorted(set(expected) - set(tensors))
     extra = sorted(set(tensors) - set(expected))

@@ -1,0 +1,40 @@
+"""The token-id files of a prepared split: `SPLIT.SIDE.bin` holds every sequence's ids one after
+another, `SPLIT.SIDE.idx` the end offset of each (int64, after a leading 0); `PreparedData`
+memory-maps them."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+
+class IdsWriter:
+    """Appends id sequences to a .bin file and their end offsets to an .idx file, hashing both."""
+
+    def __init__(self, prefix: Path, dtype: np.dtype) -> None:
+        self.dtype = dtype
+        self.bin = open(f"{prefix}.bin", "wb")  # noqa: SIM115 - closed in close()
+        self.idx = open(f"{prefix}.idx", "wb")  # noqa: SIM115
+        self.sha = hashlib.sha256()
+        self.end = 0
+        self._write(self.idx, np.zeros(1, dtype="<i8"))
+
+    def _write(self, handle, array: np.ndarray) -> None:
+        data = array.tobytes()
+        handle.write(data)
+        self.sha.update(data)
+
+    def add(self, sequences: list[list[int]]) -> None:
+        if not sequences:
+            return
+        lengths = np.array([len(s) for s in sequences], dtype="<i8")
+        self._write(self.bin, np.fromiter((i for s in sequences for i in s), dtype=self.dtype))
+        self._write(self.idx, self.end + np.cumsum(lengths))
+        self.end += int(lengths.sum())
+
+    def close(self) -> str:
+        self.bin.close()
+        self.idx.close()
+        return self.sha.hexdigest()

@@ -1,0 +1,193 @@
+"""The KV cache of decoding: what the decoder keeps between steps, and where it keeps it.
+
+`KVCache` stores one row per sequence; `BeamCache` stores the k beams of a sentence in one row
+(see its docstring). The decoder asks the cache how its new positions are laid out
+(`begin_step_`), where they go (`slots`, `room`) and for the cache that follows (`advanced`);
+it does no layout arithmetic of its own. Beam search asks it to `reorder_` rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from vaswani.model.attention import KV
+from vaswani.model.layers import causal_mask
+
+
+def select_rows(t: Tensor, rows: Tensor, in_place: bool, used: int | None = None) -> Tensor:
+    """Rows `rows` of `t` (dim 0). in_place: written over t's first rows (the rows are gathered
+    first, so any order is safe) and returned as a view of them; `used`: only that many positions
+    move (the filled part of a key/value buffer; the rest of its room is left as it is)."""
+    if not in_place:
+        return t.index_select(0, rows)
+    if used is None:
+        t[: rows.size(0)] = t.index_select(0, rows)
+    else:
+        t[: rows.size(0), :, :used] = t[:, :, :used].index_select(0, rows)
+    return t[: rows.size(0)]
+
+
+@dataclass
+class KVCache:
+    """What decoding keeps between steps; passed to each step, which returns the cache to go on
+    from. A step writes its new keys and values into the buffers in place when they have room,
+    so the cache passed in is used up: `reorder` (a copy) before branching from one cache twice.
+
+    self_kv: per decoder layer, self-attention key and value buffers (B, H, room, Dh) whose first
+        `slots` positions are filled; None before the first step.
+    cross_kv: per decoder layer, encoder-decoder attention keys/values, (B, H, S, Dh) each, computed
+        once per source; None for a decoder-only model.
+    memory_mask: (B, 1, 1, S) source padding mask; None for a decoder-only model.
+    length: number of target positions decoded so far (the position of the next token).
+    capacity: positions to reserve room for when the buffers are first made (0: exactly what the
+        first call needs); decoding sets it to its length limit, so the buffers never regrow.
+    """
+
+    self_kv: list[KV | None]
+    cross_kv: list[KV] | None = None
+    memory_mask: Tensor | None = None
+    length: int = 0
+    capacity: int = 0
+
+    @property
+    def slots(self) -> int:
+        """Key positions stored per row so far."""
+        return self.length
+
+    @property
+    def room(self) -> int:
+        """Key positions to reserve per row."""
+        return self.capacity
+
+    def begin_step_(self, x: Tensor, need_weights: bool) -> tuple[Tensor, Tensor | None]:
+        """The decoder's rows for new positions x (N, T, D) and their self-attention mask: causal
+        over the new positions (a single new one may attend to everything: no mask)."""
+        del need_weights  # a plain cache can give attention maps
+        t = x.size(1)
+        return x, causal_mask(t, self.length, x.device) if t > 1 else None
+
+    def advanced(self, self_kv: list[KV | None], positions: int) -> KVCache:
+        """The cache after a step that decoded `positions` more, with its layers' `self_kv`."""
+        return dataclasses.replace(self, self_kv=self_kv, length=self.length + positions)
+
+    def self_keys_values(self, layer: int) -> KV:
+        """The self-attention keys and values of `layer` so far, (B, H, slots, Dh)."""
+        kv = self.self_kv[layer]
+        if kv is None:
+            raise ValueError("nothing has been decoded into this cache yet")
+        return kv[0][:, :, : self.slots], kv[1][:, :, : self.slots]
+
+    def reorder(self, indices: Tensor, same_sources: bool = False) -> KVCache:
+        """A new cache whose row i is row `indices[i]` of this one (beam search keeps, copies
+        beams). same_sources: the caller promises that every row keeps its source sentence
+        (beams of one sentence trade places), so the encoder keys/values are kept as they are."""
+        return self._reorder(indices, same_sources, in_place=False)
+
+    def reorder_(self, indices: Tensor, same_sources: bool = False) -> KVCache:
+        """`reorder` into this cache's buffers (no more rows than it has); this cache is used up.
+        Decoding does this every step: allocating fresh buffers of that size each time costs
+        several times more than the copy itself."""
+        if indices.size(0) > self.memory_rows():
+            raise ValueError("an in-place reorder cannot add rows; use reorder")
+        return self._reorder(indices, same_sources, in_place=True)
+
+    def _reorder(self, indices: Tensor, same_sources: bool, in_place: bool) -> KVCache:
+        def pick(t: Tensor, used: int | None = None) -> Tensor:
+            return select_rows(t, indices, in_place, used)
+
+        keep_memory = same_sources or self.cross_kv is None
+        return dataclasses.replace(
+            self,
+            self_kv=[
+                None if kv is None else (pick(kv[0], self.slots), pick(kv[1], self.slots))
+                for kv in self.self_kv
+            ],
+            cross_kv=self.cross_kv
+            if keep_memory
+            else [(pick(k), pick(v)) for k, v in self.cross_kv],
+            memory_mask=self.memory_mask
+            if same_sources or self.memory_mask is None
+            else self.memory_mask.index_select(0, indices),
+        )
+
+    def memory_rows(self) -> int:
+        """The number of rows (sequences) this cache holds."""
+        tensors = [kv[0] for kv in self.self_kv if kv is not None] + [
+            k for k, _ in self.cross_kv or []
+        ]
+        return tensors[0].size(0) if tensors else 0
+
+
+@dataclass
+class BeamCache(KVCache):
+    """A cache for beam search that never copies keys: the decoder takes (B*k, 1) tokens a step,
+    beams b*k .. b*k+k-1 of sentence b, but keeps one row per sentence.
+
+    The k beams' keys of position t are stored side by side at slots t*k .. t*k+k-1 of their
+    sentence's row, and are never moved. A beam's history is a path through those slots, recorded
+    in `ancestry`; the k beams of a sentence attend as k queries over its slots, each masked to its
+    own path, and over one copy of the encoder output. Reordering beams then gathers a few
+    booleans instead of copying every beam's keys and values each step.
+
+    beams: k, hypotheses per sentence.
+    ancestry: (B, k, room) booleans: which stored key each beam's history consists of.
+    """
+
+    beams: int = 2
+    ancestry: Tensor | None = None
+
+    @property
+    def slots(self) -> int:
+        return self.length * self.beams
+
+    @property
+    def room(self) -> int:
+        return self.capacity * self.beams
+
+    def begin_step_(self, x: Tensor, need_weights: bool) -> tuple[Tensor, Tensor | None]:
+        """Each sentence's k beams as k positions of one sequence, (B, k, D): projections,
+        feed-forward and LayerNorm act per position anyway. Marks the k new slots in the ancestry
+        (in place): each beam sees its own new key, and earlier slots as its history says."""
+        if x.size(1) != 1 or need_weights:
+            raise ValueError("a beam cache takes one new token per beam and step, no maps")
+        k, start = self.beams, self.slots
+        self.ancestry[:, :, start : start + k] = torch.eye(k, dtype=torch.bool, device=x.device)
+        return x.view(-1, k, x.size(-1)), self.ancestry[:, None, :, : start + k]  # (B,1,k,slots)
+
+    def _reorder(self, indices: Tensor, same_sources: bool, in_place: bool) -> KVCache:
+        """indices (B'*k,) name beams b*k + j; each group of k must come from one sentence. Keys
+        stay where they are; only the ancestry follows the beams."""
+        del same_sources  # a sentence's row always keeps its source
+        k = self.beams
+        groups = indices.view(-1, k)  # (B', k)
+        sentences = groups[:, 0] // k  # (B',)
+        if not bool((groups // k == sentences[:, None]).all()):
+            raise ValueError("a beam cache can only reorder beams within their own sentence")
+        parents = groups % k  # (B', k)
+        same = sentences.size(0) == self.ancestry.size(0) and bool(
+            (sentences == torch.arange(sentences.size(0), device=sentences.device)).all()
+        )
+
+        def pick(t: Tensor, used: int | None = None) -> Tensor:
+            return t if same else select_rows(t, sentences, in_place, used)
+
+        ancestry = pick(self.ancestry)
+        return dataclasses.replace(
+            self,
+            self_kv=[
+                None if kv is None else (pick(kv[0], self.slots), pick(kv[1], self.slots))
+                for kv in self.self_kv
+            ],
+            cross_kv=None
+            if self.cross_kv is None
+            else [(pick(a), pick(b)) for a, b in self.cross_kv],
+            memory_mask=None if self.memory_mask is None else pick(self.memory_mask),
+            ancestry=ancestry.gather(1, parents[:, :, None].expand(-1, -1, ancestry.size(2))),
+        )
+
+    def reorder_(self, indices: Tensor, same_sources: bool = False) -> KVCache:
+        return self._reorder(indices, same_sources, in_place=True)

@@ -1,0 +1,416 @@
+"""Search over a model and its KV cache: greedy search, beam search with a length penalty, and
+sampling (temperature, top-k, nucleus), as plain functions from token ids to `Hypothesis`es.
+
+Each new token costs one decoder step over one position: the model's KV cache keeps the keys and
+values of the prefix (`use_cache=False` re-runs the whole prefix every step instead; it gives the
+same result, slowly, and the tests compare the two).
+
+A sentence's output never depends on the rest of its batch: each sentence has its own length limit,
+padding is masked, and finished sentences leave the batch. Text in, text out is `vaswani.decode`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from vaswani.config import DecodeConfig, ModelConfig
+from vaswani.model import DecoderOnly, KVCache, Transformer
+
+
+@dataclass
+class Hypothesis:
+    """One output sequence and how the model scores it."""
+
+    tokens: list[int]
+    """Generated token ids, without the begin- and end-of-sentence tokens."""
+    log_prob: float
+    """Sum of the model's log-probabilities of the tokens (and of the end-of-sentence token)."""
+    score: float
+    """What search ranks by: log_prob divided by the length penalty (log_prob for greedy)."""
+    finished: bool
+    """True when the sequence ended with end-of-sentence, False when it hit the length limit."""
+
+
+def length_penalty(length: int, alpha: float, form: str = "gnmt") -> float:
+    """The divisor of a hypothesis' log-probability: ((5 + length) / 6) ** alpha (GNMT, §7 of
+    Wu et al. 2016; the paper's beam search uses it with alpha 0.6) or length ** alpha ("plain").
+
+    `length` counts the generated tokens, the end-of-sentence token included.
+    """
+    if form == "gnmt":
+        return ((5.0 + length) / 6.0) ** alpha
+    if form == "plain":
+        return float(length) ** alpha
+    raise ValueError(f"length penalty {form!r}: choose gnmt or plain")
+
+
+def length_limits(src_ids: Tensor, pad_id: int, max_len: int, dc: DecodeConfig) -> Tensor:
+    """Most tokens each sentence may generate: its source length + max_extra (or max_new_tokens),
+    never past the model's position limit (position 0 holds the begin-of-sentence token).
+
+    Shapes: src_ids (B, S) -> (B,)
+    """
+    if dc.max_new_tokens is not None:
+        limits = torch.full((src_ids.size(0),), dc.max_new_tokens, device=src_ids.device)
+    else:
+        limits = (src_ids != pad_id).sum(dim=1) + dc.max_extra
+    return limits.clamp(max=max_len - 1)
+
+
+class Stepper:
+    """Log-probabilities of each row's next token, with the KV cache or by re-running the prefix."""
+
+    def __init__(self, model: Transformer | DecoderOnly, cache: KVCache, use_cache: bool) -> None:
+        self.model = model
+        self.cache = cache
+        self.use_cache = use_cache
+
+    def __call__(self, tokens: Tensor) -> Tensor:
+        """tokens (N, t): every token of each row so far -> log-probabilities (N, V), float32."""
+        if self.use_cache:
+            new = tokens[:, self.cache.length :]  # (N, 1) after the first step
+            logits, self.cache = self.model.decode_step(new, self.cache)
+        else:
+            # The cache passed in stays empty (no room reserved), so every call starts afresh.
+            logits, _ = self.model.decode_step(tokens, self.cache)
+        return torch.log_softmax(logits[:, -1].float(), dim=-1)
+
+    def reorder_(self, rows: Tensor, same_sources: bool = True) -> None:
+        """Continue row i from row rows[i]; `same_sources`: no row moves to another sentence."""
+        self.cache = self.cache.reorder_(rows, same_sources)
+
+
+def start_decoding(
+    model: Transformer, src_ids: Tensor, dc: DecodeConfig, use_cache: bool, copies: int = 1
+) -> tuple[Stepper, Tensor]:
+    """Encode the sources once and make a stepper over `copies` rows per sentence.
+
+    Returns the stepper and each sentence's length limit (B,).
+    """
+    cfg = model.cfg
+    limits = length_limits(src_ids, cfg.pad_id, cfg.max_len, dc)
+    memory, src_mask = model.encode(src_ids)
+    if use_cache:
+        # Beams of a sentence share one cache row (no copies of keys; see `KVCache`).
+        cache = model.init_cache(memory, src_mask, int(limits.max()) + 1, beams=copies)
+    else:
+        cache = model.init_cache(memory, src_mask)
+        if copies > 1:  # re-running prefixes: one plain row per beam
+            rows = torch.arange(src_ids.size(0), device=src_ids.device).repeat_interleave(copies)
+            cache = cache.reorder(rows)
+    return Stepper(model, cache, use_cache), limits
+
+
+def forbid(log_probs: Tensor, step: int, cfg: ModelConfig, dc: DecodeConfig) -> None:
+    """Rule out padding as an output (it is never a translation's token; Marian models also start
+    from it), and the end of the sentence before `dc.min_new_tokens`. Applied to the normalised
+    log-probabilities, as Hugging Face's `bad_words_ids` and `min_new_tokens` are."""
+    log_probs[:, cfg.pad_id] = float("-inf")
+    if step < dc.min_new_tokens:
+        log_probs[:, cfg.eos_id] = float("-inf")
+
+
+def strip(row: list[int], eos_id: int, pad_id: int) -> list[int]:
+    """The tokens of a generated row up to (without) its end-of-sentence or padding."""
+    for i, token in enumerate(row):
+        if token in (eos_id, pad_id):
+            return row[:i]
+    return row
+
+
+@torch.no_grad()
+def greedy(
+    model: Transformer,
+    src_ids: Tensor,
+    dc: DecodeConfig | None = None,
+    use_cache: bool = True,
+) -> list[Hypothesis]:
+    """Translate a batch by always taking the most probable next token.
+
+    Only the length settings of `dc` apply (max_extra, max_new_tokens, min_new_tokens). A sentence
+    leaves the batch as soon as it ends, so the others' steps get cheaper.
+
+    Shapes: src_ids (B, S), padded with cfg.pad_id and each ending in EOS -> B hypotheses.
+    """
+    cfg = model.cfg
+    dc = dc or DecodeConfig(beam_size=1)
+    step_log_probs, limits = start_decoding(model, src_ids, dc, use_cache)
+    batch = src_ids.size(0)
+    results: list[Hypothesis | None] = [None] * batch
+    active = list(range(batch))  # the sentence of each row
+    tokens = torch.full((batch, 1), cfg.bos_id, dtype=torch.long, device=src_ids.device)
+    log_prob = torch.zeros(batch, device=src_ids.device)
+    for step in range(int(limits.max())):
+        log_probs = step_log_probs(tokens)  # (N, V)
+        forbid(log_probs, step, cfg, dc)
+        best, next_token = log_probs.max(dim=-1)  # (N,), (N,)
+        log_prob += best
+        tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (N, step + 2)
+        ended = next_token == cfg.eos_id
+        stop = ended | (step + 1 >= limits)
+        if not bool(stop.any()):
+            continue
+        for j in stop.nonzero().flatten().tolist():
+            lp, row = float(log_prob[j]), tokens[j, 1:].tolist()
+            results[active[j]] = Hypothesis(
+                strip(row, cfg.eos_id, cfg.pad_id), lp, lp, bool(ended[j])
+            )
+        keep = (~stop).nonzero().flatten()  # (N',) rows that go on
+        if keep.numel() == 0:
+            break
+        tokens, log_prob, limits = tokens[keep], log_prob[keep], limits[keep]
+        step_log_probs.reorder_(keep, same_sources=False)
+        active = [active[j] for j in keep.tolist()]
+    return [r for r in results if r is not None]
+
+
+class Finished:
+    """The best `size` finished hypotheses of one sentence, best first."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.hypotheses: list[Hypothesis] = []
+
+    def add(self, hypothesis: Hypothesis) -> None:
+        if len(self.hypotheses) == self.size and hypothesis.score <= self.hypotheses[-1].score:
+            return
+        self.hypotheses.append(hypothesis)
+        self.hypotheses.sort(key=lambda h: -h.score)
+        del self.hypotheses[self.size :]
+
+    def cannot_improve(self, best_live_score: float) -> bool:
+        """Full, and no live beam (scored at its current length) beats the worst kept."""
+        return len(self.hypotheses) == self.size and best_live_score <= self.hypotheses[-1].score
+
+
+def best_extensions(scores: Tensor, log_probs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The 2k best one-token extensions of each sentence's k beams, best first: their scores,
+    the row (beam) each extends and the token it adds.
+
+    Shapes: scores (n, k), log_probs (n*k, V) -> three (n, 2k)
+    """
+    n, k = scores.shape
+    vocab = log_probs.size(-1)
+    candidates = (scores.view(-1, 1) + log_probs).view(n, k * vocab)
+    top_scores, top = candidates.topk(2 * k, dim=1)
+    first_row = torch.arange(n, device=scores.device)[:, None] * k  # (n, 1)
+    return top_scores, first_row + top // vocab, top % vocab
+
+
+def still_searching(
+    sentences: list[Finished],
+    limits: list[int],
+    scores: Tensor,
+    tokens: Tensor,
+    length: int,
+    penalty: float,
+) -> list[int]:
+    """The sentences (batch slots) that go on after a step that made `length` tokens: one at its
+    length limit ends its live beams as they are (`finished=False`); one whose best live beam,
+    scored at its current length, cannot beat its finished hypotheses is done.
+
+    Shapes: scores (n, k) live beams best first; tokens (n*k, length + 1)
+    """
+    k = scores.size(1)
+    going_on = []
+    for j, (sentence, limit) in enumerate(zip(sentences, limits, strict=True)):
+        if length >= limit:
+            for i, log_prob in enumerate(scores[j].tolist()):
+                if math.isfinite(log_prob):
+                    beam = tokens[j * k + i, 1:].tolist()
+                    sentence.add(Hypothesis(beam, log_prob, log_prob / penalty, False))
+        elif not sentence.cannot_improve(float(scores[j, 0]) / penalty):
+            going_on.append(j)
+    return going_on
+
+
+@torch.no_grad()
+def beam_search(
+    model: Transformer,
+    src_ids: Tensor,
+    dc: DecodeConfig | None = None,
+    use_cache: bool = True,
+) -> list[list[Hypothesis]]:
+    """Beam search over a batch: the `dc.n_best` best hypotheses of each sentence, best first.
+
+    Each sentence keeps k = `beam_size` live beams. Every step, of the 2k best extensions, those
+    ending in end-of-sentence within the top k become finished hypotheses (scored with the length
+    penalty), and the best k others live on. A sentence is done as `still_searching` says.
+    Decoding stops when every sentence is done.
+
+    Shapes: src_ids (B, S), padded with cfg.pad_id and each ending in EOS -> B lists.
+    """
+    cfg, dc = model.cfg, dc or DecodeConfig()
+    k = dc.beam_size
+    batch, device = src_ids.size(0), src_ids.device
+    step_log_probs, limits = start_decoding(model, src_ids, dc, use_cache, copies=k)
+    finished = [Finished(k) for _ in range(batch)]
+    active = list(range(batch))  # the sentence of each group of k rows
+    tokens = torch.full((batch * k, 1), cfg.bos_id, dtype=torch.long, device=device)
+    # Only the first beam of each sentence is live at first: the first step must not pick a token k times.
+    scores = torch.full((batch, k), float("-inf"), device=device)
+    scores[:, 0] = 0.0
+    limits_list = limits.tolist()
+    for step in range(max(limits_list)):
+        log_probs = step_log_probs(tokens)  # (n*k, V)
+        forbid(log_probs, step, cfg, dc)
+        top_scores, top_rows, top_tokens = best_extensions(scores, log_probs)  # (n, 2k) each
+        is_eos = top_tokens == cfg.eos_id
+        # Tokens generated, counting this step's, and their length penalty.
+        length = step + 1
+        penalty = length_penalty(length, dc.alpha, dc.length_penalty)
+
+        # End-of-sentence among the top k: a finished hypothesis (rare; handled on the CPU).
+        for j, rank in (is_eos[:, :k] & torch.isfinite(top_scores[:, :k])).nonzero().tolist():
+            row, lp = int(top_rows[j, rank]), float(top_scores[j, rank])
+            finished[active[j]].add(Hypothesis(tokens[row, 1:].tolist(), lp, lp / penalty, True))
+
+        # Each beam has one end-of-sentence extension, so at least k of the 2k candidates go on;
+        # take the best k of them, in order (a stable sort moves the ending ones behind).
+        keep = torch.sort(is_eos.to(torch.int8), dim=1, stable=True).indices[:, :k]  # (n, k)
+        rows = top_rows.gather(1, keep).view(-1)  # (n*k,) the row each new beam continues
+        tokens = torch.cat([tokens[rows], top_tokens.gather(1, keep).view(-1, 1)], dim=1)
+        scores = top_scores.gather(1, keep)  # (n, k), best first
+        step_log_probs.reorder_(rows)
+
+        sentences = [finished[i] for i in active]
+        going_on = still_searching(sentences, [limits_list[i] for i in active], scores, tokens,
+                                   length, penalty)  # fmt: skip
+        if not going_on:
+            break
+        if len(going_on) < len(active):  # done sentences leave the batch
+            slots = torch.tensor(going_on, device=device)
+            rows = (slots[:, None] * k + torch.arange(k, device=device)).view(-1)
+            tokens, scores = tokens[rows], scores[slots]
+            step_log_probs.reorder_(rows, same_sources=False)
+            active = [active[j] for j in going_on]
+    return [sentence.hypotheses[: dc.n_best] for sentence in finished]
+
+
+def decode(
+    model: Transformer, src_ids: Tensor, dc: DecodeConfig, use_cache: bool = True
+) -> list[list[Hypothesis]]:
+    """The `dc.n_best` best hypotheses per sentence: greedy search for beam size 1, else beam search."""
+    if dc.beam_size == 1:
+        return [[hypothesis] for hypothesis in greedy(model, src_ids, dc, use_cache)]
+    return beam_search(model, src_ids, dc, use_cache)
+
+
+def filter_logits(logits: Tensor, top_k: int = 0, top_p: float = 1.0) -> Tensor:
+    """Logits with all but the top-k tokens, then all but the smallest set of most probable tokens
+    whose probability reaches top_p (nucleus), set to -inf. 0 and 1.0 switch a filter off.
+
+    Shapes: (N, V) -> (N, V)
+    """
+    if 0 < top_k < logits.size(-1):
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (N, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, order = logits.sort(dim=-1, descending=True)
+        probs = sorted_logits.softmax(dim=-1)
+        # Keep a token when the tokens before it do not yet reach top_p: the first always stays.
+        drop_sorted = probs.cumsum(dim=-1) - probs >= top_p
+        drop = drop_sorted.scatter(-1, order, drop_sorted)
+        logits = logits.masked_fill(drop, float("-inf"))
+    return logits
+
+
+@torch.no_grad()
+def prompts_by_length(prompts: list[list[int]], cfg: ModelConfig) -> dict[int, list[int]]:
+    """The indices of the prompts of each length; a prompt with a token id outside the
+    vocabulary, or too long to leave room for a new token, is refused here, once (decoding steps
+    do not check token ids: see `check_ids`)."""
+    by_length: dict[int, list[int]] = {}
+    for i, prompt in enumerate(prompts):
+        if any(not 0 <= token < cfg.target_vocab_size for token in prompt):
+            raise ValueError(
+                f"prompt {i + 1} holds a token id outside the vocabulary "
+                f"[0, {cfg.target_vocab_size})"
+            )
+        if len(prompt) + 1 >= cfg.max_len:
+            raise ValueError(
+                f"prompt {i + 1} has {len(prompt)} tokens; the model's position limit "
+                f"max_len={cfg.max_len} leaves no room to generate"
+            )
+        by_length.setdefault(len(prompt), []).append(i)
+    return by_length
+
+
+def draw(
+    log_probs: Tensor,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+    generators: list[torch.Generator],
+) -> Tensor:
+    """Each row's next token: the most probable one at temperature 0; otherwise drawn from the
+    filtered, tempered distribution with the row's own generator (inverse CDF: the first token
+    whose cumulative probability exceeds a uniform draw). Shapes: (N, V) -> (N,)"""
+    if temperature == 0:
+        return log_probs.argmax(dim=-1)
+    probs = filter_logits(log_probs / temperature, top_k, top_p).softmax(dim=-1)
+    uniform = torch.cat([torch.rand(1, generator=g, device=probs.device) for g in generators])
+    next_token = torch.searchsorted(probs.cumsum(dim=-1), uniform[:, None]).squeeze(1)
+    return next_token.clamp(max=probs.size(-1) - 1)
+
+
+def sample(
+    model: DecoderOnly,
+    prompts: list[list[int]],
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int = 0,
+    use_cache: bool = True,
+) -> list[Hypothesis]:
+    """Continue each prompt of a decoder-only model by sampling, until end-of-sentence or
+    `max_new_tokens` (or the model's position limit).
+
+    Each prompt gets its own random generator, seeded with seed + its index, so its output is the
+    same whatever else is sampled with it. Prompts are token ids without the begin-of-sentence
+    token, which is put before each. temperature 0 takes the most probable token (greedy).
+    `Hypothesis.log_prob` is under the model's own distribution (temperature 1, no filtering).
+    Padding and the start token are never drawn.
+    """
+    cfg = model.cfg
+    if temperature < 0 or not 0.0 < top_p <= 1.0 or top_k < 0:
+        raise ValueError(
+            f"sampling needs temperature >= 0, 0 < top_p <= 1 and top_k >= 0; got "
+            f"temperature={temperature}, top_p={top_p}, top_k={top_k}"
+        )
+    device = next(model.parameters()).device
+    never = torch.tensor(sorted({cfg.pad_id, cfg.bos_id}), device=device)
+    results: list[Hypothesis | None] = [None] * len(prompts)
+    # Prompts of one length are batched together, so no prompt is ever padded.
+    for length, group in prompts_by_length(prompts, cfg).items():
+        steps = min(max_new_tokens, cfg.max_len - 1 - length)
+        generators = [torch.Generator(device).manual_seed(seed + i) for i in group]
+        tokens = torch.tensor([[cfg.bos_id, *prompts[i]] for i in group], device=device)
+        stepper = Stepper(
+            model, model.init_cache(capacity=length + 1 + steps if use_cache else 0), use_cache
+        )
+        log_prob = torch.zeros(len(group), device=device)
+        stopped = torch.zeros(len(group), dtype=torch.bool, device=device)
+        for _ in range(steps):
+            log_probs = stepper(tokens)  # (N, V)
+            # Padding and the start token are never a language model's targets: never draw them.
+            allowed = log_probs.index_fill(1, never, float("-inf"))
+            next_token = draw(allowed, temperature, top_k, top_p, generators)
+            next_token = next_token.masked_fill(stopped, cfg.pad_id)
+            log_prob += (
+                log_probs.gather(1, next_token[:, None]).squeeze(1).masked_fill(stopped, 0.0)
+            )
+            tokens = torch.cat([tokens, next_token[:, None]], dim=1)
+            stopped |= next_token == cfg.eos_id
+            if bool(stopped.all()):
+                break
+        rows = tokens[:, 1 + length :].tolist()
+        for i, row, lp in zip(group, rows, log_prob.tolist(), strict=True):
+            out = strip(row, cfg.eos_id, cfg.pad_id)
+            results[i] = Hypothesis(out, lp, lp, len(out) < len(row))
+    return [r for r in results if r is not None]
