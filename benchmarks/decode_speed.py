@@ -15,7 +15,11 @@ initialised MarianMTModel of OPUS-MT's usual shape (6+6 layers, d_model 512, SiL
 is saved with save_pretrained, converted by `vaswani.marian` as `vaswani import-marian` does, and
 timed against the same saved model loaded back into transformers.
 
-    pip install -e .[bench]      # transformers, for the reference only
+In fp32 each row also times vaswani with int8 weights (`--quantize int8`) and CTranslate2 (fp32 and
+int8) on the same weights, written by `vaswani export --to ctranslate2`'s spec builder; CTranslate2
+runs with as many threads as vaswani, one batch, the same forced lengths.
+
+    pip install -e .[bench]      # transformers and ctranslate2, for the references only
     python benchmarks/decode_speed.py [--batch 32] [--src-len 24] [--new 64 128 256] [--imported-new 64]
 """
 
@@ -29,63 +33,28 @@ from pathlib import Path
 
 import torch
 
-from vaswani import ModelConfig, Transformer
+from vaswani import ModelConfig, Transformer, export
 from vaswani.config import DecodeConfig
 from vaswani.device import DTYPES, benchmark_setting
-from vaswani.marian import load_marian_model, model_config, weight_names
+from vaswani.export import save_ctranslate2
+from vaswani.marian import load_marian_model, model_config
+from vaswani.quantize import quantize
 from vaswani.search import decode
 
 
 def marian_config(cfg: ModelConfig):
     from transformers import MarianConfig
 
-    return MarianConfig(
-        vocab_size=cfg.vocab_size,
-        d_model=cfg.d_model,
-        encoder_layers=cfg.n_encoder_layers,
-        decoder_layers=cfg.n_decoder_layers,
-        encoder_attention_heads=cfg.n_heads,
-        decoder_attention_heads=cfg.n_heads,
-        encoder_ffn_dim=cfg.d_ff,
-        decoder_ffn_dim=cfg.d_ff,
-        activation_function={"silu": "swish"}.get(cfg.activation, cfg.activation),
-        max_position_embeddings=cfg.max_len,
-        scale_embedding=cfg.scale_embeddings,
-        dropout=0.0,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-        pad_token_id=cfg.pad_id,
-        eos_token_id=cfg.eos_id,
-        decoder_start_token_id=cfg.bos_id,
-        forced_eos_token_id=None,
-        share_encoder_decoder_embeddings=True,
-        tie_word_embeddings=True,
-    )
+    return MarianConfig(**{**export.marian_config(cfg), "dropout": 0.0})
 
 
 def marian_copy(model: Transformer):
-    """A transformers `MarianMTModel` with `model`'s weights (the import's mapping, reversed)."""
+    """A transformers `MarianMTModel` with `model`'s weights, as `vaswani export --to
+    huggingface` writes them."""
     from transformers import MarianMTModel
 
-    cfg = model.cfg
-    if (cfg.norm, cfg.sinusoid_layout, cfg.tie_embeddings) != ("post", "halves", "all"):
-        raise ValueError("Marian is post-norm with sines-then-cosines positions, tied embeddings")
-    hf = MarianMTModel(marian_config(cfg)).eval()
-    shapes = {name: t.shape for name, t in hf.state_dict().items()}
-    ours = model.state_dict()
-    theirs = {
-        name: part.reshape(shapes[name])
-        for key, names in weight_names(cfg).items()
-        for name, part in zip(names, ours[key].chunk(len(names)), strict=True)
-    }
-    missing, unexpected = hf.load_state_dict(theirs, strict=False)
-    # Tied copies, the position tables Marian computes itself, and the logits bias (zero: the
-    # paper's projection has none) are not copied.
-    computed = ("embed_positions", "embed_tokens", "shared", "lm_head", "final_logits_bias")
-    left = [k for k in missing if not any(part in k for part in computed)]
-    if left or unexpected:
-        raise RuntimeError(f"weights not copied: missing {left}, unexpected {unexpected}")
-    hf.tie_weights()
+    hf = MarianMTModel(marian_config(model.cfg)).eval()
+    hf.load_state_dict(export.marian_tensors(model), strict=True)
     return hf
 
 
@@ -127,14 +96,40 @@ def agreement(model: Transformer, hf, src: torch.Tensor) -> float:
     return gap
 
 
-def compare(label: str, model: Transformer, hf, src: torch.Tensor, args, news: list[int]):
-    """Table rows: each precision x search x number of new tokens; returns vaswani's seconds."""
+class CT2:
+    """The same weights in CTranslate2 (fp32 and int8), through `vaswani export`'s spec builder."""
+
+    def __init__(self, model: Transformer, directory: Path, threads: int) -> None:
+        import ctranslate2
+
+        vocab = [f"t{i}" for i in range(model.cfg.vocab_size)]
+        self.vocab, self.translators = vocab, {}
+        for quantization in ("float32", "int8"):
+            out = directory / quantization
+            save_ctranslate2(model, vocab, vocab, out, quantization)
+            self.translators[quantization] = ctranslate2.Translator(
+                str(out), device="cpu", intra_threads=threads, inter_threads=1
+            )
+
+    def decode(self, quantization: str, src: torch.Tensor, beams: int, new: int) -> list:
+        # Sources without their end-of-sentence token: the exported config adds it.
+        tokens = [[self.vocab[i] for i in row[:-1]] for row in src.tolist()]
+        return self.translators[quantization].translate_batch(
+            tokens, beam_size=beams, max_decoding_length=new, min_decoding_length=new,
+            length_penalty=0.6 if beams > 1 else 1.0, max_batch_size=0,
+        )  # fmt: skip
+
+
+def compare(label: str, model: Transformer, hf, src: torch.Tensor, args, news: list[int], ct2=None):
+    """Table rows: each precision x search x number of new tokens; returns vaswani's seconds.
+    In fp32, also vaswani with int8 weights (--quantize int8) and CTranslate2 fp32 and int8."""
     seconds: dict[tuple[str, str, int], float] = {}
     pad = model.cfg.pad_id
     for precision in args.precisions:
         # bf16/fp16: both models' weights are cast once (autocast would cast them every step).
         dtype = DTYPES[precision]
         model, hf = model.to(dtype), hf.to(dtype)
+        int8 = quantize(model, "int8", torch.device("cpu")) if precision == "fp32" else None
         for beams in args.beams:
             for new in news:
                 dc = DecodeConfig(
@@ -156,19 +151,26 @@ def compare(label: str, model: Transformer, hf, src: torch.Tensor, args, news: l
                 )
                 assert all(len(h[0].tokens) == new for h in found)
                 assert out.shape == (src.size(0), new + 1), out.shape
+                tokens = src.size(0) * new
+                extra = ["", "", ""]
+                if int8 is not None:
+                    extra[0] = f"{tokens / timed(args.repeats, decode, int8, src, dc)[0]:,.0f}"
+                if ct2 is not None and int8 is not None:
+                    for i, quantization in enumerate(("float32", "int8"), start=1):
+                        t, _ = timed(args.repeats, ct2.decode, quantization, src, beams, new)
+                        extra[i] = f"{tokens / t:,.0f}"
+                note = ""
                 if beams == 1 and precision == "fp32":
                     same = sum(
                         h[0].tokens == row[1:].tolist() for h, row in zip(found, out, strict=True)
                     )
-                    note = f" (same greedy output for {same}/{src.size(0)} sentences)"
-                else:
-                    note = ""
-                tokens = src.size(0) * new
+                    note = f" (same greedy output as generate for {same}/{src.size(0)})"
                 search = "greedy" if beams == 1 else f"beam {beams}"
                 seconds[precision, search, new] = ours_s
                 print(
                     f"| {label} | {precision} | {search} | {new} | {tokens / ours_s:,.0f} | "
-                    f"{tokens / theirs_s:,.0f} | {theirs_s / ours_s:.2f}x |{note}",
+                    f"{extra[0]} | {tokens / theirs_s:,.0f} | {extra[1]} | {extra[2]} | "
+                    f"{theirs_s / ours_s:.2f}x |{note}",
                     flush=True,
                 )
     return seconds
@@ -218,9 +220,14 @@ def main() -> None:
         f"{torch.get_num_threads()} threads, torch {torch.__version__}; "
         f"max |logit difference| {gap:.1e}"
     )
-    print("| model | precision | search | new tokens | vaswani tok/s | generate tok/s | speed-up |")
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
-    seconds = compare(args.preset, model, hf, src, args, args.new)
+    print(
+        "| model | precision | search | new tokens | vaswani tok/s | vaswani int8 | generate | "
+        "CT2 fp32 | CT2 int8 | vaswani / generate |"
+    )
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    work = Path(tempfile.mkdtemp())
+    ct2 = CT2(model, work / "small", args.threads)
+    seconds = compare(args.preset, model, hf, src, args, args.new, ct2)
 
     if args.imported_new:
         # OPUS-MT's usual shape (e.g. opus-mt-de-en): 6+6 layers, d_model 512, SiLU, 58k vocabulary.
@@ -240,7 +247,8 @@ def main() -> None:
         src[:, -1] = opus.eos_id
         gap = agreement(imported, hf, src)
         print(f"imported OPUS-MT-sized Marian model: max |logit difference| {gap:.1e}", flush=True)
-        compare("imported opus-mt", imported, hf, src, args, args.imported_new)
+        ct2 = CT2(imported, work / "opus", args.threads)
+        compare("imported opus-mt", imported, hf, src, args, args.imported_new, ct2)
 
     # Growth with length: doubling the new tokens should cost about twice as much (target <= 2.2x).
     for (precision, search, new), ours_s in seconds.items():

@@ -40,6 +40,14 @@ ARCHITECTURE_FIELDS = {
 
 FILES = {"src": "source.spm", "tgt": "target.spm", "vocab": "vocab.json"}
 TARGET_VOCAB = "target_vocab.json"
+# vaswani's own byte-level BPE, as `vaswani export --to huggingface` writes it.
+BPE_FILE, BPE_TARGET_FILE = "tokenizer.json", "target_tokenizer.json"
+
+
+def bpe_tokenizer_meta(hf_dir: Path) -> dict[str, Any]:
+    target = BPE_TARGET_FILE if (hf_dir / BPE_TARGET_FILE).is_file() else BPE_FILE
+    return {"kind": "bpe", "shared": target == BPE_FILE,
+            "files": {"src": BPE_FILE, "tgt": target}}  # fmt: skip
 
 
 class MarianImportError(VaswaniError, ValueError):
@@ -70,8 +78,8 @@ def check_architecture(hf: dict[str, Any]) -> None:
     for field in ("pad_token_id", "eos_token_id", "decoder_start_token_id"):
         if not isinstance(hf.get(field), int):
             raise refuse(hf, field, "a token id is needed")
-    if hf["decoder_start_token_id"] != hf["pad_token_id"]:
-        raise refuse(hf, "decoder_start_token_id", "Marian decoding starts from pad_token_id")
+    if hf["decoder_start_token_id"] == hf["eos_token_id"]:
+        raise refuse(hf, "decoder_start_token_id", "decoding cannot start from end-of-sentence")
 
 
 def embedding_ties(hf: dict[str, Any]) -> tuple[int, int, str]:
@@ -266,6 +274,10 @@ def import_marian(hf_dir: Path, out: Path) -> Path:
         else False
     )
     files = dict(FILES, **({"tgt_vocab": TARGET_VOCAB} if separate else {}))
+    tokenizer_meta: dict[str, Any] = {"kind": "marian", "files": files}
+    if not (hf_dir / FILES["src"]).is_file() and (hf_dir / BPE_FILE).is_file():
+        tokenizer_meta = bpe_tokenizer_meta(hf_dir)  # a model `vaswani export` wrote
+        files = tokenizer_meta["files"]
     for name in files.values():
         if not (hf_dir / name).is_file():
             raise MarianImportError(f"{hf_dir}: no {name} (the tokenizer files are needed)")
@@ -273,9 +285,8 @@ def import_marian(hf_dir: Path, out: Path) -> Path:
     model = load_marian_model(hf_dir, cfg)
 
     out.mkdir(parents=True, exist_ok=True)
-    for name in files.values():
+    for name in set(files.values()):
         shutil.copyfile(hf_dir / name, out / name)
-    tokenizer_meta = {"kind": "marian", "files": files}
     try:
         src_tok, tgt_tok = load_tokenizers(out, tokenizer_meta)
     except ValueError as error:

@@ -22,6 +22,7 @@ from vaswani.cli import (
     demo,
     env,
     evaluate,
+    export,
     generate,
     import_marian,
     plot,
@@ -47,6 +48,7 @@ COMMANDS = {
     "plot": plot,
     "average": average,
     "import-marian": import_marian,
+    "export": export,
     "demo": demo,
 }
 

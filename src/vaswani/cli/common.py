@@ -18,6 +18,7 @@ from vaswani.config import PRECISIONS, DecodeConfig
 from vaswani.data.corpora import decode_lines, open_binary, split_lines
 from vaswani.device import Placement, place
 from vaswani.errors import VaswaniError
+from vaswani.quantize import QUANTIZATIONS, quantize
 from vaswani.run import LoadedRun, load_run
 from vaswani.tasks import get_task
 
@@ -97,9 +98,20 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
 SEARCH_FIELDS = ("beam_size", "alpha", "length_penalty", "max_extra")
 
 
+def add_quantize_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--quantize",
+        choices=QUANTIZATIONS,
+        default="none",
+        help="int8: int8 weights in every linear layer, for faster CPU decoding (PyTorch's "
+        "dynamic quantization)",
+    )
+
+
 def add_decoding_flags(parser: argparse.ArgumentParser) -> None:
     """The flags `translate` and `evaluate` share: the model, how to search and batch."""
     add_model_flags(parser)
+    add_quantize_flag(parser)
     add_field_flags(parser, DecodeConfig, (*SEARCH_FIELDS, "batch_tokens"))
     add_input_flags(parser)
 
@@ -138,6 +150,9 @@ def load_for_inference(args: argparse.Namespace, *tasks: str) -> tuple[LoadedRun
             f"{args.checkpoint} holds {task.described} (task {run.task}); use {task.command}"
         )
     run.model.to(placement.device)
+    if getattr(args, "quantize", "none") != "none":
+        run.model = quantize(run.model, args.quantize, placement.device)
+        print(f"weights: {args.quantize} (--quantize)", file=sys.stderr)
     for line in placement.lines():
         print(line, file=sys.stderr)
     args.precision = placement.precision

@@ -12,7 +12,13 @@ import argparse
 import dataclasses
 import sys
 
-from vaswani.cli.common import SEARCH_FIELDS, add_model_flags, load_for_inference, port_number
+from vaswani.cli.common import (
+    SEARCH_FIELDS,
+    add_model_flags,
+    add_quantize_flag,
+    load_for_inference,
+    port_number,
+)
 from vaswani.cli.fields import add_field_flags, settings_from
 from vaswani.config import TASKS, DecodeConfig, ServeSettings
 
@@ -31,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=port_number, default=8000, help="1 .. 65535")
     add_field_flags(parser, ServeSettings, LIMITS, flags=FLAGS)
     add_model_flags(parser)
+    add_quantize_flag(parser)
     add_field_flags(parser, ServeSettings, ["beam_size"])
     add_field_flags(parser, DecodeConfig, DECODING)
 

@@ -78,6 +78,10 @@ class SentencePieceTokenizer:
         pieces = [self.pieces[i] for i in ids if i in self.pieces and i not in self.special_ids]
         return self.processor.decode_pieces(pieces).replace(WORD_BOUNDARY, " ").strip()
 
+    def vocabulary(self) -> list[str]:
+        """Every id's piece (ids the vocabulary skips get a placeholder): unique."""
+        return [self.pieces.get(i, f"<unused{i}>") for i in range(self._size)]
+
     def tokens(self, ids: Iterable[int]) -> list[str]:
         """Each id's piece with the word-boundary mark shown as a space (for attention plots)."""
         return [self.pieces.get(i, UNK).replace(WORD_BOUNDARY, " ") for i in ids]

@@ -95,6 +95,10 @@ class SubwordTokenizer:
         size = self.vocab_size
         return self.tokenizer.decode([i for i in ids if 0 <= i < size], skip_special_tokens=True)
 
+    def vocabulary(self) -> list[str]:
+        """Every token's own string, by id (byte-level marks such as 'Ġ' kept): unique."""
+        return [self.tokenizer.id_to_token(i) for i in range(self.vocab_size)]
+
     def tokens(self, ids: Iterable[int]) -> list[str]:
         """Each id as readable text (for attention plots): bytes decoded, not 'Ġ'-marked."""
         return [self.tokenizer.decode([i], skip_special_tokens=False) for i in ids]

@@ -1,0 +1,324 @@
+"""Run directories out of vaswani: to CTranslate2 (a fast inference engine, optionally int8) and to
+Hugging Face (`MarianMTModel`, the inverse of `vaswani import-marian`).
+
+Both write the model with the tokenizer files a user needs beside it, and refuse, naming the
+`ModelConfig` field, what the target cannot represent, instead of writing a different model.
+
+Marian adds sinusoids as all the sines, then all the cosines (`sinusoid_layout="halves"`); the
+paper, and vaswani by default, interleave them. A model with interleaved sinusoids is exported
+exactly all the same: the order of the d_model features is arbitrary to the network (embeddings,
+LayerNorm, residual sums and every projection see them through weights), so every weight that
+reads or writes the residual stream is permuted once, and the sinusoids then arrive in Marian's
+order. The exported model computes the same logits; importing it back gives the permuted weights
+with `sinusoid_layout="halves"`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from vaswani.config import ModelConfig
+from vaswani.errors import VaswaniError
+from vaswani.files import member
+from vaswani.marian import BPE_FILE, BPE_TARGET_FILE, FILES, TARGET_VOCAB, weight_names
+from vaswani.model import sinusoidal_encoding
+from vaswani.run import LoadedRun, load_run
+
+FORMATS = ("ctranslate2", "huggingface")
+QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16", "float32")
+MARIAN_ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "silu": "swish"}
+
+
+class ExportError(VaswaniError):
+    """A model the target format cannot represent, or an output place that cannot be written."""
+
+
+def export(
+    run_dir: Path, to: str, out: Path, weights: str = "best", quantization: str | None = None
+) -> Path:
+    """Export run directory `run_dir` in format `to` ("ctranslate2" or "huggingface") to `out`."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ExportError(f"{out}: exists and is not an empty directory; choose a new one")
+    run = load_run(Path(run_dir), weights)
+    if run.task != "translate":
+        raise ExportError(f"{run_dir}: only translation models can be exported (task {run.task})")
+    if to == "huggingface":
+        if quantization is not None:
+            raise ExportError("--quantization is for --to ctranslate2")
+        return to_huggingface(run, out)
+    if to == "ctranslate2":
+        return to_ctranslate2(run, out, quantization)
+    raise ExportError(f"--to {to}: choose one of {', '.join(FORMATS)}")
+
+
+def residual_permutation(cfg: ModelConfig) -> Tensor | None:
+    """The order of d_model features that turns interleaved sinusoids into Marian's halves; None
+    when the model has them in that order already."""
+    if cfg.sinusoid_layout == "halves":
+        return None
+    d = cfg.d_model
+    perm = torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])
+    table = sinusoidal_encoding(8, d, "interleaved")
+    assert torch.equal(table[:, perm], sinusoidal_encoding(8, d, "halves"))
+    return perm
+
+
+def permuted(state: dict[str, Tensor], perm: Tensor) -> dict[str, Tensor]:
+    """The weights of the same network with its residual stream's features in `perm` order: the
+    input columns of every layer that reads it, the output rows (and bias) of every layer that
+    writes it, and the LayerNorms over it."""
+    reads = ("embed.token.weight", "qkv_proj.weight", "q_proj.weight", "kv_proj.weight",
+             "ffn.linear1.weight", "output_projection.weight")  # fmt: skip
+    writes = ("out_proj.", "ffn.linear2.", "norm.")
+    out = {}
+    for name, tensor in state.items():
+        if name.endswith(reads):
+            tensor = tensor[:, perm]
+        elif any(part in name for part in writes):
+            tensor = tensor[perm]
+        out[name] = tensor.contiguous()
+    return out
+
+
+def marian_refusals(cfg: ModelConfig) -> list[str]:
+    needs = {
+        "norm": ("post", "Marian is post-norm; train with --model norm=post"),
+        "positions": ("sinusoidal", "Marian has no learned positions"),
+    }
+    problems = [f"{field}={getattr(cfg, field)!r}: {why}" for field, (value, why) in needs.items()
+                if getattr(cfg, field) != value]  # fmt: skip
+    if cfg.layer_norm_eps != 1e-5:
+        problems.append(f"layer_norm_eps={cfg.layer_norm_eps}: Marian's is 1e-5")
+    if cfg.activation not in MARIAN_ACTIVATIONS:
+        problems.append(f"activation={cfg.activation!r}: Marian has relu, gelu, swish")
+    return problems
+
+
+def marian_config(cfg: ModelConfig) -> dict:
+    """config.json of the `MarianMTModel` that computes what `cfg` does."""
+    return {
+        "architectures": ["MarianMTModel"],
+        "model_type": "marian",
+        "vocab_size": cfg.vocab_size,
+        "decoder_vocab_size": cfg.target_vocab_size,
+        "d_model": cfg.d_model,
+        "encoder_layers": cfg.n_encoder_layers,
+        "decoder_layers": cfg.n_decoder_layers,
+        "encoder_attention_heads": cfg.n_heads,
+        "decoder_attention_heads": cfg.n_heads,
+        "encoder_ffn_dim": cfg.d_ff,
+        "decoder_ffn_dim": cfg.d_ff,
+        "activation_function": MARIAN_ACTIVATIONS[cfg.activation],
+        "max_position_embeddings": cfg.max_len,
+        "scale_embedding": cfg.scale_embeddings,
+        "dropout": cfg.dropout,
+        "attention_dropout": cfg.attention_dropout,
+        "activation_dropout": cfg.activation_dropout,
+        "pad_token_id": cfg.pad_id,
+        "eos_token_id": cfg.eos_id,
+        "bos_token_id": cfg.bos_id,
+        "decoder_start_token_id": cfg.bos_id,
+        "forced_eos_token_id": None,  # vaswani does not force an end at the length limit
+        "share_encoder_decoder_embeddings": cfg.tie_embeddings == "all",
+        "tie_word_embeddings": cfg.tie_embeddings != "none",
+        "is_encoder_decoder": True,
+        "init_std": 0.02,
+    }
+
+
+def marian_tensors(model: nn.Module) -> dict[str, Tensor]:
+    """The Marian checkpoint's tensors of a `Transformer` (each tied copy written out, as
+    safetensors needs)."""
+    cfg = model.cfg
+    state = {name: t.detach().float().cpu() for name, t in model.state_dict().items()}
+    perm = residual_permutation(cfg)
+    if perm is not None:
+        state = permuted(state, perm)
+    if "output_projection.bias" not in state:
+        state["output_projection.bias"] = torch.zeros(cfg.target_vocab_size)
+    state.setdefault("output_projection.weight", state["decoder.embed.token.weight"])
+    state.setdefault("encoder.embed.token.weight", state["decoder.embed.token.weight"])
+    names = weight_names(dataclass_replace(cfg, tie_embeddings="none", output_bias=True))
+    tensors = {}
+    for ours, theirs in names.items():
+        for name, part in zip(theirs, state[ours].chunk(len(theirs)), strict=True):
+            tensors[name] = part.clone().contiguous()
+    tensors["final_logits_bias"] = tensors["final_logits_bias"].reshape(1, -1)
+    if cfg.tie_embeddings == "all":
+        tensors["model.shared.weight"] = tensors["model.decoder.embed_tokens.weight"].clone()
+    halves = sinusoidal_encoding(cfg.max_len, cfg.d_model, "halves")
+    for side in ("encoder", "decoder"):
+        tensors[f"model.{side}.embed_positions.weight"] = halves.clone()
+    return tensors
+
+
+def dataclass_replace(cfg: ModelConfig, **changes: object) -> ModelConfig:
+    import dataclasses
+
+    return dataclasses.replace(cfg, **changes)
+
+
+def to_huggingface(run: LoadedRun, out: Path) -> Path:
+    """A folder that `MarianMTModel.from_pretrained` loads, with the tokenizer beside it:
+    `MarianTokenizer`'s files for a run imported from Marian, otherwise vaswani's BPE as a
+    `PreTrainedTokenizerFast` (tokenizer.json)."""
+    from safetensors.torch import save_file
+
+    cfg = run.config
+    problems = marian_refusals(cfg)
+    if problems:
+        raise ExportError("Hugging Face Marian cannot represent this model: " + "; ".join(problems))
+    tensors = marian_tensors(run.model)
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    (out / "config.json").write_text(json.dumps(marian_config(cfg), indent=2) + "\n")
+    write_hf_tokenizer(run, out)
+    return out
+
+
+def write_hf_tokenizer(run: LoadedRun, out: Path) -> None:
+    tokenizer = run.info["meta"]["tokenizer"]
+    files = tokenizer["files"]
+    if tokenizer.get("kind") == "marian":
+        for name in set(files.values()):
+            shutil.copyfile(member(run.path, name, "data.json"), out / name)
+        config = {"tokenizer_class": "MarianTokenizer", "separate_vocabs": TARGET_VOCAB in files.values(),
+                  "source_spm": FILES["src"], "target_spm": FILES["tgt"]}  # fmt: skip
+    else:
+        sides = {"src": BPE_FILE}
+        if files["src"] != files["tgt"]:
+            sides["tgt"] = BPE_TARGET_FILE
+        for side, name in sides.items():
+            source = member(run.path, files[side], "data.json")
+            write_bpe_with_end(source, out / name, run.config.eos_id)
+        config = {"tokenizer_class": "PreTrainedTokenizerFast", "pad_token": "<pad>",
+                  "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}  # fmt: skip
+    (out / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
+
+
+def write_bpe_with_end(source: Path, target: Path, eos_id: int) -> None:
+    """vaswani's tokenizer.json with a post-processor that ends each text with </s>, as the model
+    expects (vaswani's batching adds it; a Hugging Face tokenizer must)."""
+    from tokenizers import Tokenizer, processors
+
+    tokenizer = Tokenizer.from_file(str(source))
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", eos_id)]
+    )
+    tokenizer.save(str(target))
+
+
+CT2_ACTIVATIONS = {"relu": "RELU", "gelu": "GELU", "silu": "SWISH"}
+
+
+def to_ctranslate2(run: LoadedRun, out: Path, quantization: str | None) -> Path:
+    """A CTranslate2 model directory made with its specification API (`pip install
+    'vaswani[export]'`), quantized as asked; vaswani's tokenizer files, and the tokenizer record
+    that names them, are copied into vaswani_tokenizer/ beside it."""
+    src_vocab, tgt_vocab = run.src_tokenizer.vocabulary(), run.tgt_tokenizer.vocabulary()
+    save_ctranslate2(run.model, src_vocab, tgt_vocab, out, quantization)
+    tokenizer = run.info["meta"]["tokenizer"]
+    (out / "vaswani_tokenizer").mkdir()
+    for name in set(tokenizer["files"].values()):
+        shutil.copyfile(member(run.path, name, "data.json"), out / "vaswani_tokenizer" / name)
+    record = json.dumps(tokenizer, indent=2) + "\n"
+    (out / "vaswani_tokenizer" / "tokenizer_record.json").write_text(record)
+    return out
+
+
+def save_ctranslate2(
+    model: nn.Module, src_vocab: list[str], tgt_vocab: list[str], out: Path,
+    quantization: str | None = None,
+) -> None:  # fmt: skip
+    """Write `model` (a `Transformer`) as a CTranslate2 model directory: token strings by id,
+    sources ending with end-of-sentence, decoding starting from the model's start token."""
+    try:
+        from ctranslate2.specs import common_spec, transformer_spec
+    except ImportError:
+        raise ExportError(
+            "--to ctranslate2 needs CTranslate2: pip install 'vaswani[export]'"
+        ) from None
+    if quantization is not None and quantization not in QUANTIZATIONS:
+        raise ExportError(
+            f"--quantization {quantization}: choose one of {', '.join(QUANTIZATIONS)}"
+        )
+    cfg = model.cfg
+    spec = transformer_spec.TransformerSpec.from_config(
+        (cfg.n_encoder_layers, cfg.n_decoder_layers),
+        cfg.n_heads,
+        pre_norm=cfg.norm == "pre",
+        activation=getattr(common_spec.Activation, CT2_ACTIVATIONS[cfg.activation]),
+    )
+    # Copies: CTranslate2 transforms the arrays it is given in place (quantization).
+    state = {
+        name: t.detach().float().cpu().numpy().copy() for name, t in model.state_dict().items()
+    }
+    fill_ct2_spec(spec, state, cfg)
+    spec.register_source_vocabulary(src_vocab)
+    spec.register_target_vocabulary(tgt_vocab)
+    spec.config.bos_token = tgt_vocab[cfg.bos_id]
+    spec.config.eos_token = tgt_vocab[cfg.eos_id]
+    spec.config.decoder_start_token = tgt_vocab[cfg.bos_id]
+    spec.config.unk_token = "<unk>" if "<unk>" in tgt_vocab else tgt_vocab[cfg.pad_id]
+    spec.config.add_source_eos = True  # vaswani ends every source with end-of-sentence
+    spec.config.layer_norm_epsilon = cfg.layer_norm_eps
+    spec.validate()
+    spec.optimize(quantization=quantization)
+    out.mkdir(parents=True, exist_ok=True)
+    spec.save(str(out))
+
+
+def fill_ct2_spec(spec, state: dict, cfg: ModelConfig) -> None:  # noqa: ANN001
+    """Put vaswani's weights into a CTranslate2 `TransformerSpec` (fused projections match:
+    query|key|value for self-attention, key|value for encoder-decoder attention)."""
+    scale = math.sqrt(cfg.d_model) if cfg.scale_embeddings else 1.0
+    for side in ("encoder", "decoder"):
+        stack = getattr(spec, side)
+        stack.scale_embeddings = scale
+        if cfg.positions == "learned":
+            stack.position_encodings.encodings = state[f"{side}.embed.learned.weight"]
+        else:
+            stack.position_encodings.encodings = sinusoidal_encoding(
+                cfg.max_len, cfg.d_model, cfg.sinusoid_layout
+            ).numpy()
+        embeddings = stack.embeddings[0] if side == "encoder" else stack.embeddings
+        embeddings.weight = state.get(
+            f"{side}.embed.token.weight", state["decoder.embed.token.weight"]
+        )
+        if cfg.norm == "pre":
+            set_norm(stack.layer_norm, state, f"{side}.final_norm")
+        for i, layer in enumerate(stack.layer):
+            prefix = f"{side}.layers.{i}."
+            set_linear(layer.self_attention.linear[0], state, prefix + "self_attn.qkv_proj")
+            set_linear(layer.self_attention.linear[1], state, prefix + "self_attn.out_proj")
+            set_norm(layer.self_attention.layer_norm, state, prefix + "self_attn_norm.norm")
+            if side == "decoder":
+                set_linear(layer.attention.linear[0], state, prefix + "cross_attn.q_proj")
+                set_linear(layer.attention.linear[1], state, prefix + "cross_attn.kv_proj")
+                set_linear(layer.attention.linear[2], state, prefix + "cross_attn.out_proj")
+                set_norm(layer.attention.layer_norm, state, prefix + "cross_attn_norm.norm")
+            set_linear(layer.ffn.linear_0, state, prefix + "ffn.linear1")
+            set_linear(layer.ffn.linear_1, state, prefix + "ffn.linear2")
+            set_norm(layer.ffn.layer_norm, state, prefix + "ffn_norm.norm")
+    projection = spec.decoder.projection
+    projection.weight = state.get("output_projection.weight", state["decoder.embed.token.weight"])
+    if "output_projection.bias" in state:
+        projection.bias = state["output_projection.bias"]
+
+
+def set_linear(spec, state: dict, name: str) -> None:  # noqa: ANN001
+    spec.weight = state[f"{name}.weight"]
+    if f"{name}.bias" in state:
+        spec.bias = state[f"{name}.bias"]
+
+
+def set_norm(spec, state: dict, name: str) -> None:  # noqa: ANN001
+    spec.gamma = state[f"{name}.weight"]
+    spec.beta = state[f"{name}.bias"]
