@@ -3,9 +3,11 @@
 Starts `vaswani serve` in a child process for each setting, waits for /health, then sends a fixed
 number of POST /translate requests (one sentence each, from the run's test split) from a number of
 concurrent clients, each with its own keep-alive connection. Reports requests/s, p50/p99 latency
-and every non-200 answer.
+and every non-200 answer. Rows: vaswani's own request with dynamic batching on and off; the
+LibreTranslate request ({"q", "source", "target"}) to one model (--model de:en=RUN) and to two
+models served by one process (alternating de:en and en:de).
 
-    python benchmarks/serve_load.py --checkpoint runs/ding [--requests 2000] [--clients 32]
+    python benchmarks/serve_load.py --checkpoint runs/ding [--second runs/other] [--requests 2000] [--clients 32]
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ def wait_healthy(port: int, child: subprocess.Popen, seconds: float = 120) -> No
     raise RuntimeError("the server did not become healthy")
 
 
-def load(port: int, sentences: list[str], requests: int, clients: int) -> dict:
+def load(port: int, body_of, requests: int, clients: int) -> dict:
+    """`requests` POST /translate requests, the i-th with body `body_of(i)`, from `clients`
+    concurrent keep-alive connections."""
     latencies: list[float] = []
     statuses: Counter = Counter()
     lock = threading.Lock()
@@ -57,7 +61,7 @@ def load(port: int, sentences: list[str], requests: int, clients: int) -> dict:
                 i = next(counter, None)
             if i is None:
                 return
-            body = json.dumps({"text": sentences[i % len(sentences)]})
+            body = body_of(i)
             start = time.perf_counter()
             try:
                 connection.request("POST", "/translate", body, {"Content-Type": "application/json"})
@@ -94,6 +98,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--beam-size", type=int, default=4)
+    parser.add_argument(
+        "--second", type=Path, help="the second model of the two-model row (default: the same)"
+    )
     args = parser.parse_args()
     data = json.loads((args.checkpoint / "data.json").read_text())
     sentences = (Path(data["path"]) / "test.src.txt").read_text(encoding="utf-8").splitlines()
@@ -101,12 +108,34 @@ def main() -> None:
         f"{args.requests} requests of one sentence, {args.clients} concurrent clients, "
         f"beam {args.beam_size}, model {args.checkpoint}"
     )
-    print("| dynamic batching | requests/s | p50 ms | p99 ms | answers |")
-    print("| --- | ---: | ---: | ---: | --- |")
-    for batching in (True, False):
+    print("| endpoint | models | dynamic batching | requests/s | p50 ms | p99 ms | answers |")
+    print("| --- | --- | --- | ---: | ---: | ---: | --- |")
+    second = args.second or args.checkpoint
+
+    def native(i: int) -> str:
+        return json.dumps({"text": sentences[i % len(sentences)]})
+
+    def libre(pairs: list[str]):
+        def body(i: int) -> str:
+            source, target = pairs[i % len(pairs)].split(":")
+            q = sentences[i % len(sentences)]
+            return json.dumps({"q": q, "source": source, "target": target})
+
+        return body
+
+    rows = [
+        ("vaswani /translate", ["--checkpoint", str(args.checkpoint)], True, native),
+        ("vaswani /translate", ["--checkpoint", str(args.checkpoint)], False, native),
+        ("LibreTranslate /translate", ["--model", f"de:en={args.checkpoint}"], True,
+         libre(["de:en"])),
+        ("LibreTranslate /translate", ["--model", f"de:en={args.checkpoint}",
+                                       "--model", f"en:de={second}"], True,
+         libre(["de:en", "en:de"])),
+    ]  # fmt: skip
+    for endpoint, models, batching, body_of in rows:
         port = free_port()
-        command = [sys.executable, "-m", "vaswani.cli", "serve", "--checkpoint",
-                   str(args.checkpoint), "--port", str(port), "--beam-size", str(args.beam_size),
+        command = [sys.executable, "-m", "vaswani.cli", "serve", *models, "--port", str(port),
+                   "--beam-size", str(args.beam_size),
                    "--max-queued-texts", str(max(512, args.clients))]  # fmt: skip
         if not batching:
             command.append("--no-batching")
@@ -115,14 +144,15 @@ def main() -> None:
         )
         try:
             wait_healthy(port, child)
-            result = load(port, sentences, args.requests, args.clients)
+            result = load(port, body_of, args.requests, args.clients)
         finally:
             child.terminate()
             child.wait(timeout=60)
         answers = ", ".join(f"{k}: {v}" for k, v in sorted(result["statuses"].items(), key=str))
+        n_models = models.count("--model") or 1
         print(
-            f"| {'on' if batching else 'off'} | {result['rps']:.1f} | {result['p50']:.0f} | "
-            f"{result['p99']:.0f} | {answers} |",
+            f"| {endpoint} | {n_models} | {'on' if batching else 'off'} | {result['rps']:.1f} | "
+            f"{result['p50']:.0f} | {result['p99']:.0f} | {answers} |",
             flush=True,
         )
 

@@ -80,10 +80,10 @@ def add_placement_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help=DEVICE_HELP)
 
 
-def add_model_flags(parser: argparse.ArgumentParser) -> None:
+def add_model_flags(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """Which run, which of its weights, where and in what precision to run them."""
     parser.add_argument(
-        "--checkpoint", type=Path, required=True, metavar="RUN_DIR", help="a run directory"
+        "--checkpoint", type=Path, required=required, metavar="RUN_DIR", help="a run directory"
     )
     parser.add_argument(
         "--weights",
@@ -137,18 +137,19 @@ def decode_config(args: argparse.Namespace, n_best: int = 1) -> DecodeConfig:
     return settings_from(DecodeConfig, args, (*SEARCH_FIELDS, "batch_tokens"), n_best=n_best)
 
 
-def load_for_inference(args: argparse.Namespace, *tasks: str) -> tuple[LoadedRun, Placement]:
+def load_for_inference(
+    args: argparse.Namespace, *tasks: str, run_dir: Path | None = None
+) -> tuple[LoadedRun, Placement]:
     """The run of --checkpoint/--weights with its model on --device, in eval mode, and where it
     runs; a run of a task other than `tasks` is refused, naming the command that uses it. The
     placement (--device and --precision auto resolved) is printed to stderr and left in
     `args.precision`."""
     placement = place(args.device, args.precision)
-    run = load_run(args.checkpoint, args.weights)
+    run_dir = run_dir or args.checkpoint
+    run = load_run(run_dir, args.weights)
     if run.task not in tasks:
         task = get_task(run.task)
-        raise CliError(
-            f"{args.checkpoint} holds {task.described} (task {run.task}); use {task.command}"
-        )
+        raise CliError(f"{run_dir} holds {task.described} (task {run.task}); use {task.command}")
     run.model.to(placement.device)
     if getattr(args, "quantize", "none") != "none":
         run.model = quantize(run.model, args.quantize, placement.device)

@@ -27,7 +27,9 @@ model call), `app` (`create_app`, one route per task in `ENDPOINTS`, `serve`).
 from __future__ import annotations
 
 from vaswani.config import ServeSettings
-from vaswani.serve.app import ENDPOINTS, ServeError, create_app, listen, serve
+from vaswani.serve.app import ENDPOINTS, Served, ServeError, create_app, listen, serve
+from vaswani.serve.libre import Access
 from vaswani.serve.worker import Worker
 
-__all__ = ["ENDPOINTS", "ServeError", "ServeSettings", "Worker", "create_app", "listen", "serve"]
+__all__ = ["ENDPOINTS", "Access", "ServeError", "ServeSettings", "Served", "Worker", "create_app",
+           "listen", "serve"]  # fmt: skip

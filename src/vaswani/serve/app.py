@@ -3,22 +3,26 @@ with uvicorn."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 
 from vaswani import __version__
 from vaswani.config import DecodeConfig, ServeSettings
-from vaswani.decode import classify, generate, translate
+from vaswani.decode import classify, generate, translate, translate_nbest
 from vaswani.errors import VaswaniError
+from vaswani.serve.libre import Access, Libre, Pairs, request_fields
 from vaswani.serve.schemas import (
     ClassificationOut,
     ClassifyResponse,
@@ -34,26 +38,98 @@ from vaswani.serve.worker import Worker
 from vaswani.tasks import task_of_model
 
 
+@dataclass
+class Served:
+    """A model to serve with its tokenizers; a translation model may be named by its language
+    pair (`vaswani serve --model de:en=RUN`), which the LibreTranslate endpoints need."""
+
+    model: Any
+    src_tok: Any
+    tgt_tok: Any
+    source: str | None = None
+    target: str | None = None
+
+
+@dataclass
+class State:
+    """What the routes serve: one worker per model, the named language pairs."""
+
+    settings: ServeSettings
+    workers: list[Worker]
+    pairs: Pairs
+    libre: Libre | None
+
+    @property
+    def worker(self) -> Worker:
+        return self.workers[0]
+
+    def translator(self, source: str | None, target: str | None) -> Worker:
+        """The worker of a native /translate request: the only one, or the named pair's."""
+        if source is None and target is None and len(self.workers) == 1:
+            return self.workers[0]
+        worker = self.pairs.workers.get((source, target))
+        if worker is None:
+            named = ", ".join(f"{s}:{t}" for s, t in self.pairs.workers) or "none"
+            raise HTTPException(422, f'give "source" and "target" of a pair served: {named}')
+        return worker
+
+
 def create_app(
-    model: Any, src_tok: Any, tgt_tok: Any, settings: ServeSettings | None = None
+    model: Any = None,
+    src_tok: Any = None,
+    tgt_tok: Any = None,
+    settings: ServeSettings | None = None,
+    *,
+    served: list[Served] | None = None,
+    access: Access | None = None,
 ) -> FastAPI:
-    """The HTTP API over a loaded model and its tokenizers (for a classifier, its `LabelSet`):
-    GET /health, and POST /translate, /generate or /classify by the kind of model."""
+    """The HTTP API over a loaded model and its tokenizers (for a classifier, its `LabelSet`), or
+    over several translation models named by language pair (`served`): GET /health, and POST
+    /translate (with the LibreTranslate API beside it), /generate or /classify by the kind of
+    model. `access`: API keys and a rate limit for the LibreTranslate endpoints."""
     settings = settings or ServeSettings()
-    worker = Worker(model.eval(), src_tok, tgt_tok, settings,
-                    ENDPOINTS[task_of_model(model).name])  # fmt: skip
+    served = served or [Served(model, src_tok, tgt_tok)]
+    workers = [Worker(s.model.eval(), s.src_tok, s.tgt_tok, settings,
+                      ENDPOINTS[task_of_model(s.model).name]) for s in served]  # fmt: skip
+    if len(workers) > 1 and {w.task for w in workers} != {"translate"}:
+        raise ServeError("several models are served by language pair: translation models only")
+    pairs = Pairs({(s.source, s.target): w for s, w in zip(served, workers, strict=True)
+                   if s.source is not None and s.target is not None})  # fmt: skip
+    libre = Libre(pairs, access or Access(), settings) if pairs.workers else None
+    state = State(settings, workers, pairs, libre)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for worker in workers:
+                await stack.enter_async_context(worker.lifespan(app))
+            yield
+
     app = FastAPI(
         title="vaswani",
         version=__version__,
-        description=f"{worker.endpoint.description} a Transformer trained by vaswani.",
-        lifespan=worker.lifespan,
+        description=f"{workers[0].endpoint.description} a Transformer trained by vaswani.",
+        lifespan=lifespan,
     )
-    app.state.worker = worker
+    app.state.worker, app.state.workers = workers[0], workers
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    app.get("/health")(worker.health)
-    worker.endpoint.route(app, worker)
+    app.get("/health")(workers[0].health if len(workers) == 1 else health_of(pairs))
+    workers[0].endpoint.route(app, state)
+    if libre is not None:
+        libre.add_routes(app)
     return app
+
+
+def health_of(pairs: Pairs) -> Callable[[], JSONResponse]:
+    async def health() -> JSONResponse:
+        """200 when every model is loaded and passed a test request; 503 otherwise."""
+        models = {f"{s}:{t}": json.loads(w.health().body) for (s, t), w in pairs.workers.items()}
+        ok = all(m["status"] == "ok" for m in models.values())
+        body = {"status": "ok" if ok else "starting", "version": __version__, "models": models}
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    return health
 
 
 def over(name: str, value: int | None, limit: int) -> list[str]:
@@ -61,27 +137,79 @@ def over(name: str, value: int | None, limit: int) -> list[str]:
     return [f"{name} {value} is over the limit of {limit}"] if value and value > limit else []
 
 
-def translate_route(app: FastAPI, worker: Worker) -> None:
-    settings, positions = worker.settings, worker.model.cfg.max_len
-
-    @app.post("/translate", response_model=TranslateResponse)
-    async def translate_endpoint(request: TranslateRequest) -> TranslateResponse:
-        """Translate `text` or `texts`; the answer keeps their order."""
-        texts, beam = request.all_texts(), request.beam_size or settings.beam_size
-        problems, tokens = worker.problems(texts, positions)
-        problems += over("beam_size", beam, settings.max_beam_size)
-        problems += over("max_length", request.max_length, settings.max_length)
-        dc = dataclasses.replace(settings.decoding, beam_size=beam,
-                                 max_new_tokens=request.max_length,
-                                 batch_tokens=max(settings.batch_tokens, beam))  # fmt: skip
-        start = time.perf_counter()
-        translations = await worker.submit(texts, dc, problems, tokens)
-        return TranslateResponse(
-            translations=translations, beam_size=beam, seconds=time.perf_counter() - start
-        )
+TRANSLATE_BODY = {  # for /docs: the route reads its body itself, to take either API
+    "requestBody": {
+        "content": {
+            "application/json": {"schema": {"anyOf": [
+                TranslateRequest.model_json_schema(),
+                {"type": "object", "title": "LibreTranslate request", "description": "q (a "
+                 "text or a list), source (a code or auto), target, format (text or html), "
+                 "alternatives, api_key; also as form data"},
+            ]}},
+        },
+        "required": True,
+    }
+}  # fmt: skip
 
 
-def generate_route(app: FastAPI, worker: Worker) -> None:
+def translate_route(app: FastAPI, state: State) -> None:
+    settings = state.settings
+
+    @app.post("/translate", response_model=TranslateResponse, openapi_extra=TRANSLATE_BODY)
+    async def translate_endpoint(request: Request) -> Any:
+        """vaswani's request ({"text"} or {"texts"}, optional beam_size, max_length, source,
+        target), or LibreTranslate's ({"q", "source", "target", "format", "alternatives",
+        "api_key"}, JSON or form data); the answer keeps the order of the texts."""
+        body = await request.body()
+        is_json = request.headers.get("content-type", "").startswith("application/json")
+        data = json_body(body) if is_json else None
+        if not is_json or (isinstance(data, dict) and "q" in data):
+            if state.libre is None:
+                return JSONResponse({"error": "LibreTranslate requests need models named by "
+                                     "language pair: vaswani serve --model SRC:TGT=RUN"},
+                                    status_code=400)  # fmt: skip
+            fields = data if is_json else await request_fields(request, body)
+            return await state.libre.translate(request, fields)
+        if data is INVALID_JSON:
+            return validation_response(
+                [{"loc": ["body"], "msg": "JSON decode error", "type": "json_invalid"}]
+            )
+        try:
+            asked = TranslateRequest.model_validate(data)
+        except ValidationError as error:
+            return validation_response(error.errors())
+        return await native_translate(asked, state.translator(asked.source, asked.target),
+                                      settings)  # fmt: skip
+
+
+def json_body(body: bytes) -> Any:
+    """A JSON body (lone surrogates kept, to be refused by name later); invalid JSON -> None."""
+    try:
+        return json.loads(body.decode("utf-8", "surrogatepass"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return INVALID_JSON
+
+
+INVALID_JSON = object()
+
+
+async def native_translate(request: TranslateRequest, worker: Worker, settings: ServeSettings
+                           ) -> TranslateResponse:  # fmt: skip
+    texts, beam = request.all_texts(), request.beam_size or settings.beam_size
+    problems, tokens = worker.problems(texts, worker.model.cfg.max_len)
+    problems += over("beam_size", beam, settings.max_beam_size)
+    problems += over("max_length", request.max_length, settings.max_length)
+    dc = dataclasses.replace(settings.decoding, beam_size=beam, max_new_tokens=request.max_length,
+                             batch_tokens=max(settings.batch_tokens, beam))  # fmt: skip
+    start = time.perf_counter()
+    translations = await worker.submit(texts, dc, problems, tokens)
+    return TranslateResponse(
+        translations=translations, beam_size=beam, seconds=time.perf_counter() - start
+    )
+
+
+def generate_route(app: FastAPI, state: State) -> None:
+    worker = state.worker
     settings = worker.settings
     # The start token, the prompt, and room for one new token.
     positions = worker.model.cfg.max_len - 1
@@ -102,7 +230,8 @@ def generate_route(app: FastAPI, worker: Worker) -> None:
         )
 
 
-def classify_route(app: FastAPI, worker: Worker) -> None:
+def classify_route(app: FastAPI, state: State) -> None:
+    worker = state.worker
     positions = worker.model.cfg.max_len - 1  # the classifier puts a start token before a text
 
     @app.post("/classify", response_model=ClassifyResponse)
@@ -134,7 +263,9 @@ class Endpoint:
 ENDPOINTS = {  # by task
     "translate": Endpoint(
         "Translate with", translate_route,
-        lambda w, texts, dc: translate(w.model, w.src_tok, w.tgt_tok, texts, dc),
+        lambda w, texts, dc: (translate if dc.n_best == 1 else translate_nbest)(
+            w.model, w.src_tok, w.tgt_tok, texts, dc
+        ),
         DecodeConfig(beam_size=1, max_new_tokens=4),
     ),
     "lm": Endpoint(
@@ -199,12 +330,16 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def validation_error(request: Any, error: RequestValidationError) -> JSONResponse:
+    return validation_response(error.errors())
+
+
+def validation_response(errors: list) -> JSONResponse:
     """422 naming each bad field. The offending input is not echoed back: it may be a number JSON
     cannot hold (1e400 parses as infinity) or text that is not valid Unicode."""
     detail = [
         {"loc": [str(part) for part in e.get("loc", ())], "msg": str(e.get("msg", "")),
          "type": str(e.get("type", ""))}
-        for e in error.errors()
+        for e in errors
     ]  # fmt: skip
     return JSONResponse(status_code=422, content={"detail": detail})
 

@@ -34,6 +34,8 @@ class TranslateRequest(TextsRequest):
 
     beam_size: int | None = Field(default=None, ge=1, description="1 = greedy search")
     max_length: int | None = Field(default=None, ge=1, description="most output tokens")
+    source: str | None = Field(default=None, description="source language, with several models")
+    target: str | None = Field(default=None, description="target language, with several models")
 
 
 class TranslateResponse(BaseModel):

@@ -1,0 +1,417 @@
+"""The LibreTranslate API, so that its clients (Mastodon, Weblate, SearXNG, libretranslatepy,
+deep-translator) can use a vaswani server unmodified.
+
+    POST /translate   q (a text or a list), source (a code or "auto"), target, format ("text" or
+                      "html"), alternatives (n-best from the beam), api_key; JSON or form data
+                      -> {"translatedText": ..., "alternatives": ..., "detectedLanguage": ...}
+    GET  /languages   [{"code", "name", "targets"}], one per source language served
+    POST /detect      q -> [{"language", "confidence"}], best first
+
+and, for people, a web page at / (page.html: plain HTML and a little JavaScript, nothing fetched
+from elsewhere) with POST /attention behind its "Show attention" button.
+
+Errors are LibreTranslate's: {"error": "..."} with 400 (bad request), 403 (API key), 429 (rate
+limit), 503/504 (busy, deadline) and 500. The server's limits (texts, characters, queue,
+deadline) apply as to vaswani's own endpoints. Language detection uses lingua
+(`pip install 'vaswani[detect]'`), restricted to the source languages served; it is needed only
+when more than one source language can reach the asked target.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import html
+import json
+import threading
+import time
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import torch
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from vaswani.decode import Translation
+from vaswani.errors import VaswaniError
+from vaswani.serve.worker import Worker, is_unicode
+
+FORMATS = ("text", "html")
+
+
+class LibreError(Exception):
+    """A request refused the way LibreTranslate refuses it."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+    def response(self) -> JSONResponse:
+        return JSONResponse({"error": self.message}, status_code=self.status)
+
+
+class AccessError(VaswaniError):
+    """An API key file that cannot be used."""
+
+
+class Access:
+    """Optional API keys (a file, one key a line) and a per-key (or, without keys, per-client)
+    limit of requests a minute: a token bucket refilled continuously."""
+
+    def __init__(self, keys: set[str] | None = None, per_minute: int | None = None) -> None:
+        self.keys, self.per_minute = keys, per_minute
+        self.buckets: dict[str, tuple[float, float]] = {}
+        self.lock = threading.Lock()
+
+    @classmethod
+    def from_file(cls, path: Path | None, per_minute: int | None) -> Access:
+        if path is None:
+            return cls(None, per_minute)
+        keys = {line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines()}
+        keys.discard("")
+        if not keys:
+            raise AccessError(f"--api-keys {path}: no key in it (one key a line)")
+        return cls(keys, per_minute)
+
+    def check(self, key: Any, client: str) -> None:
+        """403 for a missing or wrong key (when keys are set), 429 over the rate limit."""
+        if self.keys is not None and (not isinstance(key, str) or key not in self.keys):
+            raise LibreError(403, "Invalid API key" if key else "An API key is required")
+        if self.per_minute is None:
+            return
+        who = key if self.keys is not None else client
+        now = time.monotonic()
+        with self.lock:
+            tokens, then = self.buckets.get(who, (float(self.per_minute), now))
+            tokens = min(self.per_minute, tokens + (now - then) * self.per_minute / 60.0)
+            if tokens < 1.0:
+                self.buckets[who] = (tokens, now)
+                raise LibreError(429, f"Too many requests: the limit is {self.per_minute} a minute")
+            self.buckets[who] = (tokens - 1.0, now)
+
+
+@dataclass
+class Pairs:
+    """The translation models served, by (source, target) language code."""
+
+    workers: dict[tuple[str, str], Worker]
+
+    def languages(self) -> list[dict]:
+        sources = sorted({source for source, _ in self.workers})
+        return [
+            {"code": source, "name": language_name(source),
+             "targets": sorted(t for s, t in self.workers if s == source)}
+            for source in sources
+        ]  # fmt: skip
+
+    def sources_for(self, target: str) -> list[str]:
+        return sorted(source for source, t in self.workers if t == target)
+
+
+def language_name(code: str) -> str:
+    try:
+        from lingua import IsoCode639_1, Language
+
+        return Language.from_iso_code_639_1(getattr(IsoCode639_1, code.upper())).name.title()
+    except (ImportError, AttributeError, ValueError):
+        return code
+
+
+class Detector:
+    """Language identification among the source languages served (lingua)."""
+
+    def __init__(self, codes: list[str]) -> None:
+        self.codes = codes
+        self.detector = None
+        if len(codes) > 1:
+            try:
+                from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
+            except ImportError:
+                return  # said when a request needs it
+            languages = [Language.from_iso_code_639_1(getattr(IsoCode639_1, c.upper()))
+                         for c in codes if hasattr(IsoCode639_1, c.upper())]  # fmt: skip
+            if len(languages) > 1:
+                self.detector = LanguageDetectorBuilder.from_languages(*languages).build()
+
+    def detect(self, text: str, among: list[str] | None = None) -> list[dict]:
+        """[{"language", "confidence" (0-100)}], best first, among `among` (default: all)."""
+        among = among or self.codes
+        if len(among) == 1:
+            return [{"language": among[0], "confidence": 100.0}]
+        if self.detector is None:
+            raise LibreError(
+                400, "source 'auto' needs language detection: pip install 'vaswani[detect]'"
+            )
+        values = self.detector.compute_language_confidence_values(text)
+        found = [(v.language.iso_code_639_1.name.lower(), v.value) for v in values]
+        found = [(code, value) for code, value in found if code in among]
+        total = sum(value for _, value in found)
+        if total <= 0:
+            return [{"language": among[0], "confidence": 0.0}]
+        return [{"language": code, "confidence": round(100 * value / total, 1)}
+                for code, value in found]  # fmt: skip
+
+
+class HtmlText(HTMLParser):
+    """An HTML fragment as its markup (kept as written) and its text pieces (translated)."""
+
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+            "track", "wbr"}  # fmt: skip
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[tuple[str, str]] = []  # ("markup" | "text", content)
+        self.open: list[str] = []
+
+    @classmethod
+    def parse(cls, fragment: str) -> HtmlText:
+        parser = cls()
+        parser.feed(fragment)
+        parser.close()
+        if parser.open:
+            raise LibreError(400, f"Malformed HTML: <{parser.open[-1]}> is never closed")
+        return parser
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        self.parts.append(("markup", self.get_starttag_text() or f"<{tag}>"))
+        if tag not in self.VOID:
+            self.open.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list) -> None:
+        self.parts.append(("markup", self.get_starttag_text() or f"<{tag}/>"))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.VOID:
+            return
+        if not self.open or self.open[-1] != tag:
+            expected = f"</{self.open[-1]}>" if self.open else "no closing tag"
+            raise LibreError(400, f"Malformed HTML: </{tag}> where {expected} belongs")
+        self.open.pop()
+        self.parts.append(("markup", f"</{tag}>"))
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(("text", data))
+
+    def handle_comment(self, data: str) -> None:
+        self.parts.append(("markup", f"<!--{data}-->"))
+
+    def texts(self) -> list[str]:
+        """The text pieces worth translating (not only whitespace), stripped."""
+        return [text.strip() for kind, text in self.parts if kind == "text" and text.strip()]
+
+    def rebuild(self, translations: list[str]) -> str:
+        """The fragment with its text pieces replaced, their surrounding whitespace kept."""
+        pieces, out = iter(translations), []
+        for kind, content in self.parts:
+            if kind == "markup" or not content.strip():
+                out.append(content)
+                continue
+            lead = content[: len(content) - len(content.lstrip())]
+            trail = content[len(content.rstrip()) :]
+            out.append(lead + html.escape(next(pieces), quote=False) + trail)
+        return "".join(out)
+
+
+async def request_fields(request: Request, body: bytes) -> dict[str, Any]:
+    """A LibreTranslate request's fields, from JSON or form data; q may repeat in a form."""
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith("application/json"):
+        try:
+            data = json.loads(body.decode("utf-8", "surrogatepass"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise LibreError(400, "Invalid request: the body is not JSON") from None
+        if not isinstance(data, dict):
+            raise LibreError(400, "Invalid request: expected a JSON object")
+        return data
+    form = await request.form()
+    fields: dict[str, Any] = {key: form.get(key) for key in form}
+    if len(form.getlist("q")) > 1:
+        fields["q"] = form.getlist("q")
+    return fields
+
+
+def texts_of(fields: dict[str, Any], settings: Any) -> tuple[list[str], bool]:
+    """The texts of q and whether q was a list; 400 for anything else."""
+    q = fields.get("q")
+    if q is None or q == "" or q == []:
+        raise LibreError(400, "Invalid request: missing q parameter")
+    many = isinstance(q, list)
+    texts = q if many else [q]
+    if not all(isinstance(t, str) for t in texts):
+        raise LibreError(400, "Invalid request: q must be a string or a list of strings")
+    if not all(is_unicode(t) for t in texts):
+        raise LibreError(400, "Invalid request: q is not valid Unicode (a lone surrogate)")
+    if len(texts) > settings.max_texts:
+        raise LibreError(400, f"Invalid request: {len(texts)} texts, over the limit of "
+                              f"{settings.max_texts}")  # fmt: skip
+    if any(len(t) > settings.max_chars for t in texts):
+        raise LibreError(400, f"Invalid request: a text is over the limit of "
+                              f"{settings.max_chars} characters")  # fmt: skip
+    return texts, many
+
+
+def alternatives_of(fields: dict[str, Any], max_beam: int) -> int:
+    value = fields.get("alternatives", 0) or 0
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise LibreError(400, "Invalid request: alternatives must be a whole number") from None
+    if isinstance(value, bool) or isinstance(value, float) and not value.is_integer() or n < 0:
+        raise LibreError(400, "Invalid request: alternatives must be a whole number >= 0")
+    if n + 1 > max_beam:
+        raise LibreError(400, f"Invalid request: at most {max_beam - 1} alternatives")
+    return n
+
+
+class Libre:
+    """The LibreTranslate endpoints over the translation workers `pairs`."""
+
+    def __init__(self, pairs: Pairs, access: Access, settings: Any) -> None:
+        self.pairs, self.access, self.settings = pairs, access, settings
+        self.detector = Detector(sorted({source for source, _ in pairs.workers}))
+
+    def add_routes(self, app: FastAPI) -> None:
+        app.get("/languages")(self.languages)
+        app.post("/detect")(self.detect_endpoint)
+        app.post("/attention")(self.attention_endpoint)
+        app.get("/", response_class=HTMLResponse, include_in_schema=False)(self.page)
+
+    async def page(self) -> HTMLResponse:
+        """The web page: type text, pick the pair, read the translation, see its attention."""
+        return HTMLResponse(resources.files("vaswani.serve").joinpath("page.html").read_text())
+
+    async def attention_endpoint(self, request: Request) -> JSONResponse:
+        """The translation of q (one text) and the encoder-decoder attention of the last
+        decoder layer, averaged over heads: a row per output token, a column per input token."""
+        try:
+            fields = await request_fields(request, await request.body())
+            self.access.check(fields.get("api_key"), client_of(request))
+            texts, many = texts_of(fields, self.settings)
+            if many:
+                raise LibreError(400, "Invalid request: attention takes one text")
+            worker = self.pairs.workers.get((fields.get("source"), fields.get("target")))
+            if worker is None:
+                raise LibreError(400, "Invalid request: give a source and target served here")
+            translation = (await self.run(worker, texts, "text", 0))[0][0]
+            loop = asyncio.get_running_loop()
+            maps = await loop.run_in_executor(None, attention_of, worker, texts[0], translation)
+            return JSONResponse(maps)
+        except LibreError as error:
+            return error.response()
+        except HTTPException as error:
+            status = 400 if error.status_code == 422 else error.status_code
+            return JSONResponse({"error": str(error.detail)}, status_code=status)
+
+    async def languages(self) -> JSONResponse:
+        """The source languages served, each with the targets it can be translated into."""
+        return JSONResponse(self.pairs.languages())
+
+    async def detect_endpoint(self, request: Request) -> JSONResponse:
+        """The language of q among the source languages served, best first."""
+        try:
+            fields = await request_fields(request, await request.body())
+            self.access.check(fields.get("api_key"), client_of(request))
+            texts, _ = texts_of(fields, self.settings)
+            return JSONResponse(self.detector.detect(" ".join(texts)))
+        except LibreError as error:
+            return error.response()
+
+    async def translate(self, request: Request, fields: dict[str, Any]) -> JSONResponse:
+        try:
+            self.access.check(fields.get("api_key"), client_of(request))
+            return JSONResponse(await self.translated(fields))
+        except LibreError as error:
+            return error.response()
+        except HTTPException as error:  # the worker's 422 / 503 / 504
+            status = 400 if error.status_code == 422 else error.status_code
+            return JSONResponse({"error": str(error.detail)}, status_code=status)
+        except Exception as error:  # the model failed: said as LibreTranslate says it
+            return JSONResponse({"error": f"translation failed: {type(error).__name__}: {error}"},
+                                status_code=500)  # fmt: skip
+
+    async def translated(self, fields: dict[str, Any]) -> dict[str, Any]:
+        texts, many = texts_of(fields, self.settings)
+        target, source = fields.get("target"), fields.get("source") or "auto"
+        fmt = fields.get("format") or "text"
+        if fmt not in FORMATS:
+            raise LibreError(400, f"Invalid request: format must be text or html, not {fmt!r}")
+        alternatives = alternatives_of(fields, self.settings.max_beam_size)
+        candidates = self.pairs.sources_for(target) if isinstance(target, str) else []
+        if not candidates:
+            served = ", ".join(f"{s}:{t}" for s, t in self.pairs.workers)
+            raise LibreError(400, f"{target!r} is not a target language served here ({served})")
+        detected = None
+        if source == "auto":
+            detected = self.detector.detect(" ".join(texts), candidates)[0]
+            source = detected["language"]
+        worker = self.pairs.workers.get((source, target))
+        if worker is None:
+            raise LibreError(400, f"{source}:{target} is not served; see /languages")
+        found = await self.run(worker, texts, fmt, alternatives)
+        best = [options[0] for options in found]
+        answer: dict[str, Any] = {"translatedText": best if many else best[0]}
+        if alternatives:
+            rest = [options[1:] for options in found]
+            answer["alternatives"] = rest if many else rest[0]
+        if detected is not None:
+            answer["detectedLanguage"] = detected if not many else [detected] * len(texts)
+        return answer
+
+    async def run(self, worker: Worker, texts: list[str], fmt: str, alternatives: int
+                  ) -> list[list[str]]:  # fmt: skip
+        """Each text's best translation and `alternatives` more; html: per text piece."""
+        pages = [HtmlText.parse(t) for t in texts] if fmt == "html" else None
+        pieces = [p for page in pages for p in page.texts()] if pages is not None else texts
+        if not pieces:  # html with no text in it
+            return [[t] * (alternatives + 1) for t in texts]
+        dc = dataclasses.replace(
+            self.settings.decoding,
+            beam_size=max(self.settings.beam_size, alternatives + 1),
+            n_best=alternatives + 1,
+            batch_tokens=max(self.settings.batch_tokens, alternatives + 1),
+        )
+        problems, tokens = worker.problems(pieces, worker.model.cfg.max_len)
+        found = await worker.submit(pieces, dc, problems, tokens)
+        options = [nbest_texts(f, alternatives + 1) for f in found]
+        if pages is None:
+            return options
+        out, start = [], 0
+        for page in pages:
+            n = len(page.texts())
+            mine = options[start : start + n]
+            start += n
+            out.append([page.rebuild([o[i] for o in mine]) for i in range(alternatives + 1)])
+        return out
+
+
+def nbest_texts(found: str | list[Translation], n: int) -> list[str]:
+    """n texts from a worker's answer (a string, or n-best `Translation`s, padded if fewer)."""
+    texts = [found] if isinstance(found, str) else [t.text for t in found]
+    return (texts + [texts[-1]] * n)[:n] if texts else [""] * n
+
+
+def client_of(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def attention_of(worker: Worker, text: str, translation: str) -> dict[str, Any]:
+    """What /attention answers, from one teacher-forced pass over the text and its translation."""
+    cfg = worker.model.cfg
+    src_ids = worker.src_tok.encode(text)[: cfg.max_len - 1] + [cfg.eos_id]
+    out_ids = worker.tgt_tok.encode(translation)[: cfg.max_len - 1]
+    tgt_ids = [cfg.bos_id, *out_ids]
+    device = worker.device
+    with torch.no_grad():
+        maps = worker.model.attention_maps(
+            torch.tensor([src_ids], device=device), torch.tensor([tgt_ids], device=device)
+        )
+    weights = maps.cross[-1][0].float().mean(dim=0)  # (T, S): heads averaged
+    return {
+        "translation": translation,
+        "source_tokens": worker.src_tok.tokens(src_ids),
+        "target_tokens": [*worker.tgt_tok.tokens(out_ids), "</s>"],
+        "weights": [[round(w, 4) for w in row] for row in weights.tolist()],
+    }

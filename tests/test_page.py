@@ -1,0 +1,60 @@
+"""The web page at / in a real headless browser (Debian's Chromium and ChromeDriver, driven by
+Selenium): type a sentence, read the translation from the page, show its attention. Skipped where
+Chromium is not installed (`apt-get install chromium chromium-driver`)."""
+
+import shutil
+
+import pytest
+
+from helpers import Server
+from vaswani.config import DecodeConfig, ServeSettings
+from vaswani.decode import translate
+from vaswani.run import load_run
+from vaswani.serve import Served, create_app
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER), reason="needs Debian's chromium and chromium-driver"
+)
+
+
+def browser(tmp_path):
+    webdriver = pytest.importorskip("selenium.webdriver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    # This machine has no network: no background connections, no first-run work.
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--window-size=1100,900",
+                 f"--user-data-dir={tmp_path / 'profile'}"):  # fmt: skip
+        options.add_argument(flag)
+    return webdriver.Chrome(service=webdriver.ChromeService(CHROMEDRIVER), options=options)
+
+
+def test_the_page_translates_what_is_typed_and_shows_attention(numbers_run, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run = load_run(numbers_run)
+    served = [Served(run.model, run.src_tokenizer, run.tgt_tokenizer, "en", "de")]
+    server = Server(create_app(settings=ServeSettings(precision="fp32"), served=served))
+    driver = browser(tmp_path)
+    try:
+        driver.get(f"http://127.0.0.1:{server.port}/")
+        wait = WebDriverWait(driver, 30)
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#target option"))
+        assert driver.find_element(By.ID, "source").get_attribute("value") == "en"
+        driver.find_element(By.ID, "text").send_keys("271493")
+        driver.find_element(By.ID, "translate").click()
+        wait.until(lambda d: d.find_element(By.ID, "translation").text.strip())
+        expected = translate(run.model, run.src_tokenizer, run.tgt_tokenizer, ["271493"],
+                             DecodeConfig())[0]  # fmt: skip
+        assert driver.find_element(By.ID, "translation").text == expected
+        driver.find_element(By.ID, "show-attention").click()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#attention td"))
+        columns = driver.find_elements(By.CSS_SELECTOR, "#attention th.col")
+        assert [c.get_attribute("textContent") for c in columns] == list("271493") + ["</s>"]
+        assert driver.find_element(By.ID, "status").text == ""
+    finally:
+        driver.quit()
+        server.stop()
