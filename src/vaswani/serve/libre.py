@@ -302,8 +302,7 @@ class Libre:
         except LibreError as error:
             return error.response()
         except HTTPException as error:
-            status = 400 if error.status_code == 422 else error.status_code
-            return JSONResponse({"error": str(error.detail)}, status_code=status)
+            return as_libre_error(error)
 
     async def languages(self) -> JSONResponse:
         """The source languages served, each with the targets it can be translated into."""
@@ -325,9 +324,8 @@ class Libre:
             return JSONResponse(await self.translated(fields))
         except LibreError as error:
             return error.response()
-        except HTTPException as error:  # the worker's 422 / 503 / 504
-            status = 400 if error.status_code == 422 else error.status_code
-            return JSONResponse({"error": str(error.detail)}, status_code=status)
+        except HTTPException as error:
+            return as_libre_error(error)
         except Exception as error:  # the model failed: said as LibreTranslate says it
             return JSONResponse({"error": f"translation failed: {type(error).__name__}: {error}"},
                                 status_code=500)  # fmt: skip
@@ -391,6 +389,13 @@ def nbest_texts(found: str | list[Translation], n: int) -> list[str]:
     """n texts from a worker's answer (a string, or n-best `Translation`s, padded if fewer)."""
     texts = [found] if isinstance(found, str) else [t.text for t in found]
     return (texts + [texts[-1]] * n)[:n] if texts else [""] * n
+
+
+def as_libre_error(error: HTTPException) -> JSONResponse:
+    """The worker's refusals (422 limits, 503 queue full or not ready, 504 deadline) in
+    LibreTranslate's form, where a bad request is 400."""
+    status = 400 if error.status_code == 422 else error.status_code
+    return JSONResponse({"error": str(error.detail)}, status_code=status)
 
 
 def client_of(request: Request) -> str:
