@@ -10,7 +10,7 @@ import torch
 from helpers import cli
 from vaswani.config import DecodeConfig
 from vaswani.data import PreparedData
-from vaswani.decode import translate
+from vaswani.decode import translate, translate_nbest
 from vaswani.export import ExportError, export, marian_refusals
 from vaswani.marian import import_marian
 from vaswani.metrics import score
@@ -33,6 +33,12 @@ def ct2_translate(model_dir, run, sources, **options):
     index = {token: i for i, token in enumerate(run.tgt_tokenizer.vocabulary())}
     tokens = [[vocab[i] for i in run.src_tokenizer.encode(s)] for s in sources]
     results = translator.translate_batch(tokens, **options)
+    if options.get("return_scores"):  # every hypothesis, with its score
+        return [
+            [(run.tgt_tokenizer.decode([index[t] for t in h]), s)
+             for h, s in zip(r.hypotheses, r.scores, strict=True)]
+            for r in results
+        ]  # fmt: skip
     return [run.tgt_tokenizer.decode([index[t] for t in r.hypotheses[0]]) for r in results]
 
 
@@ -43,9 +49,16 @@ def test_ctranslate2_output_equals_vaswani_greedy_and_beam(run, numbers_run, tmp
                        DecodeConfig(beam_size=1))  # fmt: skip
     assert ct2_translate(out, run, SOURCES, beam_size=1) == greedy
     # CTranslate2 divides a hypothesis' log-probability by length ** length_penalty: "plain".
-    beam = DecodeConfig(beam_size=4, alpha=1.0, length_penalty="plain")
-    ours = translate(run.model, run.src_tokenizer, run.tgt_tokenizer, SOURCES, beam)
-    assert ct2_translate(out, run, SOURCES, beam_size=4, length_penalty=1.0) == ours
+    # It stops a sentence once beam_size hypotheses have finished (patience 1), where vaswani goes
+    # on while a live beam could still beat them; with more patience it searches as far.
+    beam = DecodeConfig(beam_size=4, alpha=1.0, length_penalty="plain", n_best=4)
+    ours = translate_nbest(run.model, run.src_tokenizer, run.tgt_tokenizer, SOURCES, beam)
+    theirs = ct2_translate(out, run, SOURCES, beam_size=4, length_penalty=1.0, patience=4,
+                           num_hypotheses=4, return_scores=True)  # fmt: skip
+    assert [found[0][0] for found in theirs] == [found[0].text for found in ours]
+    # ... and scores it as vaswani does (normalised log-probability of the best hypothesis).
+    pairs = zip(ours, theirs, strict=True)
+    assert all(abs(other[0][1] - mine[0].score) < 1e-3 for mine, other in pairs)
 
 
 def test_ctranslate2_int8_scores_within_a_point_of_fp32(run, numbers_run, numbers_data, tmp_path):
