@@ -14,7 +14,7 @@ from vaswani.decode import translate, translate_nbest
 from vaswani.export import ExportError, export, marian_refusals
 from vaswani.marian import import_marian
 from vaswani.metrics import score
-from vaswani.quantize import QuantizeError, quantize
+from vaswani.quantize import QuantizeError, quantize, weight_bytes
 from vaswani.run import load_run
 from vaswani.train import checkpoint as ckpt
 
@@ -119,6 +119,7 @@ def test_int8_inside_vaswani_translates_like_fp32(run, numbers_data):
     int8 = quantize(run.model, "int8", torch.device("cpu"))
     assert type(int8.output_projection).__name__ == "Linear" and int8 is not run.model
     assert "quantized" in type(int8.output_projection).__module__
+    assert weight_bytes(int8) < 0.5 * weight_bytes(run.model)  # int8 linear layers, float rest
     dc = DecodeConfig()
     full = translate(run.model, run.src_tokenizer, run.tgt_tokenizer, sources, dc)
     small = translate(int8, run.src_tokenizer, run.tgt_tokenizer, sources, dc)

@@ -40,3 +40,17 @@ def quantize(model: nn.Module, how: str, device: torch.device) -> nn.Module:
         )
     quantized.cfg = model.cfg
     return quantized.eval()
+
+
+def weight_bytes(model: nn.Module) -> int:
+    """Bytes of a model's weights and biases, int8 ones included, each shared tensor once."""
+    seen, total = set(), 0
+    for module in model.modules():
+        for name in ("weight", "bias"):
+            value = getattr(module, name, None)
+            if callable(value):  # a quantized linear layer unpacks its int8 weight on request
+                value = value()
+            if isinstance(value, torch.Tensor) and value.data_ptr() not in seen:
+                seen.add(value.data_ptr())
+                total += value.nelement() * value.element_size()
+    return total

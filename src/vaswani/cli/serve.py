@@ -28,6 +28,7 @@ from vaswani.cli.common import (
 )
 from vaswani.cli.fields import add_field_flags, settings_from
 from vaswani.config import TASKS, DecodeConfig, ServeSettings
+from vaswani.quantize import weight_bytes
 
 HELP = "serve a trained model over HTTP (POST /translate, /generate or /classify, GET /health)"
 LIMITS = ("max_body_bytes", "max_texts", "max_chars", "max_beam_size", "max_length", "timeout_s",
@@ -101,9 +102,9 @@ def run(args: argparse.Namespace) -> int:
         served.append(
             Served(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, source, target)
         )
-        size = sum(p.numel() * p.element_size() for p in loaded.model.parameters()) / 2**20
+        size = weight_bytes(loaded.model) / 2**20
         print(f"loaded {run_dir}{'' if source is None else f' as {source}:{target}'}: "
-              f"{size:.0f} MiB of weights", file=sys.stderr)  # fmt: skip
+              f"{size:.1f} MiB of weights", file=sys.stderr)  # fmt: skip
     print(f"memory: {resident_mib():.0f} MiB resident", file=sys.stderr)
     settings = dataclasses.replace(settings, precision=placement.precision)
     sock = listen(args.host, args.port)  # a taken port is an error before "serving on"
