@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from vaswani.data.prepare import cut_into_pieces
 from vaswani.data.tokenizer import LabelSet
 from vaswani.decode import Tokenizer, encode_sources, translate
 from vaswani.errors import VaswaniError
-from vaswani.metrics import Scores, score
+from vaswani.metrics import Scores, perplexity_of, score
 from vaswani.tasks import get_task, split_loss
 
 
@@ -87,7 +86,7 @@ class PerplexityReport:
 
     @property
     def perplexity(self) -> float:
-        return math.exp(min(self.loss, 50.0))  # exp(50) already says "has learned nothing"
+        return perplexity_of(self.loss)
 
 
 def perplexity(

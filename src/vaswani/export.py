@@ -15,6 +15,7 @@ with `sinusoid_layout="halves"`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
@@ -145,7 +146,7 @@ def marian_tensors(model: nn.Module) -> dict[str, Tensor]:
         state["output_projection.bias"] = torch.zeros(cfg.target_vocab_size)
     state.setdefault("output_projection.weight", state["decoder.embed.token.weight"])
     state.setdefault("encoder.embed.token.weight", state["decoder.embed.token.weight"])
-    names = weight_names(dataclass_replace(cfg, tie_embeddings="none", output_bias=True))
+    names = weight_names(dataclasses.replace(cfg, tie_embeddings="none", output_bias=True))
     tensors = {}
     for ours, theirs in names.items():
         for name, part in zip(theirs, state[ours].chunk(len(theirs)), strict=True):
@@ -157,12 +158,6 @@ def marian_tensors(model: nn.Module) -> dict[str, Tensor]:
     for side in ("encoder", "decoder"):
         tensors[f"model.{side}.embed_positions.weight"] = halves.clone()
     return tensors
-
-
-def dataclass_replace(cfg: ModelConfig, **changes: object) -> ModelConfig:
-    import dataclasses
-
-    return dataclasses.replace(cfg, **changes)
 
 
 def to_huggingface(run: LoadedRun, out: Path) -> Path:
@@ -187,8 +182,7 @@ def write_hf_tokenizer(run: LoadedRun, out: Path) -> None:
     tokenizer = run.info["meta"]["tokenizer"]
     files = tokenizer["files"]
     if tokenizer.get("kind") == "marian":
-        for name in set(files.values()):
-            shutil.copyfile(member(run.path, name, "data.json"), out / name)
+        copy_tokenizer_files(run, out)
         config = {"tokenizer_class": "MarianTokenizer", "separate_vocabs": TARGET_VOCAB in files.values(),
                   "source_spm": FILES["src"], "target_spm": FILES["tgt"]}  # fmt: skip
     else:
@@ -201,6 +195,12 @@ def write_hf_tokenizer(run: LoadedRun, out: Path) -> None:
         config = {"tokenizer_class": "PreTrainedTokenizerFast", "pad_token": "<pad>",
                   "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}  # fmt: skip
     (out / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
+
+
+def copy_tokenizer_files(run: LoadedRun, to: Path) -> None:
+    """The tokenizer files the run's data record names (each checked to be inside the run)."""
+    for name in set(run.info["meta"]["tokenizer"]["files"].values()):
+        shutil.copyfile(member(run.path, name, "data.json"), to / name)
 
 
 def write_bpe_with_end(source: Path, target: Path, eos_id: int) -> None:
@@ -226,8 +226,7 @@ def to_ctranslate2(run: LoadedRun, out: Path, quantization: str | None) -> Path:
     save_ctranslate2(run.model, src_vocab, tgt_vocab, out, quantization)
     tokenizer = run.info["meta"]["tokenizer"]
     (out / "vaswani_tokenizer").mkdir()
-    for name in set(tokenizer["files"].values()):
-        shutil.copyfile(member(run.path, name, "data.json"), out / "vaswani_tokenizer" / name)
+    copy_tokenizer_files(run, out / "vaswani_tokenizer")
     record = json.dumps(tokenizer, indent=2) + "\n"
     (out / "vaswani_tokenizer" / "tokenizer_record.json").write_text(record)
     return out

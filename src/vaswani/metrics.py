@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -26,3 +27,8 @@ def score(hypotheses: list[str], references: list[str], tokenize: str = "13a") -
     b = bleu.corpus_score(hypotheses, [references])
     c = chrf.corpus_score(hypotheses, [references])
     return Scores(b.score, c.score, str(bleu.get_signature()), str(chrf.get_signature()))
+
+
+def perplexity_of(loss: float) -> float:
+    """exp(mean cross-entropy in nats), capped at exp(50): beyond, it only says "learned nothing"."""
+    return math.exp(min(loss, 50.0))

@@ -14,7 +14,6 @@ A prepared dataset records its task in meta.json; a run inherits it. To add a ta
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,7 +25,7 @@ from vaswani.data import Batch, PreparedData, TokenBatchSampler, collate
 from vaswani.data.dataset import EncodedSplit, ParallelSplit
 from vaswani.decode import translate
 from vaswani.device import autocast
-from vaswani.metrics import score
+from vaswani.metrics import perplexity_of, score
 from vaswani.model import DecoderOnly, EncoderClassifier, Transformer
 from vaswani.search import sample
 from vaswani.train.loss import classification_loss, label_smoothed_cross_entropy
@@ -86,7 +85,7 @@ class Task:
                  **options: Any) -> dict:  # fmt: skip
         """Validation figures of a model in evaluation mode: loss and perplexity here."""
         loss, _ = split_loss(model, data.split("valid"), self, batch_tokens, precision)
-        return {"valid_loss": loss, "valid_ppl": math.exp(min(loss, 50.0))}
+        return {"valid_loss": loss, "valid_ppl": perplexity_of(loss)}
 
     def best_line(self, value: float) -> str:
         """The best validation figure in words, for the end of `vaswani train`."""
@@ -141,7 +140,7 @@ class LanguageModel(Task):
         return {**result, "samples": [data.tgt_tokenizer.decode(found[0].tokens)]}
 
     def best_line(self, value: float) -> str:
-        return f"loss {value:.3f} (perplexity {math.exp(min(value, 50.0)):.2f})"
+        return f"loss {value:.3f} (perplexity {perplexity_of(value):.2f})"
 
 
 class Classify(Task):

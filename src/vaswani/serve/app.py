@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import signal
 import socket
 import time
@@ -24,6 +23,7 @@ from vaswani.decode import classify, generate, translate, translate_nbest
 from vaswani.errors import VaswaniError
 from vaswani.serve.libre import Access, Libre, Pairs, request_fields
 from vaswani.serve.schemas import (
+    INVALID_JSON,
     ClassificationOut,
     ClassifyResponse,
     GenerateRequest,
@@ -33,6 +33,7 @@ from vaswani.serve.schemas import (
     TextsRequest,
     TranslateRequest,
     TranslateResponse,
+    json_body,
 )
 from vaswani.serve.worker import Worker
 from vaswani.tasks import task_of_model
@@ -124,8 +125,8 @@ def create_app(
 def health_of(pairs: Pairs) -> Callable[[], JSONResponse]:
     async def health() -> JSONResponse:
         """200 when every model is loaded and passed a test request; 503 otherwise."""
-        models = {f"{s}:{t}": json.loads(w.health().body) for (s, t), w in pairs.workers.items()}
-        ok = all(m["status"] == "ok" for m in models.values())
+        models = {f"{s}:{t}": w.health_record() for (s, t), w in pairs.workers.items()}
+        ok = all(w.healthy for w in pairs.workers.values())
         body = {"status": "ok" if ok else "starting", "version": __version__, "models": models}
         return JSONResponse(body, status_code=200 if ok else 503)
 
@@ -180,17 +181,6 @@ def translate_route(app: FastAPI, state: State) -> None:
             return validation_response(error.errors())
         return await native_translate(asked, state.translator(asked.source, asked.target),
                                       settings)  # fmt: skip
-
-
-def json_body(body: bytes) -> Any:
-    """A JSON body (lone surrogates kept, to be refused by name later); invalid JSON -> None."""
-    try:
-        return json.loads(body.decode("utf-8", "surrogatepass"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return INVALID_JSON
-
-
-INVALID_JSON = object()
 
 
 async def native_translate(request: TranslateRequest, worker: Worker, settings: ServeSettings
@@ -253,7 +243,7 @@ class Endpoint:
     """What serving one kind of model takes: its route, its model call, a start-up check."""
 
     description: str
-    route: Callable[[FastAPI, Worker], None]
+    route: Callable[[FastAPI, State], None]
     call: Callable[[Worker, list[str], Any], list[Any]]
     """The answers to a batch of texts with their (equal) settings."""
     check: Any

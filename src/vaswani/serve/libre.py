@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import html
-import json
 import threading
 import time
 from dataclasses import dataclass
@@ -37,7 +36,8 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from vaswani.decode import Translation
 from vaswani.errors import VaswaniError
-from vaswani.serve.worker import Worker, is_unicode
+from vaswani.serve.schemas import INVALID_JSON, json_body
+from vaswani.serve.worker import Worker, text_problems
 
 FORMATS = ("text", "html")
 
@@ -219,10 +219,9 @@ async def request_fields(request: Request, body: bytes) -> dict[str, Any]:
     """A LibreTranslate request's fields, from JSON or form data; q may repeat in a form."""
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("application/json"):
-        try:
-            data = json.loads(body.decode("utf-8", "surrogatepass"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise LibreError(400, "Invalid request: the body is not JSON") from None
+        data = json_body(body)
+        if data is INVALID_JSON:
+            raise LibreError(400, "Invalid request: the body is not JSON")
         if not isinstance(data, dict):
             raise LibreError(400, "Invalid request: expected a JSON object")
         return data
@@ -242,14 +241,9 @@ def texts_of(fields: dict[str, Any], settings: Any) -> tuple[list[str], bool]:
     texts = q if many else [q]
     if not all(isinstance(t, str) for t in texts):
         raise LibreError(400, "Invalid request: q must be a string or a list of strings")
-    if not all(is_unicode(t) for t in texts):
-        raise LibreError(400, "Invalid request: q is not valid Unicode (a lone surrogate)")
-    if len(texts) > settings.max_texts:
-        raise LibreError(400, f"Invalid request: {len(texts)} texts, over the limit of "
-                              f"{settings.max_texts}")  # fmt: skip
-    if any(len(t) > settings.max_chars for t in texts):
-        raise LibreError(400, f"Invalid request: a text is over the limit of "
-                              f"{settings.max_chars} characters")  # fmt: skip
+    problems = text_problems(texts, settings)  # the limits of vaswani's own endpoints
+    if problems:
+        raise LibreError(400, "Invalid request: " + "; ".join(problems))
     return texts, many
 
 

@@ -3,7 +3,9 @@ of a generate request."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -95,3 +97,16 @@ class ClassificationOut(BaseModel):
 class ClassifyResponse(BaseModel):
     labels: list[ClassificationOut | None] = Field(description="null for a blank text")
     seconds: float
+
+
+INVALID_JSON = object()
+"""What `json_body` gives for a body that is not JSON."""
+
+
+def json_body(body: bytes) -> Any:
+    """A JSON request body; lone surrogates are kept (to be refused by name later, as text that
+    is not valid Unicode); a body that is not JSON gives INVALID_JSON."""
+    try:
+        return json.loads(body.decode("utf-8", "surrogatepass"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return INVALID_JSON

@@ -85,6 +85,9 @@ class Worker:
 
     def health(self) -> JSONResponse:
         """200 when the model is loaded and a test request passed; 503 otherwise."""
+        return JSONResponse(self.health_record(), status_code=200 if self.healthy else 503)
+
+    def health_record(self) -> dict[str, Any]:
         body = {
             "status": "ok" if self.healthy else "starting",
             "task": self.task,
@@ -94,7 +97,7 @@ class Worker:
         }
         if self.error is not None:
             body.update(status="failed", error=self.error)
-        return JSONResponse(body, status_code=200 if self.healthy else 503)
+        return body
 
     def problems(self, texts: list[str], positions: int) -> tuple[list[str], int]:
         """What is wrong with a request's texts (how many, how long, not Unicode, over the
