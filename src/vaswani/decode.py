@@ -18,6 +18,7 @@ from vaswani.config import DecodeConfig, ModelConfig
 from vaswani.errors import VaswaniError
 from vaswani.model import DecoderOnly, EncoderClassifier, Transformer
 from vaswani.search import decode, sample
+from vaswani.shortlist import Shortlist
 
 
 class Tokenizer(Protocol):
@@ -106,13 +107,15 @@ def translate_nbest(
     dc: DecodeConfig | None = None,
     too_long: str = "error",
     progress: Callable[[int], None] | None = None,
+    shortlist: Shortlist | None = None,
 ) -> list[list[Translation]]:
     """The `dc.n_best` best translations of each text, in order; a blank text gets none, without
     running the model.
 
     Sentences are sorted by length and batched under a token budget (dc.batch_tokens counts source
     tokens, padding included, times the beam size), so little of a batch is padding. `progress` is
-    called with the number of sentences each batch finished.
+    called with the number of sentences each batch finished. `shortlist`: score only each
+    sentence's shortlisted target tokens (`vaswani.shortlist`).
     """
     cfg = model.cfg
     dc = dc or DecodeConfig()
@@ -124,7 +127,7 @@ def translate_nbest(
     for positions in length_batches(widths, dc.batch_tokens):
         batch = [todo[j] for j in positions]
         src = source_batch([encoded[i] for i in batch], cfg).to(device)
-        for i, hypotheses in zip(batch, decode(model, src, dc), strict=True):
+        for i, hypotheses in zip(batch, decode(model, src, dc, shortlist=shortlist), strict=True):
             results[i] = [
                 Translation(tgt_tokenizer.decode(h.tokens), h.score, h.log_prob) for h in hypotheses
             ]
@@ -141,10 +144,13 @@ def translate(
     dc: DecodeConfig | None = None,
     too_long: str = "error",
     progress: Callable[[int], None] | None = None,
+    shortlist: Shortlist | None = None,
 ) -> list[str]:
     """The best translation of each text, in order; "" for a blank text (the model is not run)."""
     return best_texts(
-        translate_nbest(model, src_tokenizer, tgt_tokenizer, texts, dc, too_long, progress)
+        translate_nbest(
+            model, src_tokenizer, tgt_tokenizer, texts, dc, too_long, progress, shortlist
+        )
     )
 
 

@@ -27,6 +27,7 @@ from vaswani.data.tokenizer import LabelSet
 from vaswani.decode import Tokenizer, encode_sources, translate
 from vaswani.errors import VaswaniError
 from vaswani.metrics import Scores, perplexity_of, score
+from vaswani.shortlist import Shortlist
 from vaswani.tasks import get_task, split_loss
 
 
@@ -59,13 +60,15 @@ def evaluate_translation(
     dc: DecodeConfig | None = None,
     too_long: str = "error",
     progress: Callable[[int], None] | None = None,
+    shortlist: Shortlist | None = None,
 ) -> TranslationReport:
-    """Translate `sources` (under the caller's autocast) and score them against `references`."""
+    """Translate `sources` (under the caller's autocast, over the `shortlist` if one is given)
+    and score them against `references`."""
     if not sources:
         raise EvaluationError("nothing to evaluate: no non-empty sentence pairs")
     start = time.perf_counter()
     hypotheses = translate(model, src_tok, tgt_tok, sources, dc or DecodeConfig(), too_long,
-                           progress)  # fmt: skip
+                           progress, shortlist)  # fmt: skip
     seconds = time.perf_counter() - start
     return TranslationReport(
         hypotheses=hypotheses,

@@ -11,6 +11,7 @@ A run directory holds everything `translate` needs and everything `--resume` nee
     metrics.jsonl                       one JSON record per logged step and per evaluation
     checkpoints/step-NNNNNNNN/, latest  weights, optimizer, RNG, data position (last K kept)
     best/                               the weights with the best validation figure (`vaswani.tasks`)
+    shortlist.safetensors               a lexical shortlist for faster decoding (`vaswani shortlist`)
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from vaswani.data import PreparedData
 from vaswani.data.dataset import task_of
 from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
 from vaswani.errors import VaswaniError
-from vaswani.files import read_json, read_records, write_atomic
+from vaswani.files import member, read_json, read_records, write_atomic
 from vaswani.model import build_model
+from vaswani.shortlist import FILE as SHORTLIST
+from vaswani.shortlist import Shortlist
 from vaswani.train import checkpoint as ckpt
 
 CONFIG = "config.json"
@@ -65,6 +68,19 @@ class LoadedRun:
     """The target side's tokenizer; a classifier's `LabelSet`."""
     info: dict
     """data.json: where the data came from, its meta.json, its fingerprint."""
+    shortlist: Shortlist | None = None
+    """The run's lexical shortlist, when asked for (`load_shortlist`)."""
+
+    def load_shortlist(self) -> Shortlist:
+        """RUN/shortlist.safetensors, written by `vaswani shortlist`, checked against the model."""
+        path = self.path / SHORTLIST
+        if not path.exists():
+            raise RunError(
+                f"{self.path} has no {SHORTLIST}; build it with `vaswani shortlist {self.path}`"
+            )
+        path = member(self.path, SHORTLIST, "the shortlist")
+        self.shortlist = Shortlist.load(path, self.config.vocab_size, self.config.target_vocab_size)
+        return self.shortlist
 
 
 def load_run(run: Path, weights: str = "best") -> LoadedRun:

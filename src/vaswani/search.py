@@ -18,7 +18,9 @@ import torch
 from torch import Tensor
 
 from vaswani.config import DecodeConfig, ModelConfig
-from vaswani.model import DecoderOnly, KVCache, Transformer
+from vaswani.model import DecoderOnly, KVCache, OutputLayer, Transformer
+from vaswani.model.output import log_normaliser, top_k_rows
+from vaswani.shortlist import Shortlist
 
 
 @dataclass
@@ -62,32 +64,64 @@ def length_limits(src_ids: Tensor, pad_id: int, max_len: int, dc: DecodeConfig) 
 
 
 class Stepper:
-    """Log-probabilities of each row's next token, with the KV cache or by re-running the prefix."""
+    """Each row's scores for its next token, with the KV cache or by re-running the prefix."""
 
-    def __init__(self, model: Transformer | DecoderOnly, cache: KVCache, use_cache: bool) -> None:
+    def __init__(
+        self,
+        model: Transformer | DecoderOnly,
+        cache: KVCache,
+        use_cache: bool,
+        output: OutputLayer | None = None,
+        allowed: Tensor | None = None,
+        dc: DecodeConfig | None = None,
+    ) -> None:
         self.model = model
+        self.dc = dc  # search: `forbid` what dc rules out; None for sampling
         self.cache = cache
         self.use_cache = use_cache
+        self.output = output or OutputLayer(model.output_projection)
+        self.barred = None if allowed is None else ~allowed  # (N, columns): off each row's list
 
-    def __call__(self, tokens: Tensor) -> Tensor:
-        """tokens (N, t): every token of each row so far -> log-probabilities (N, V), float32."""
+    def __call__(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
+        """tokens (N, t): every token of each row so far (the start token first) -> the next
+        token's logits (N, V) and their log-normaliser (N,), float32: log-probabilities are
+        logits - normaliser[:, None]. Tokens off a row's shortlist, and those `forbid` rules out
+        for search, get -inf after normalising.
+
+        Search never makes the (N, V) log-probabilities: it needs them only for the few tokens it
+        keeps, and with a large vocabulary writing them costs as much as a decoder layer.
+        """
         if self.use_cache:
             new = tokens[:, self.cache.length :]  # (N, 1) after the first step
-            logits, self.cache = self.model.decode_step(new, self.cache)
+            logits, self.cache = self.model.decode_step(new, self.cache, self.output)
         else:
             # The cache passed in stays empty (no room reserved), so every call starts afresh.
-            logits, _ = self.model.decode_step(tokens, self.cache)
-        return torch.log_softmax(logits[:, -1].float(), dim=-1)
+            logits, _ = self.model.decode_step(tokens, self.cache, self.output)
+        logits = logits[:, -1].float()
+        if self.barred is not None:
+            logits.masked_fill_(self.barred, float("-inf"))
+        normaliser = log_normaliser(logits)
+        if self.dc is not None:
+            forbid(logits, tokens.size(1) - 1, self.model.cfg, self.dc, self.output)
+        return logits, normaliser
 
     def reorder_(self, rows: Tensor, same_sources: bool = True) -> None:
         """Continue row i from row rows[i]; `same_sources`: no row moves to another sentence."""
         self.cache = self.cache.reorder_(rows, same_sources)
+        if self.barred is not None and not same_sources:
+            self.barred = self.barred[rows]
 
 
 def start_decoding(
-    model: Transformer, src_ids: Tensor, dc: DecodeConfig, use_cache: bool, copies: int = 1
+    model: Transformer,
+    src_ids: Tensor,
+    dc: DecodeConfig,
+    use_cache: bool,
+    copies: int = 1,
+    shortlist: Shortlist | None = None,
 ) -> tuple[Stepper, Tensor]:
-    """Encode the sources once and make a stepper over `copies` rows per sentence.
+    """Encode the sources once and make a stepper over `copies` rows per sentence, scoring the
+    whole target vocabulary or the `shortlist`'s tokens for the batch.
 
     Returns the stepper and each sentence's length limit (B,).
     """
@@ -102,16 +136,24 @@ def start_decoding(
         if copies > 1:  # re-running prefixes: one plain row per beam
             rows = torch.arange(src_ids.size(0), device=src_ids.device).repeat_interleave(copies)
             cache = cache.reorder(rows)
-    return Stepper(model, cache, use_cache), limits
+    if shortlist is None:
+        return Stepper(model, cache, use_cache, dc=dc), limits
+    tokens, allowed = shortlist.allowed(src_ids)
+    output = OutputLayer(model.output_projection, tokens)
+    allowed = allowed.repeat_interleave(copies, 0)
+    return Stepper(model, cache, use_cache, output, allowed, dc), limits
 
 
-def forbid(log_probs: Tensor, step: int, cfg: ModelConfig, dc: DecodeConfig) -> None:
+def forbid(
+    logits: Tensor, step: int, cfg: ModelConfig, dc: DecodeConfig, output: OutputLayer
+) -> None:
     """Rule out padding as an output (it is never a translation's token; Marian models also start
-    from it), and the end of the sentence before `dc.min_new_tokens`. Applied to the normalised
-    log-probabilities, as Hugging Face's `bad_words_ids` and `min_new_tokens` are."""
-    log_probs[:, cfg.pad_id] = float("-inf")
-    if step < dc.min_new_tokens:
-        log_probs[:, cfg.eos_id] = float("-inf")
+    from it), and the end of the sentence before `dc.min_new_tokens`. Applied after normalising
+    (the normaliser still counts them), as Hugging Face's `bad_words_ids` and `min_new_tokens` are."""
+    for token in (cfg.pad_id, cfg.eos_id) if step < dc.min_new_tokens else (cfg.pad_id,):
+        column = output.column(token)
+        if column is not None:
+            logits[:, column] = float("-inf")
 
 
 def strip(row: list[int], eos_id: int, pad_id: int) -> list[int]:
@@ -128,6 +170,7 @@ def greedy(
     src_ids: Tensor,
     dc: DecodeConfig | None = None,
     use_cache: bool = True,
+    shortlist: Shortlist | None = None,
 ) -> list[Hypothesis]:
     """Translate a batch by always taking the most probable next token.
 
@@ -138,17 +181,17 @@ def greedy(
     """
     cfg = model.cfg
     dc = dc or DecodeConfig(beam_size=1)
-    step_log_probs, limits = start_decoding(model, src_ids, dc, use_cache)
+    next_scores, limits = start_decoding(model, src_ids, dc, use_cache, 1, shortlist)
     batch = src_ids.size(0)
     results: list[Hypothesis | None] = [None] * batch
     active = list(range(batch))  # the sentence of each row
     tokens = torch.full((batch, 1), cfg.bos_id, dtype=torch.long, device=src_ids.device)
     log_prob = torch.zeros(batch, device=src_ids.device)
     for step in range(int(limits.max())):
-        log_probs = step_log_probs(tokens)  # (N, V)
-        forbid(log_probs, step, cfg, dc)
-        best, next_token = log_probs.max(dim=-1)  # (N,), (N,)
-        log_prob += best
+        logits, normaliser = next_scores(tokens)  # (N, V), (N,)
+        best, column = logits.max(dim=-1)  # (N,), (N,)
+        next_token = next_scores.output.ids(column)
+        log_prob += best - normaliser
         tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (N, step + 2)
         ended = next_token == cfg.eos_id
         stop = ended | (step + 1 >= limits)
@@ -163,7 +206,7 @@ def greedy(
         if keep.numel() == 0:
             break
         tokens, log_prob, limits = tokens[keep], log_prob[keep], limits[keep]
-        step_log_probs.reorder_(keep, same_sources=False)
+        next_scores.reorder_(keep, same_sources=False)
         active = [active[j] for j in keep.tolist()]
     return [r for r in results if r is not None]
 
@@ -187,18 +230,25 @@ class Finished:
         return len(self.hypotheses) == self.size and best_live_score <= self.hypotheses[-1].score
 
 
-def best_extensions(scores: Tensor, log_probs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def best_extensions(
+    scores: Tensor, logits: Tensor, normaliser: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
     """The 2k best one-token extensions of each sentence's k beams, best first: their scores,
     the row (beam) each extends and the token it adds.
 
-    Shapes: scores (n, k), log_probs (n*k, V) -> three (n, 2k)
+    A beam adds the same score to each of its tokens, so the best 2k extensions of a sentence are
+    among the 2k best tokens of each of its beams: only those are normalised and compared.
+
+    Shapes: scores (n, k), logits (n*k, V), normaliser (n*k,) -> three (n, 2k)
     """
     n, k = scores.shape
-    vocab = log_probs.size(-1)
-    candidates = (scores.view(-1, 1) + log_probs).view(n, k * vocab)
-    top_scores, top = candidates.topk(2 * k, dim=1)
+    per_row = min(2 * k, logits.size(-1))
+    best_logits, best_tokens = top_k_rows(logits, per_row)  # (n*k, per_row)
+    candidates = scores.view(-1, 1) + (best_logits - normaliser[:, None])
+    top_scores, top = candidates.view(n, k * per_row).topk(2 * k, dim=1)
     first_row = torch.arange(n, device=scores.device)[:, None] * k  # (n, 1)
-    return top_scores, first_row + top // vocab, top % vocab
+    tokens = best_tokens.view(n, k * per_row).gather(1, top)
+    return top_scores, first_row + top // per_row, tokens
 
 
 def still_searching(
@@ -234,6 +284,7 @@ def beam_search(
     src_ids: Tensor,
     dc: DecodeConfig | None = None,
     use_cache: bool = True,
+    shortlist: Shortlist | None = None,
 ) -> list[list[Hypothesis]]:
     """Beam search over a batch: the `dc.n_best` best hypotheses of each sentence, best first.
 
@@ -245,9 +296,8 @@ def beam_search(
     Shapes: src_ids (B, S), padded with cfg.pad_id and each ending in EOS -> B lists.
     """
     cfg, dc = model.cfg, dc or DecodeConfig()
-    k = dc.beam_size
-    batch, device = src_ids.size(0), src_ids.device
-    step_log_probs, limits = start_decoding(model, src_ids, dc, use_cache, copies=k)
+    batch, device, k = src_ids.size(0), src_ids.device, dc.beam_size
+    next_scores, limits = start_decoding(model, src_ids, dc, use_cache, k, shortlist)
     finished = [Finished(k) for _ in range(batch)]
     active = list(range(batch))  # the sentence of each group of k rows
     tokens = torch.full((batch * k, 1), cfg.bos_id, dtype=torch.long, device=device)
@@ -256,9 +306,9 @@ def beam_search(
     scores[:, 0] = 0.0
     limits_list = limits.tolist()
     for step in range(max(limits_list)):
-        log_probs = step_log_probs(tokens)  # (n*k, V)
-        forbid(log_probs, step, cfg, dc)
-        top_scores, top_rows, top_tokens = best_extensions(scores, log_probs)  # (n, 2k) each
+        logits, normaliser = next_scores(tokens)  # (n*k, V), (n*k,)
+        top_scores, top_rows, columns = best_extensions(scores, logits, normaliser)  # (n, 2k)
+        top_tokens = next_scores.output.ids(columns)
         is_eos = top_tokens == cfg.eos_id
         # Tokens generated, counting this step's, and their length penalty.
         length = step + 1
@@ -275,7 +325,7 @@ def beam_search(
         rows = top_rows.gather(1, keep).view(-1)  # (n*k,) the row each new beam continues
         tokens = torch.cat([tokens[rows], top_tokens.gather(1, keep).view(-1, 1)], dim=1)
         scores = top_scores.gather(1, keep)  # (n, k), best first
-        step_log_probs.reorder_(rows)
+        next_scores.reorder_(rows)
 
         sentences = [finished[i] for i in active]
         going_on = still_searching(sentences, [limits_list[i] for i in active], scores, tokens,
@@ -286,18 +336,23 @@ def beam_search(
             slots = torch.tensor(going_on, device=device)
             rows = (slots[:, None] * k + torch.arange(k, device=device)).view(-1)
             tokens, scores = tokens[rows], scores[slots]
-            step_log_probs.reorder_(rows, same_sources=False)
+            next_scores.reorder_(rows, same_sources=False)
             active = [active[j] for j in going_on]
     return [sentence.hypotheses[: dc.n_best] for sentence in finished]
 
 
 def decode(
-    model: Transformer, src_ids: Tensor, dc: DecodeConfig, use_cache: bool = True
+    model: Transformer,
+    src_ids: Tensor,
+    dc: DecodeConfig,
+    use_cache: bool = True,
+    shortlist: Shortlist | None = None,
 ) -> list[list[Hypothesis]]:
-    """The `dc.n_best` best hypotheses per sentence: greedy search for beam size 1, else beam search."""
+    """The `dc.n_best` best hypotheses per sentence: greedy search for beam size 1, else beam
+    search; over the whole target vocabulary, or each sentence's `shortlist` (`vaswani.shortlist`)."""
     if dc.beam_size == 1:
-        return [[hypothesis] for hypothesis in greedy(model, src_ids, dc, use_cache)]
-    return beam_search(model, src_ids, dc, use_cache)
+        return [[h] for h in greedy(model, src_ids, dc, use_cache, shortlist)]
+    return beam_search(model, src_ids, dc, use_cache, shortlist)
 
 
 def filter_logits(logits: Tensor, top_k: int = 0, top_p: float = 1.0) -> Tensor:
@@ -319,7 +374,6 @@ def filter_logits(logits: Tensor, top_k: int = 0, top_p: float = 1.0) -> Tensor:
     return logits
 
 
-@torch.no_grad()
 def prompts_by_length(prompts: list[list[int]], cfg: ModelConfig) -> dict[int, list[int]]:
     """The indices of the prompts of each length; a prompt with a token id outside the
     vocabulary, or too long to leave room for a new token, is refused here, once (decoding steps
@@ -358,6 +412,7 @@ def draw(
     return next_token.clamp(max=probs.size(-1) - 1)
 
 
+@torch.no_grad()
 def sample(
     model: DecoderOnly,
     prompts: list[list[int]],
@@ -397,7 +452,8 @@ def sample(
         log_prob = torch.zeros(len(group), device=device)
         stopped = torch.zeros(len(group), dtype=torch.bool, device=device)
         for _ in range(steps):
-            log_probs = stepper(tokens)  # (N, V)
+            logits, normaliser = stepper(tokens)  # (N, V), (N,)
+            log_probs = logits - normaliser[:, None]
             # Padding and the start token are never a language model's targets: never draw them.
             allowed = log_probs.index_fill(1, never, float("-inf"))
             next_token = draw(allowed, temperature, top_k, top_p, generators)

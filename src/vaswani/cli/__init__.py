@@ -29,6 +29,7 @@ from vaswani.cli import (
     prepare,
     presets,
     serve,
+    shortlist,
     train,
     translate,
 )
@@ -49,6 +50,7 @@ COMMANDS = {
     "average": average,
     "import-marian": import_marian,
     "export": export,
+    "shortlist": shortlist,
     "demo": demo,
 }
 

@@ -108,10 +108,21 @@ def add_quantize_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_shortlist_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--shortlist",
+        action="store_true",
+        help="score only each sentence's shortlisted target tokens (RUN_DIR/shortlist.safetensors, "
+        "from `vaswani shortlist`): faster with a large vocabulary; a translation can differ "
+        "where its list lacks a token the model wanted",
+    )
+
+
 def add_decoding_flags(parser: argparse.ArgumentParser) -> None:
     """The flags `translate` and `evaluate` share: the model, how to search and batch."""
     add_model_flags(parser)
     add_quantize_flag(parser)
+    add_shortlist_flag(parser)
     add_field_flags(parser, DecodeConfig, (*SEARCH_FIELDS, "batch_tokens"))
     add_input_flags(parser)
 
@@ -154,6 +165,12 @@ def load_for_inference(
     if getattr(args, "quantize", "none") != "none":
         run.model = quantize(run.model, args.quantize, placement.device)
         print(f"weights: {args.quantize} (--quantize)", file=sys.stderr)
+    if getattr(args, "shortlist", False):
+        if run.task != "translate":
+            raise CliError("--shortlist is for translation models")
+        run.load_shortlist()
+        print(f"shortlist: {run.shortlist.frequent.numel()} frequent tokens + "
+              f"{run.shortlist.per_token.size(1)} per source token", file=sys.stderr)  # fmt: skip
     for line in placement.lines():
         print(line, file=sys.stderr)
     args.precision = placement.precision

@@ -103,7 +103,8 @@ def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
     dc = decode_config(args)
     with progress_bar(total=len(sources), unit="sent", desc="translating") as bar:
         report = evaluate_translation(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer,
-                                      sources, references, dc, args.too_long, bar.update)  # fmt: skip
+                                      sources, references, dc, args.too_long, bar.update,
+                                      loaded.shortlist)  # fmt: skip
     scores, seconds, n = report.scores, report.seconds, len(references)
     search = "greedy" if dc.beam_size == 1 else f"beam {dc.beam_size}, alpha {dc.alpha}"
     print(f"{len(sources)} sentences from {what}")

@@ -22,6 +22,7 @@ from vaswani.cli.common import (
     CliError,
     add_model_flags,
     add_quantize_flag,
+    add_shortlist_flag,
     load_for_inference,
     port_number,
     positive_int,
@@ -63,6 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="LibreTranslate requests a minute per key (or per client without keys); more get 429",
     )
     add_quantize_flag(parser)
+    add_shortlist_flag(parser)
     add_field_flags(parser, ServeSettings, ["beam_size"])
     add_field_flags(parser, DecodeConfig, DECODING)
 
@@ -99,9 +101,8 @@ def run(args: argparse.Namespace) -> int:
         args.precision = asked  # each model's placement is chosen as asked (auto: for its device)
         tasks = TASKS if source is None else ("translate",)
         loaded, placement = load_for_inference(args, *tasks, run_dir=run_dir)
-        served.append(
-            Served(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, source, target)
-        )
+        served.append(Served(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, source,
+                             target, loaded.shortlist))  # fmt: skip
         size = weight_bytes(loaded.model) / 2**20
         print(f"loaded {run_dir}{'' if source is None else f' as {source}:{target}'}: "
               f"{size:.1f} MiB of weights", file=sys.stderr)  # fmt: skip

@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     def translate(texts: list[str], bar: Any = None) -> list[list[Translation]]:
         with placement.autocast():
             return translate_nbest(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer,
-                                   texts, dc, args.too_long, bar.update if bar else None)  # fmt: skip
+                                   texts, dc, args.too_long, bar.update if bar else None,
+                                   loaded.shortlist)  # fmt: skip
 
     if interactive:  # a person typing: answer each line as it comes
         print("type a sentence and press Enter; Ctrl-D ends", file=sys.stderr)

@@ -11,6 +11,7 @@ from vaswani.model.layers import (
     causal_mask,
     padding_mask,
 )
+from vaswani.model.output import OutputLayer
 from vaswani.model.transformer import (
     AttentionMaps,
     Decoder,
@@ -23,6 +24,7 @@ from vaswani.model.transformer import (
 )
 
 __all__ = [
+    "OutputLayer",
     "Residual",
     "AttentionMaps",
     "BeamCache",

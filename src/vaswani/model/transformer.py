@@ -21,6 +21,7 @@ from vaswani.model.attention import KV
 from vaswani.model.cache import BeamCache, KVCache
 from vaswani.model.embeddings import Embeddings
 from vaswani.model.layers import DecoderLayer, EncoderLayer, padding_mask
+from vaswani.model.output import OutputLayer
 
 
 def check_ids(
@@ -200,11 +201,16 @@ class Transformer(nn.Module):
         )
         return BeamCache(empty, cross_kv, src_mask, 0, capacity, beams, ancestry)
 
-    def decode_step(self, tgt_ids: Tensor, cache: KVCache) -> tuple[Tensor, KVCache]:
+    def decode_step(
+        self, tgt_ids: Tensor, cache: KVCache, output: OutputLayer | None = None
+    ) -> tuple[Tensor, KVCache]:
+        """Logits of the next positions and the cache to go on from; `output`: the output
+        projection to apply instead of `output_projection` (search's, over a shortlist or into
+        a reused buffer)."""
         cfg = self.cfg
         check_ids(tgt_ids, cfg.target_vocab_size, cfg.max_len, "target", cache.length, values=False)
         h, cache = self.decoder(tgt_ids, cache)
-        return self.output_projection(h), cache
+        return (self.output_projection if output is None else output)(h), cache
 
     @torch.no_grad()
     def attention_maps(self, src_ids: Tensor, tgt_ids: Tensor) -> AttentionMaps:
@@ -261,11 +267,16 @@ class DecoderOnly(nn.Module):
         """An empty cache; `capacity`: the most positions decoding will reach (room reserved)."""
         return KVCache([None] * len(self.decoder.layers), capacity=capacity)
 
-    def decode_step(self, ids: Tensor, cache: KVCache) -> tuple[Tensor, KVCache]:
+    def decode_step(
+        self, ids: Tensor, cache: KVCache, output: OutputLayer | None = None
+    ) -> tuple[Tensor, KVCache]:
+        """Logits of the next positions and the cache to go on from; `output`: the output
+        projection to apply instead of `output_projection` (search's, over a shortlist or into
+        a reused buffer)."""
         cfg = self.cfg
         check_ids(ids, cfg.target_vocab_size, cfg.max_len, "input", cache.length, values=False)
         h, cache = self.decoder(ids, cache)
-        return self.output_projection(h), cache
+        return (self.output_projection if output is None else output)(h), cache
 
     def forward(self, ids: Tensor) -> Tensor:
         check_ids(ids, self.cfg.target_vocab_size, self.cfg.max_len, "input")

@@ -36,6 +36,7 @@ from vaswani.serve.schemas import (
     json_body,
 )
 from vaswani.serve.worker import Worker
+from vaswani.shortlist import Shortlist
 from vaswani.tasks import task_of_model
 
 
@@ -49,6 +50,8 @@ class Served:
     tgt_tok: Any
     source: str | None = None
     target: str | None = None
+    shortlist: Shortlist | None = None
+    """A translation model's lexical shortlist (`serve --shortlist`)."""
 
 
 @dataclass
@@ -91,7 +94,7 @@ def create_app(
     settings = settings or ServeSettings()
     served = served or [Served(model, src_tok, tgt_tok)]
     workers = [Worker(s.model.eval(), s.src_tok, s.tgt_tok, settings,
-                      ENDPOINTS[task_of_model(s.model).name]) for s in served]  # fmt: skip
+                      ENDPOINTS[task_of_model(s.model).name], s.shortlist) for s in served]  # fmt: skip
     if len(workers) > 1 and {w.task for w in workers} != {"translate"}:
         raise ServeError("several models are served by language pair: translation models only")
     pairs = Pairs({(s.source, s.target): w for s, w in zip(served, workers, strict=True)
@@ -254,7 +257,7 @@ ENDPOINTS = {  # by task
     "translate": Endpoint(
         "Translate with", translate_route,
         lambda w, texts, dc: (translate if dc.n_best == 1 else translate_nbest)(
-            w.model, w.src_tok, w.tgt_tok, texts, dc
+            w.model, w.src_tok, w.tgt_tok, texts, dc, shortlist=w.shortlist
         ),
         DecodeConfig(beam_size=1, max_new_tokens=4),
     ),

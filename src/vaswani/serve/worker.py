@@ -21,6 +21,7 @@ from vaswani.config import DecodeConfig, ServeSettings
 from vaswani.decode import InputTooLong, encode_sources
 from vaswani.device import autocast, pick_precision
 from vaswani.serve.schemas import Sampling
+from vaswani.shortlist import Shortlist
 from vaswani.tasks import task_of_model
 
 
@@ -41,9 +42,17 @@ class Worker:
     batches. Its `endpoint` says how texts become answers."""
 
     def __init__(
-        self, model: Any, src_tok: Any, tgt_tok: Any, settings: ServeSettings, endpoint: Any
+        self,
+        model: Any,
+        src_tok: Any,
+        tgt_tok: Any,
+        settings: ServeSettings,
+        endpoint: Any,
+        shortlist: Shortlist | None = None,
     ) -> None:
         self.model, self.src_tok, self.tgt_tok = model, src_tok, tgt_tok
+        self.shortlist = shortlist
+        """A translation model's `vaswani.shortlist.Shortlist`, or None: the whole vocabulary."""
         self.task = task_of_model(model).name
         self.endpoint = endpoint
         """The `serve.app.Endpoint` of the task: its route, its model call, its health check."""
