@@ -15,9 +15,14 @@ initialised MarianMTModel of OPUS-MT's usual shape (6+6 layers, d_model 512, SiL
 is saved with save_pretrained, converted by `vaswani.marian` as `vaswani import-marian` does, and
 timed against the same saved model loaded back into transformers.
 
-In fp32 each row also times vaswani with int8 weights (`--quantize int8`) and CTranslate2 (fp32 and
-int8) on the same weights, written by `vaswani export --to ctranslate2`'s spec builder; CTranslate2
-runs with as many threads as vaswani, one batch, the same forced lengths.
+In fp32 each row also times vaswani with int8 weights (`--quantize int8`), vaswani with a lexical
+shortlist (`--shortlist`; fp32 weights) and CTranslate2 (fp32 and int8) on the same weights,
+written by `vaswani export --to ctranslate2`'s spec builder; CTranslate2 runs with as many threads as
+vaswani, one batch, the same forced lengths, over the full vocabulary. Random weights have no
+lexicon to learn a shortlist from, so the benchmark's lists are drawn at random, as large as stated
+(`--shortlist-frequent` tokens for every sentence plus `--shortlist-per-token` per source token);
+what a real table keeps, and what it costs in BLEU, `vaswani shortlist` and `evaluate --shortlist`
+report on real data. generate and CTranslate2 score every token.
 
     pip install -e .[bench]      # transformers and ctranslate2, for the references only
     python benchmarks/decode_speed.py [--batch 32] [--src-len 24] [--new 64 128 256] [--imported-new 64]
@@ -40,6 +45,7 @@ from vaswani.export import save_ctranslate2
 from vaswani.marian import load_marian_model, model_config
 from vaswani.quantize import quantize
 from vaswani.search import decode
+from vaswani.shortlist import Shortlist
 
 
 def marian_config(cfg: ModelConfig):
@@ -71,6 +77,23 @@ def opus_sized_import(cfg: ModelConfig, directory: Path):
     hf_config = json.loads((directory / "config.json").read_text())
     imported = load_marian_model(directory, model_config(hf_config))
     return imported.eval(), MarianMTModel.from_pretrained(directory).eval()
+
+
+def random_shortlist(cfg: ModelConfig, src: torch.Tensor, frequent: int, per_token: int):
+    """A shortlist of random target tokens (see the docstring), and its size for `src` in words."""
+    generator = torch.Generator().manual_seed(1)
+    usable = torch.tensor([t for t in range(cfg.target_vocab_size) if t != cfg.pad_id])
+    draw = torch.randint(usable.numel(), (cfg.vocab_size, per_token), generator=generator)
+    per_source = usable[draw]
+    per_source[cfg.pad_id] = -1
+    picked = usable[torch.randperm(usable.numel(), generator=generator)[:frequent]]
+    shortlist = Shortlist(torch.cat([picked, torch.tensor([cfg.eos_id])]).unique(), per_source)
+    tokens, allowed = shortlist.allowed(src)
+    size = (
+        f"shortlist: {tokens.numel():,} of {cfg.target_vocab_size:,} tokens scored per step for "
+        f"the batch, {allowed.sum(dim=1).float().mean():,.0f} per sentence"
+    )
+    return shortlist, size
 
 
 def timed(repeats: int, fn, *args, **kwargs) -> tuple[float, object]:
@@ -122,9 +145,14 @@ class CT2:
 
 def compare(label: str, model: Transformer, hf, src: torch.Tensor, args, news: list[int], ct2=None):
     """Table rows: each precision x search x number of new tokens; returns vaswani's seconds.
-    In fp32, also vaswani with int8 weights (--quantize int8) and CTranslate2 fp32 and int8."""
+    In fp32, also vaswani with int8 weights (--quantize int8), with a shortlist, and CTranslate2
+    fp32 and int8."""
     seconds: dict[tuple[str, str, int], float] = {}
     pad = model.cfg.pad_id
+    shortlist, size = random_shortlist(
+        model.cfg, src, args.shortlist_frequent, args.shortlist_per_token
+    )
+    print(f"{label}: {size}", flush=True)
     for precision in args.precisions:
         # bf16/fp16: both models' weights are cast once (autocast would cast them every step).
         dtype = DTYPES[precision]
@@ -152,11 +180,13 @@ def compare(label: str, model: Transformer, hf, src: torch.Tensor, args, news: l
                 assert all(len(h[0].tokens) == new for h in found)
                 assert out.shape == (src.size(0), new + 1), out.shape
                 tokens = src.size(0) * new
-                extra = ["", "", ""]
+                extra = ["", "", "", ""]
                 if int8 is not None:
                     extra[0] = f"{tokens / timed(args.repeats, decode, int8, src, dc)[0]:,.0f}"
+                    t, _ = timed(args.repeats, decode, model, src, dc, shortlist=shortlist)
+                    extra[1] = f"{tokens / t:,.0f}"
                 if ct2 is not None and int8 is not None:
-                    for i, quantization in enumerate(("float32", "int8"), start=1):
+                    for i, quantization in enumerate(("float32", "int8"), start=2):
                         t, _ = timed(args.repeats, ct2.decode, quantization, src, beams, new)
                         extra[i] = f"{tokens / t:,.0f}"
                 note = ""
@@ -169,8 +199,8 @@ def compare(label: str, model: Transformer, hf, src: torch.Tensor, args, news: l
                 seconds[precision, search, new] = ours_s
                 print(
                     f"| {label} | {precision} | {search} | {new} | {tokens / ours_s:,.0f} | "
-                    f"{extra[0]} | {tokens / theirs_s:,.0f} | {extra[1]} | {extra[2]} | "
-                    f"{theirs_s / ours_s:.2f}x |{note}",
+                    f"{extra[0]} | {extra[1]} | {tokens / theirs_s:,.0f} | {extra[2]} | "
+                    f"{extra[3]} | {theirs_s / ours_s:.2f}x |{note}",
                     flush=True,
                 )
     return seconds
@@ -187,6 +217,8 @@ def main() -> None:
         "--precisions", nargs="+", help="default: fp32 and what --precision auto picks here"
     )
     parser.add_argument("--repeats", type=int, default=2, help="best of this many runs")
+    parser.add_argument("--shortlist-frequent", type=int, default=1000)
+    parser.add_argument("--shortlist-per-token", type=int, default=10)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument(
         "--imported-new",
@@ -221,10 +253,10 @@ def main() -> None:
         f"max |logit difference| {gap:.1e}"
     )
     print(
-        "| model | precision | search | new tokens | vaswani tok/s | vaswani int8 | generate | "
-        "CT2 fp32 | CT2 int8 | vaswani / generate |"
+        "| model | precision | search | new tokens | vaswani tok/s | vaswani int8 | "
+        "vaswani + shortlist | generate | CT2 fp32 | CT2 int8 | vaswani / generate |"
     )
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     work = Path(tempfile.mkdtemp())
     ct2 = CT2(model, work / "small", args.threads)
     seconds = compare(args.preset, model, hf, src, args, args.new, ct2)
