@@ -85,8 +85,8 @@ class Stepper:
     def __call__(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         """tokens (N, t): every token of each row so far (the start token first) -> the next
         token's logits (N, V) and their log-normaliser (N,), float32: log-probabilities are
-        logits - normaliser[:, None]. Tokens off a row's shortlist, and those `forbid` rules out
-        for search, get -inf after normalising.
+        logits - normaliser[:, None]. Tokens off a row's shortlist get -inf before normalising
+        (each row is a distribution over its own list); those `forbid` rules out for search, after.
 
         Search never makes the (N, V) log-probabilities: it needs them only for the few tokens it
         keeps, and with a large vocabulary writing them costs as much as a decoder layer.

@@ -7,8 +7,9 @@ hold; compare `evaluate` with and without --shortlist before relying on it."""
 from __future__ import annotations
 
 import argparse
-import itertools
 from pathlib import Path
+
+import torch
 
 from vaswani.cli.common import CliError, positive_int
 from vaswani.data import PreparedData
@@ -64,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     valid = data.split("valid")
     held = coverage(shortlist, (valid.pair(i) for i in range(min(len(valid), 2000))))
-    sizes = [int(shortlist.allowed(src[None])[0].numel()) for src in _sources(valid, 200)]
+    sizes = [shortlist.allowed(torch.as_tensor(valid.pair(i)[0], dtype=torch.long)[None])[0].numel()
+             for i in range(min(len(valid), 200))]  # fmt: skip
     path = args.run_dir / SHORTLIST
     metadata = {"pairs": str(count), "frequent": str(args.frequent),
                 "per_token": str(args.per_token), "data": str(data.directory.resolve())}  # fmt: skip
@@ -75,10 +77,3 @@ def run(args: argparse.Namespace) -> int:
               f"target tokens on average (validation sentences)")  # fmt: skip
     print(f"the lists hold {100 * held:.2f}% of the validation references' tokens")
     return 0
-
-
-def _sources(split, n: int):
-    import torch
-
-    for i in itertools.islice(range(len(split)), n):
-        yield torch.as_tensor(split.pair(i)[0].astype("int64"))
