@@ -161,7 +161,7 @@ def coverage(shortlist: Shortlist, pairs: Iterable[tuple[np.ndarray, np.ndarray]
     never stands between the model and the reference)."""
     held = total = 0
     for src, tgt in pairs:
-        tokens, allowed = shortlist.allowed(torch.as_tensor(np.asarray(src, dtype=np.int64))[None])
+        tokens, allowed = shortlist.allowed(torch.tensor(src, dtype=torch.long)[None])
         ok = set(tokens[allowed[0]].tolist())
         held += sum(int(t) in ok for t in tgt)
         total += len(tgt)

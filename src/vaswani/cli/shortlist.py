@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     valid = data.split("valid")
     held = coverage(shortlist, (valid.pair(i) for i in range(min(len(valid), 2000))))
-    sizes = [shortlist.allowed(torch.as_tensor(valid.pair(i)[0], dtype=torch.long)[None])[0].numel()
+    sizes = [shortlist.allowed(torch.tensor(valid.pair(i)[0], dtype=torch.long)[None])[0].numel()
              for i in range(min(len(valid), 200))]  # fmt: skip
     path = args.run_dir / SHORTLIST
     metadata = {"pairs": str(count), "frequent": str(args.frequent),
