@@ -35,7 +35,10 @@ def test_each_source_token_lists_its_translation_first_and_every_list_holds_the_
     assert 112 not in lists[0] and 110 not in lists[1]  # each sentence keeps its own list
     assert set(tokens.tolist()) == lists[0] | lists[1]
     assert torch.equal(tokens, tokens.sort().values)
-    assert coverage(shortlist, pairs_with_a_dictionary(20, seed=1)) == 1.0
+    assert coverage(shortlist, pairs_with_a_dictionary(20, seed=1)).held == 1.0
+    one = coverage(shortlist, [(np.array([10]), np.array([110, 7, 9]))])
+    assert one.held == pytest.approx(2 / 3)  # 9 is on no list
+    assert one.list_size == len({2, 7} | set(shortlist.per_token[10].tolist()) - {-1})
 
 
 def test_padding_is_never_listed_even_when_frequent():

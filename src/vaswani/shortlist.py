@@ -156,13 +156,25 @@ def build_shortlist(
     return Shortlist(torch.from_numpy(kept), torch.from_numpy(table))
 
 
-def coverage(shortlist: Shortlist, pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> float:
-    """The share of reference target tokens that their source's list holds (1.0: a shortlist
+@dataclass
+class Coverage:
+    """How a shortlist fares on held-out pairs."""
+
+    held: float
+    """The share of reference target tokens that their source's list holds (1.0: the shortlist
     never stands between the model and the reference)."""
-    held = total = 0
+    list_size: float
+    """Target tokens on a sentence's list, on average."""
+
+
+def coverage(shortlist: Shortlist, pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> Coverage:
+    """Each held-out pair's list, against its reference (see `Coverage`)."""
+    held = total = listed = sentences = 0
     for src, tgt in pairs:
         tokens, allowed = shortlist.allowed(torch.tensor(src, dtype=torch.long)[None])
         ok = set(tokens[allowed[0]].tolist())
         held += sum(int(t) in ok for t in tgt)
         total += len(tgt)
-    return held / total if total else 1.0
+        listed += len(ok)
+        sentences += 1
+    return Coverage(held / total if total else 1.0, listed / sentences if sentences else 0.0)

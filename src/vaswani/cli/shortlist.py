@@ -9,8 +9,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import torch
-
 from vaswani.cli.common import CliError, positive_int
 from vaswani.data import PreparedData
 from vaswani.data.tokenizer import vocab_mismatch
@@ -64,16 +62,14 @@ def run(args: argparse.Namespace) -> int:
         per_token=args.per_token, never={cfg.pad_id, cfg.bos_id} - {cfg.eos_id},
     )  # fmt: skip
     valid = data.split("valid")
-    held = coverage(shortlist, (valid.pair(i) for i in range(min(len(valid), 2000))))
-    sizes = [shortlist.allowed(torch.tensor(valid.pair(i)[0], dtype=torch.long)[None])[0].numel()
-             for i in range(min(len(valid), 200))]  # fmt: skip
+    held_out = coverage(shortlist, (valid.pair(i) for i in range(min(len(valid), 2000))))
     path = args.run_dir / SHORTLIST
     metadata = {"pairs": str(count), "frequent": str(args.frequent),
                 "per_token": str(args.per_token), "data": str(data.directory.resolve())}  # fmt: skip
     shortlist.save(path, metadata)
     print(f"counted {count:,} training pairs of {data.directory}; wrote {path}")
-    if sizes:
-        print(f"a sentence's list: {sum(sizes) / len(sizes):,.0f} of {cfg.target_vocab_size:,} "
+    if len(valid):
+        print(f"a sentence's list: {held_out.list_size:,.0f} of {cfg.target_vocab_size:,} "
               f"target tokens on average (validation sentences)")  # fmt: skip
-    print(f"the lists hold {100 * held:.2f}% of the validation references' tokens")
+    print(f"the lists hold {100 * held_out.held:.2f}% of the validation references' tokens")
     return 0
