@@ -41,7 +41,7 @@ def test_from_preset_applies_overrides_and_keeps_the_rest():
 
 
 def test_unknown_preset_names_the_choices():
-    with pytest.raises(ValueError, match="unknown preset 'huge'.*tiny, small, base, big"):
+    with pytest.raises(ValueError, match="unknown preset 'huge'.*tiny, mini, small, base, big"):
         ModelConfig.from_preset("huge")
 
 
@@ -90,8 +90,12 @@ def test_train_config_fills_preset_settings_and_refuses_unknown_fields():
 
     tc = TrainConfig(data="d", out="o", preset="base", max_steps=10).resolved()
     assert (tc.warmup, tc.lr_scale, tc.batch_tokens) == (4000, 1.0, 4096)  # §5.3
-    tc = TrainConfig(data="d", out="o", preset="small", warmup=300, max_steps=10).resolved()
+    tc = TrainConfig(data="d", out="o", preset="small", warmup=300, max_steps=10,
+                     schedule="inverse-sqrt").resolved()  # fmt: skip
     assert tc.warmup == 300 and tc.lr_scale == PRESET_TRAINING["small"]["lr_scale"]
+    # The schedules that know their end take warm-up and rate from the horizon (recipe.plan).
+    tc = TrainConfig(data="d", out="o", preset="small", max_steps=10).resolved()
+    assert (tc.schedule, tc.warmup, tc.lr_scale, tc.batch_tokens) == ("linear", None, None, 2048)
     assert TrainConfig.from_dict(tc.to_dict()) == tc
     with pytest.raises(ValueError, match=r"invalid ModelConfig: unknown field\(s\) d_modle"):
         TrainConfig(data="d", out="o", max_steps=1, model={"d_model": 64, "d_modle": 3})

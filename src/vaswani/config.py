@@ -273,6 +273,18 @@ PRESETS: dict[str, ModelConfig] = {
         n_decoder_layers=2,
         max_len=128,
     ),
+    # For minutes of CPU time on small data: the small preset at half the width (`--preset auto`
+    # picks it when a budget buys too few tokens for `small`; see vaswani.train.recipe).
+    "mini": ModelConfig(
+        norm="pre",
+        vocab_size=8000,
+        d_model=128,
+        n_heads=4,
+        d_ff=512,
+        n_encoder_layers=3,
+        n_decoder_layers=3,
+        max_len=256,
+    ),
     # For training on a laptop CPU in tens of minutes. Pre-norm, unlike the paper: on ding-de-en
     # with 5 CPU-minutes it reached validation loss 4.64 against post-norm's 5.05 (lr scale 1) and
     # 5.40 (lr scale 2, where post-norm stalled).
@@ -298,11 +310,17 @@ PRESETS: dict[str, ModelConfig] = {
 # rate and smaller batches, so that a 30-minute budget makes thousands of updates past warm-up.
 PRESET_TRAINING: dict[str, dict[str, Any]] = {
     "tiny": {"warmup": 1000, "lr_scale": 2.0, "batch_tokens": 2048},
+    "mini": {"warmup": 1000, "lr_scale": 2.0, "batch_tokens": 2048},
     "small": {"warmup": 1000, "lr_scale": 2.0, "batch_tokens": 2048},
     "base": {"warmup": 4000, "lr_scale": 1.0, "batch_tokens": 4096},
     "big": {"warmup": 4000, "lr_scale": 1.0, "batch_tokens": 4096},
 }
 
+AUTO = "auto"
+PAPER_PRESETS = ("base", "big")
+"""Presets that, chosen by name with --max-steps, train with the paper's recipe exactly."""
+SCHEDULES = ("inverse-sqrt", "linear", "wsd")
+"""Learning-rate schedules (`vaswani.train.schedule`)."""
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 """Autocast precisions; "auto" is resolved from the hardware by `vaswani.device.pick_precision`."""
 NAN_POLICIES = ("stop", "skip")
@@ -318,8 +336,10 @@ class TrainConfig:
 
     data: str
     out: str
-    preset: str = one_of("small", tuple(PRESETS))
-    """Model size: tiny, small, base or big (`vaswani presets`)."""
+    preset: str = one_of(AUTO, (AUTO, *PRESETS))
+    """Model size (`vaswani presets`), or auto: chosen from the training tokens, the budget and
+    this machine's measured step time, with the batch, warm-up, learning rate and schedule
+    (`vaswani.train.recipe`); the choice is printed and kept in the run (recipe.json)."""
     model: dict[str, Any] = dataclasses.field(default_factory=dict)
     """ModelConfig fields that override the preset (vocabulary sizes come from the data)."""
     task: str | None = one_of(None, TASKS)
@@ -337,7 +357,26 @@ class TrainConfig:
     """Warm-up steps (§5.3: 4000); None: the preset's."""
     lr_scale: float | None = None
     """Multiplies the schedule d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) (§5.3);
-    None: the preset's."""
+    None: the preset's. Used only when --lr is not given."""
+    lr: float | None = None
+    """Peak learning rate (reached at the end of warm-up); None: the paper's
+    lr_scale * d_model^-0.5 * warmup^-0.5, or auto's choice."""
+    schedule: str | None = one_of(None, SCHEDULES)
+    """inverse-sqrt (the paper's, §5.3; never reaches zero), linear (warm-up, then linear decay to
+    zero when the budget ends) or wsd (warm-up, constant, linear cool-down over the last fifth).
+    None: inverse-sqrt for base and big chosen by name, linear otherwise."""
+    ema_decay: float | None = None
+    """Decay of an exponential moving average of the weights, evaluated beside them at every
+    validation (best/ keeps whichever scores higher); 0 turns it off. None: auto, from the
+    run's length in updates (`vaswani.train.average`)."""
+    bpe_dropout: float | None = None
+    """Subword dropout on the training pairs (after BPE-dropout, Provilkov et al. 2020): each
+    token is split into the two it was merged from with this probability, repeatedly; never on
+    validation, test or inference. None: auto, by how many times the budget goes over the data
+    (`vaswani.train.recipe`); 0 turns it off. Translation with vaswani's own BPE only."""
+    patience: int | None = None
+    """Stop after this many validations in a row without a better figure (chrF for
+    translation); None: never."""
     adam_betas: tuple[float, float] = (0.9, 0.98)
     adam_eps: float = 1e-9
     label_smoothing: float = 0.1
@@ -354,12 +393,13 @@ class TrainConfig:
     """Stop after this many optimizer updates."""
     max_minutes: float | None = None
     """Stop after this much training time (minutes); with max_steps, whichever comes first."""
-    eval_every: int = 500
-    """Validate (and choose best/) every this many steps."""
+    eval_every: int | None = None
+    """Validate (and choose best/) every this many steps; None: 8 times over a linear or wsd
+    schedule's horizon, every 500 steps with inverse-sqrt."""
     eval_sentences: int = 200
     """Validation pairs translated greedily for BLEU at each evaluation (translation only)."""
-    save_every: int = 500
-    """Write a checkpoint every this many steps."""
+    save_every: int | None = None
+    """Write a checkpoint every this many steps; None: at every validation."""
     keep_last: int = 5
     """Checkpoints kept (older ones are deleted; best/ is kept apart)."""
     log_every: int = 10
@@ -377,6 +417,7 @@ class TrainConfig:
             "batch_tokens",
             "accumulate",
             "warmup",
+            "patience",
             "eval_every",
             "save_every",
             "log_every",
@@ -384,6 +425,15 @@ class TrainConfig:
             value = getattr(self, name)
             require(value is None or value >= 1, f"{name} must be >= 1")
         require(self.lr_scale is None or self.lr_scale > 0, "lr_scale must be > 0")
+        require(self.lr is None or 0 < self.lr < 1, "lr must be in (0, 1)")
+        require(
+            self.ema_decay is None or 0 <= self.ema_decay < 1,
+            "ema_decay must be in [0, 1) (0 = off)",
+        )
+        require(
+            self.bpe_dropout is None or 0 <= self.bpe_dropout < 1,
+            "bpe_dropout must be in [0, 1) (0 = off)",
+        )
         require(0 <= self.label_smoothing < 1, "label_smoothing must be in [0, 1)")
         require(self.clip_norm >= 0, "clip_norm must be >= 0 (0 = off)")
         require(self.keep_last >= 1, "keep_last must be >= 1")
@@ -394,8 +444,17 @@ class TrainConfig:
         check_fields(ModelConfig, self.model)
 
     def resolved(self) -> TrainConfig:
-        """This configuration with the preset's value for every setting left as None."""
-        preset = PRESET_TRAINING[self.preset]
+        """This configuration with the preset's value for every setting left as None (`auto` is
+        decided by `vaswani.train.recipe`, which replaces the preset first)."""
+        # `vaswani.train.recipe` decides `auto` before training; a fine-tune (--init), whose model
+        # comes from that run, takes the small preset's training settings.
+        preset = dict(PRESET_TRAINING["small" if self.preset == AUTO else self.preset])
+        schedule = self.schedule
+        if schedule is None:
+            schedule = "inverse-sqrt" if self.preset in PAPER_PRESETS else "linear"
+        if schedule != "inverse-sqrt":  # warm-up from the horizon, the rate by width (recipe)
+            del preset["warmup"], preset["lr_scale"]
+        preset["schedule"] = schedule
         return dataclasses.replace(
             self, **{name: value for name, value in preset.items() if getattr(self, name) is None}
         )

@@ -4,7 +4,8 @@
 command that runs a model reads one. Inference code imports this module, never the training loop.
 
 A run directory holds everything `translate` needs and everything `--resume` needs:
-    config.json, train_config.json      the model and the training settings
+    config.json, train_config.json      the model and the training settings (as asked)
+    recipe.json                         what `auto` chose and the schedule's plan (kept on resume)
     tokenizer.json (or src./tgt.)       the tokenizer(s), copied from the data
     data.json                           where the data came from, its meta.json and fingerprint
     environment.json                    the device, precision and threads of the latest (re)start

@@ -40,6 +40,18 @@ def field_docs(cls: type) -> dict[str, str]:
 
 
 PARSERS: dict[str, Any] = {"int": int, "float": float, "Path": Path}
+
+
+def or_auto(parse: Any) -> Any:
+    """A flag parser that also takes "auto" for a setting whose None means "decided for you"."""
+
+    def parser(text: str) -> Any:
+        return None if text == "auto" else parse(text)
+
+    parser.__name__ = parse.__name__  # argparse names the type in its error messages
+    return parser
+
+
 METAVARS = {"int": "N", "float": "X", "Path": "PATH"}
 
 
@@ -80,6 +92,8 @@ def add_field_flags(
             options["choices"] = field.metadata["choices"]
         else:
             options["type"] = PARSERS.get(kinds[0], str)
+            if "None" in kinds and kinds[0] in ("int", "float"):
+                options["type"] = or_auto(options["type"])
             options["metavar"] = METAVARS.get(kinds[0], name.upper())
         if unset and "bool" not in kinds:
             options["default"] = None

@@ -1,5 +1,8 @@
-"""Train a Transformer with the paper's recipe: Adam (0.9, 0.98, 1e-9), warm-up then
-inverse-square-root learning rate, label smoothing 0.1, dropout. The data's task picks the model:
+"""Train a Transformer: Adam (0.9, 0.98, 1e-9), label smoothing 0.1, dropout (the paper's), with a
+learning rate that warms up and then falls to zero when the budget (--max-minutes, --max-steps)
+ends, and a moving average of the weights. By default (--preset auto) the model size is chosen
+from the data, the budget and this machine's measured speed, and printed; --preset base or big
+with --schedule inverse-sqrt is the paper's recipe exactly. The data's task picks the model:
 translate an encoder-decoder (validated by loss, perplexity, sacreBLEU and chrF), lm a
 decoder-only language model (loss, perplexity, a sample), classify an encoder with a pooled
 classification head (loss, accuracy; --model pooling=first or mean). Checkpoints as it goes. For
@@ -16,8 +19,8 @@ from vaswani.config import PRESET_TRAINING, TrainConfig
 from vaswani.tasks import get_task
 
 HELP = "train a model on a prepared dataset (or --resume a run)"
-SETTINGS = ("preset", "task", "init", "batch_tokens", "accumulate", "warmup", "lr_scale",
-            "label_smoothing", "clip_norm", "precision", "seed", "max_steps", "max_minutes",
+SETTINGS = ("preset", "task", "init", "batch_tokens", "accumulate", "schedule", "warmup", "lr",
+            "lr_scale", "ema_decay", "bpe_dropout", "patience", "label_smoothing", "clip_norm", "precision", "seed", "max_steps", "max_minutes",
             "eval_every", "eval_sentences", "save_every", "keep_last", "log_every", "nan_policy",
             "device")  # fmt: skip
 
@@ -41,9 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     by_preset = {
         name: "(default by preset: "
         + ", ".join(f"{p}: {values[name]}" for p, values in PRESET_TRAINING.items())
-        + ")"
+        + (" with inverse-sqrt; linear and wsd: a tenth of the horizon, at most 4,000)"
+           if name == "warmup" else ")")
         for name in PRESET_TRAINING["small"]
-    }
+    }  # fmt: skip
     # Unset flags stay None, so that TrainConfig (and the preset, for the settings it gives)
     # decides; the help says what that gives.
     add_field_flags(parser, TrainConfig, SETTINGS, unset=True, notes=by_preset)

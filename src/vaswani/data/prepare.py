@@ -19,6 +19,7 @@ One format serves the three tasks (meta.json's "task"):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -49,7 +50,13 @@ from vaswani.data.corpora import (
     split_of,
 )
 from vaswani.data.ids import IdsWriter
-from vaswani.data.tokenizer import LabelSet, SubwordTokenizer, iter_text_lines, load_tokenizers
+from vaswani.data.tokenizer import (
+    LabelSet,
+    SubwordTokenizer,
+    auto_vocab_size,
+    iter_text_lines,
+    load_tokenizers,
+)
 from vaswani.files import UnsafeFileError, member
 from vaswani.progress import progress_bar
 
@@ -72,8 +79,9 @@ class PrepareOptions:
     task: str = one_of("translate", TASKS)
     """translate (encoder-decoder), lm (decoder-only language model), classify (encoder with a
     classification head)."""
-    vocab_size: int = 8000
-    """BPE vocabulary size."""
+    vocab_size: int | None = None
+    """BPE vocabulary size; None (auto): from the training split's word count (`auto_vocab_size`),
+    e.g. 3,000 for 20k short sentence pairs, 8,000 for a million words a side."""
     max_example_len: int = 256
     """Drop pairs longer than this many tokens (with BOS/EOS) on either side; a language model's
     longer texts are cut into pieces instead."""
@@ -209,7 +217,7 @@ def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = Fa
                     f"--out {out} holds the input {given}, which --force would delete; "
                     "choose another --out"
                 )
-    if not 260 <= opts.vocab_size <= LIMITS["vocab_size"]:
+    if opts.vocab_size is not None and not 260 <= opts.vocab_size <= LIMITS["vocab_size"]:
         raise DataError(
             f"--vocab-size must be in 260 (4 specials + 256 bytes) .. {LIMITS['vocab_size']:,}, "
             f"got {opts.vocab_size}"
@@ -254,10 +262,18 @@ def _prepare_into(
     if counts["train"] == 0:
         raise DataError("no training pairs left after reading; check the input files")
     if opts.tokenizer_from is None:
+        requested = opts.vocab_size
+        if requested is None:
+            # Words of the text the tokenizer learns: both sides of a shared vocabulary.
+            sides = {"lm": ["tgt"], "classify": ["src"]}.get(opts.task, list(SIDES))
+            sides = sides if opts.shared_vocab else sides[:1]
+            words = sum(len(t.split()) for t in iter_text_lines(*(raw["train", s] for s in sides)))
+            opts = dataclasses.replace(opts, vocab_size=auto_vocab_size(words))
         tokenizers, tokenizer_files = _train_tokenizers(work, raw, counts["train"], opts)
         tokenizer_meta = {
             "shared": tokenizer_files["src"] == tokenizer_files["tgt"],
-            "requested_vocab_size": opts.vocab_size,
+            "requested_vocab_size": requested if requested is not None else "auto",
+            **({"auto_vocab_size": {"words": words}} if requested is None else {}),
             "min_frequency": opts.min_frequency,
         }
         if opts.task == "classify":

@@ -23,6 +23,20 @@ PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]
 
 
+# Vocabulary sizes found best for a corpus size, in training words: ~100k -> 2,000 (Sennrich &
+# Zhang 2019, IWSLT subsets), ~5M -> 5,000 to 8,000 (FLoRes baselines), ~200M -> 32,000-37,000
+# (WMT, the paper's 37,000). A power law through the two ends: 24 * words^0.384.
+VOCAB_FACTOR, VOCAB_EXPONENT = 24.0, 0.384
+VOCAB_RANGE = (1000, 32000)
+
+
+def auto_vocab_size(words: int) -> int:
+    """The BPE vocabulary for a training split of `words` whitespace-separated words (both sides
+    of a shared vocabulary), rounded to 500, within VOCAB_RANGE."""
+    size = VOCAB_FACTOR * max(words, 1) ** VOCAB_EXPONENT
+    return int(min(max(round(size / 500) * 500, VOCAB_RANGE[0]), VOCAB_RANGE[1]))
+
+
 class SubwordTokenizer:
     """Text <-> token ids, with the special ids a `ModelConfig` needs."""
 

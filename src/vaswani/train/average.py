@@ -1,11 +1,14 @@
-"""Checkpoint averaging (§6.1: "averaging the last 5 checkpoints")."""
+"""Weight averages: of checkpoints (§6.1: "averaging the last 5 checkpoints"), and an exponential
+moving average kept during training (`WeightAverage`)."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from vaswani.run import AVERAGED, CHECKPOINTS
 from vaswani.train import checkpoint as ckpt
@@ -40,3 +43,29 @@ def average_checkpoints(run_dir: Path, last: int = 5) -> tuple[Path, list[str]]:
         },
     )
     return path, names
+
+
+class WeightAverage:
+    """An exponential moving average of a model's weights, kept beside it during training:
+    average <- decay * average + (1 - decay) * weights after every update from `start` on (before
+    it, the average is a copy of the weights). Tied weights are one parameter, averaged once.
+
+    `model` is a module of the same architecture holding the average, ready to evaluate.
+    """
+
+    FILE = ckpt.AVERAGE
+
+    def __init__(self, model: nn.Module, decay: float, start: int) -> None:
+        self.model = copy.deepcopy(model)
+        self.model.requires_grad_(False)
+        self.decay, self.start = decay, start
+        self.source = list(model.parameters())
+        self.target = list(self.model.parameters())
+
+    @torch.no_grad()
+    def update(self, step: int) -> None:
+        """Fold in the weights after update `step`."""
+        if step <= self.start:
+            torch._foreach_copy_(self.target, self.source)
+        else:
+            torch._foreach_lerp_(self.target, self.source, 1.0 - self.decay)

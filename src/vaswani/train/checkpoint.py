@@ -35,7 +35,9 @@ STATE = "state.json"
 MANIFEST = "manifest.json"
 LATEST = "latest"
 # The files a checkpoint may hold; a manifest naming anything else is refused, not followed.
-FILES = (WEIGHTS, OPTIMIZER, RNG, STATE)
+AVERAGE = "ema.safetensors"
+"""The moving average of the weights (`vaswani.train.average.WeightAverage`), when kept."""
+FILES = (WEIGHTS, OPTIMIZER, RNG, STATE, AVERAGE)
 _STEP_DIR = re.compile(r"^step-(\d{8,})$")
 
 

@@ -1,5 +1,8 @@
 """`vaswani train`: the paper's training recipe; `Trainer.run` is the loop, on one screen.
 
+Over 500 lines on purpose: the Trainer (its schedule plan, the loop, one update, validation with
+the weight average, checkpoints) reads top to bottom in one file, as DESIGN.md asks of the loop.
+
 The same loop trains the three model families, by the task the data was prepared for: a
 translation `Transformer` (loss over target tokens, best weights by validation chrF), a `DecoderOnly`
 language model (loss over its text's tokens, best by validation loss), an `EncoderClassifier`
@@ -28,6 +31,7 @@ from torch.nn.parallel import DistributedDataParallel
 from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data import Position, PreparedData, TokenBatchSampler, collate
 from vaswani.data.dataset import ParallelSplit, task_of
+from vaswani.data.dropout import SubwordDropout, merge_parts
 from vaswani.data.prepare import SIDES
 from vaswani.device import Placement, autocast, grad_scaler, place
 from vaswani.errors import VaswaniError
@@ -48,8 +52,10 @@ from vaswani.run import (
 )
 from vaswani.tasks import Task, evaluation_mode, get_task
 from vaswani.train import checkpoint as ckpt
+from vaswani.train import recipe
+from vaswani.train.average import WeightAverage
 from vaswani.train.distributed import Distributed, init_distributed
-from vaswani.train.schedule import noam_lr
+from vaswani.train.schedule import Schedule, paper_peak
 from vaswani.train.state import TrainState, load_checkpoint, save_checkpoint
 from vaswani.train.stop import StopRequest
 
@@ -62,7 +68,7 @@ class TrainingError(VaswaniError):
 class TrainResult:
     run_dir: Path
     step: int
-    stopped_by: str  # "max_steps", "max_minutes" or "interrupt"
+    stopped_by: str  # "max_steps", "max_minutes", "patience" or "interrupt"
     best: float | None
     """The best validation figure (the task's `selection`: chrF, loss or accuracy)."""
     last_eval: dict | None
@@ -172,7 +178,7 @@ def train(
         for line in placement.lines():
             print(line, file=sys.stderr)
     try:
-        return _train(tc.resolved(), dist, placement, resume, progress, reset_data_position)
+        return _train(tc, dist, placement, resume, progress, reset_data_position)
     finally:
         dist.close()
 
@@ -238,21 +244,29 @@ def _train(
             f"--accumulate {tc.accumulate} micro-batches cannot be shared evenly by "
             f"{dist.world_size} processes; use a multiple of {dist.world_size}"
         )
-    cfg, initial = open_run(tc, dist, placement, data, resume)
+    chosen, record, seconds = recipe.settle(tc, dist, placement.precision, data, resume, progress)
+    cfg, initial = open_run(tc, chosen, dist, placement, data, resume)
     # train_config.json keeps what was asked ("auto"), so that a resume on other hardware chooses
     # again; from here on the run uses what was chosen.
-    trainer = Trainer(dataclasses.replace(tc, precision=placement.precision), dist, data, task,
+    trainer = Trainer(dataclasses.replace(chosen, precision=placement.precision), dist, data, task,
                       cfg, initial)  # fmt: skip
     if resume:
         trainer.resume(reset_data_position)
+    trainer.plan(record, seconds, progress)
     return trainer.run(progress)
 
 
 def open_run(
-    tc: TrainConfig, dist: Distributed, placement: Placement, data: PreparedData, resume: bool
+    asked: TrainConfig,
+    tc: TrainConfig,
+    dist: Distributed,
+    placement: Placement,
+    data: PreparedData,
+    resume: bool,
 ) -> tuple[ModelConfig, nn.Module | None]:
-    """The model settings of the run directory `tc.out` (created here unless resumed) and, to
-    fine-tune (`tc.init`), the model to start from; environment.json records the placement."""
+    """The model settings of the run directory `tc.out` (created here unless resumed, keeping the
+    settings as `asked`) and, to fine-tune (`tc.init`), the model to start from;
+    environment.json records the placement."""
     run, initial = Path(tc.out), None
     if resume:
         cfg = ModelConfig.from_dict(read_json(run / CONFIG, "model settings"))
@@ -263,7 +277,7 @@ def open_run(
             initial = initial_model(Path(tc.init), data)
             cfg = dataclasses.replace(initial.cfg, **tc.model)
         if dist.is_main:
-            create_run_dir(tc, cfg, data)
+            create_run_dir(asked, cfg, data)
         dist.barrier()
     if dist.is_main:
         info = {**placement.to_dict(), "world_size": dist.world_size, "torch": torch.__version__}
@@ -316,6 +330,103 @@ class Trainer:
         )
         self.state = TrainState(task.selection[0], data_fingerprint(data.meta))
         self.last_eval: dict | None = None
+        self.schedule: Schedule | None = None  # set by `plan`
+        self.average: WeightAverage | None = None
+        self.eval_every = tc.eval_every or 500
+        self.save_every = tc.save_every or self.eval_every
+        self.horizon_from_time = False
+
+    def plan(self, record: dict, seconds: float | None, progress: bool) -> None:
+        """Fix the schedule: its horizon (`plan_horizon`), and what follows from it where the
+        user left it to auto (`recipe.plan`: warm-up, peak rate, validations, the average's
+        decay). A new run writes them to recipe.json; a resumed run reads them back from it."""
+        tc, state = self.tc, self.state
+        self.plan_horizon(seconds, progress)
+        if "plan" not in record:
+            horizon = state.horizon or 1
+            data_tokens = max(int(self.split.tgt_lengths.sum()), 1)
+            epochs = horizon * tc.batch_tokens * tc.accumulate / data_tokens
+            chosen = recipe.plan(tc, self.cfg.d_model, horizon, epochs)
+            if tc.bpe_dropout is None and not self.subword_dropout_applies():
+                chosen = dataclasses.replace(chosen, bpe_dropout=0.0)
+            if tc.schedule == "inverse-sqrt":  # the paper's recipe: only what was asked for
+                warmup = tc.warmup
+                chosen = dataclasses.replace(
+                    chosen, warmup=warmup, eval_every=tc.eval_every or 500,
+                    lr=tc.lr or paper_peak(self.cfg.d_model, warmup, tc.lr_scale),
+                    ema_decay=tc.ema_decay or 0.0, bpe_dropout=tc.bpe_dropout or 0.0,
+                )  # fmt: skip
+            record.update(schedule=tc.schedule, plan=dataclasses.asdict(chosen))
+            if self.dist.is_main:
+                write_atomic(self.run_dir / recipe.RECORD, json.dumps(record, indent=1).encode())
+        chosen = recipe.Plan(**record["plan"])
+        self.schedule = Schedule(tc.schedule, chosen.lr, chosen.warmup,
+                                 state.horizon if tc.schedule != "inverse-sqrt" else None)  # fmt: skip
+        self.eval_every, self.save_every = chosen.eval_every, tc.save_every or chosen.eval_every
+        if chosen.bpe_dropout > 0:
+            self.split = self.subword_dropout(chosen.bpe_dropout)
+        if chosen.ema_decay > 0:
+            self.average = WeightAverage(self.model, chosen.ema_decay, chosen.warmup)
+            if state.step > 0:
+                path = ckpt.latest_valid(self.run_dir / CHECKPOINTS)
+                ema = path / WeightAverage.FILE if path is not None else None
+                if ema is not None and ema.exists():
+                    ckpt.load_weights(self.average.model, ckpt.read_weights(ema), ema)
+        if progress and self.dist.is_main:
+            print(f"schedule: {tc.schedule}, warm-up {chosen.warmup}, peak rate {chosen.lr:.2e}"
+                  + (f", ends at update {state.horizon}" if tc.schedule != "inverse-sqrt" else "")
+                  + f"; validation every {self.eval_every} updates"
+                  + (f", weight average decay {chosen.ema_decay:.4f}" if chosen.ema_decay else "")
+                  + (f", subword dropout {chosen.bpe_dropout:g}" if chosen.bpe_dropout else ""),
+                  file=sys.stderr)  # fmt: skip
+
+    def subword_dropout(self, p: float) -> SubwordDropout:
+        """The training split with subword dropout `p` (`vaswani.data.dropout`)."""
+        if not self.subword_dropout_applies():
+            raise TrainingError(
+                "--bpe-dropout works on translation data with vaswani's own BPE tokenizer; "
+                "use --bpe-dropout 0 for this data"
+            )
+        parts = {"src": merge_parts(self.data.src_tokenizer)}
+        shared = self.data.tgt_tokenizer is self.data.src_tokenizer
+        parts["tgt"] = parts["src"] if shared else merge_parts(self.data.tgt_tokenizer)
+        return SubwordDropout(self.split, parts, p, self.tc.seed, self.cfg.max_len - 1)
+
+    def subword_dropout_applies(self) -> bool:
+        """Translation data with vaswani's own BPE (not a classifier's labels, not SentencePiece)."""
+        kind = self.data.meta["tokenizer"].get("kind", "bpe")
+        return self.task.name == "translate" and kind == "bpe"
+
+    def plan_horizon(self, seconds: float | None, progress: bool) -> None:
+        """The update at which the schedule ends: max_steps, or with a time budget the updates it
+        buys at the measured pace (a new run times a few updates; a resumed run uses its own
+        pace so far), whichever is smaller. Kept in the state; a resume re-plans only when the
+        budget changed, and says what that does."""
+        tc, state = self.tc, self.state
+        self.horizon_from_time = tc.max_minutes is not None
+        budget = [tc.max_steps, tc.max_minutes]
+        if state.horizon is not None and state.horizon_budget == budget:
+            return
+        before = state.horizon
+        horizon = tc.max_steps if tc.max_steps is not None else None
+        if tc.max_minutes is not None:
+            if state.step > 0:
+                pace = state.elapsed_seconds / state.step
+            else:
+                if seconds is None:
+                    seconds = recipe.update_seconds(self.tc, self.cfg, self.data, self.dist,
+                                                    self.tc.precision)  # fmt: skip
+                pace = seconds / (1 - recipe.EVAL_SHARE)
+            remaining = max(tc.max_minutes * 60 - state.elapsed_seconds, 0.0)
+            by_time = state.step + max(int(remaining / pace), 1)
+            self.horizon_from_time = horizon is None or by_time < horizon
+            horizon = by_time if horizon is None else min(horizon, by_time)
+        state.horizon, state.horizon_budget = horizon, budget
+        if before is not None and before != horizon and progress and self.dist.is_main:
+            print(f"budget changed to {tc.max_steps or '-'} steps / {tc.max_minutes or '-'} "
+                  f"minutes: the schedule now ends at update {horizon} instead of {before} "
+                  f"(from update {state.step + 1} the rate follows the {tc.schedule} schedule "
+                  "to the new end)", file=sys.stderr)  # fmt: skip
 
     def resume(self, reset_data_position: bool) -> None:
         """Continue from the newest valid checkpoint (metrics logged after it are dropped)."""
@@ -340,11 +451,13 @@ class Trainer:
         and checkpoint on the way."""
         tc, state, dist = self.tc, self.state, self.dist
         max_steps = tc.max_steps if tc.max_steps is not None else float("inf")
+        if tc.schedule != "inverse-sqrt" and state.horizon is not None:
+            max_steps = state.horizon
         max_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else float("inf")
         stream = self.sampler.iterate(Position(*state.position))
         clock = Clock(state.elapsed_seconds, state.target_tokens)
         self.model.train()
-        with StopRequest() as stop, progress_bar(total=tc.max_steps, initial=state.step,
+        with StopRequest() as stop, progress_bar(total=state.horizon, initial=state.step,
                                                   enabled=progress and dist.is_main,
                                                   desc="training", unit="step") as bar:  # fmt: skip
             while state.step < max_steps:
@@ -357,16 +470,22 @@ class Trainer:
                 bar.update(1)
                 out_of_time = state.elapsed_seconds >= max_seconds
                 finished = state.step >= max_steps or dist.any(out_of_time or stop.requested)
-                self.validate_and_save(finished, bar)
-                if finished:
+                patience_out = self.validate_and_save(finished, bar)
+                if self.schedule.horizon is not None:
+                    max_steps = self.schedule.horizon
+                if finished or patience_out:
                     break
-        stopped_by = (
-            "interrupt"
-            if stop.requested
-            else "max_minutes"
-            if state.step < max_steps
-            else "max_steps"
-        )
+        if stop.requested:
+            stopped_by = "interrupt"
+        elif patience_out and not finished:
+            stopped_by = "patience"
+            if progress and dist.is_main:
+                print(f"stopped at step {state.step}: {tc.patience} validations without a better "
+                      f"{self.task.selection[0]} (--patience {tc.patience})", file=sys.stderr)  # fmt: skip
+        elif state.step < max_steps or (self.horizon_from_time and state.step >= max_steps):
+            stopped_by = "max_minutes"
+        else:
+            stopped_by = "max_steps"
         return TrainResult(self.run_dir, state.step, stopped_by, state.best, self.last_eval,
                            self.task.name, tc.precision)  # fmt: skip
 
@@ -374,9 +493,12 @@ class Trainer:
         """One optimizer update on `micro` (positions and index arrays), by the NaN policy."""
         state, tc = self.state, self.tc
         step = state.step + 1
-        lr = noam_lr(step, self.cfg.d_model, tc.warmup, tc.lr_scale)
+        assert self.schedule is not None, "plan() fixes the schedule before the first update"
+        lr = self.schedule(step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
+        if isinstance(self.split, SubwordDropout):
+            self.split.at(step)
         tokens, loss, grad_norm = train_update(self.net, self.optimizer, self.scaler, self.task,
                                                self.split, [b for _, b in micro], tc, self.dist)  # fmt: skip
         update = Update(loss, grad_norm, lr, tokens)
@@ -394,6 +516,8 @@ class Trainer:
             self.stop_on_nan(step, update)
         state.step, state.position = step, (micro[-1][0].epoch, micro[-1][0].index)
         state.target_tokens += tokens
+        if self.average is not None:
+            self.average.update(step)
         return update
 
     def stop_on_nan(self, step: int, update: Update) -> None:
@@ -426,22 +550,72 @@ class Trainer:
             postfix["left"] = f"{max(max_seconds - state.elapsed_seconds, 0.0) / 60:.1f}min"
         bar.set_postfix(postfix)
 
-    def validate_and_save(self, finished: bool, bar: Any) -> None:
-        """Validate every eval_every steps and checkpoint every save_every, and both at the end."""
-        tc, step, dist = self.tc, self.state.step, self.dist
-        if step % tc.eval_every == 0 or finished:
+    def validate_and_save(self, finished: bool, bar: Any) -> bool:
+        """Validate every eval_every steps and checkpoint every save_every, and both at the end.
+        With a time budget each validation re-plans the horizon from the pace so far (validation
+        time included). True when --patience says to stop."""
+        tc, state, dist = self.tc, self.state, self.dist
+        step = state.step
+        patience_out = False
+        if step % self.eval_every == 0 or finished:
             if dist.is_main:
-                self.last_eval = evaluate(self.model, self.data, tc, dist.device)
-                if self.last_eval is not None:
-                    record_evaluation(self.run_dir, self.model, self.state, self.last_eval,
-                                      self.task)  # fmt: skip
-                    bar.write(f"step {step}: {evaluation_line(self.last_eval)}")
+                self.last_eval = self.validate(bar)
+            if tc.patience is not None:
+                patience_out = dist.any(state.since_best >= tc.patience)
+            if self.horizon_from_time and not finished:
+                self.replan(step)
             dist.barrier()
-        if step % tc.save_every == 0 or finished:
+        if step % self.save_every == 0 or finished or patience_out:
             if dist.is_main:
-                save_checkpoint(self.run_dir / CHECKPOINTS, self.model, self.optimizer, self.state,
-                                tc.keep_last, self.scaler)  # fmt: skip
+                extra = {}
+                if self.average is not None:
+                    average = self.average.model
+                    extra[WeightAverage.FILE] = lambda p: ckpt.save_weights(average, p)
+                save_checkpoint(self.run_dir / CHECKPOINTS, self.model, self.optimizer, state,
+                                tc.keep_last, self.scaler, extra)  # fmt: skip
             dist.barrier()
+        return patience_out
+
+    def validate(self, bar: Any) -> dict | None:
+        """Validate the weights and, when kept, their moving average; best/ takes whichever
+        scores higher. The record holds the weights' figures, and the average's as ema_*."""
+        tc, state, device = self.tc, self.state, self.dist.device
+        result = evaluate(self.model, self.data, tc, device)
+        if result is None:
+            return None
+        model, key = self.model, self.task.selection[0]
+        line = f"step {state.step}: {evaluation_line(result)}"
+        if self.average is not None and state.step > self.average.start:
+            averaged = evaluate(self.average.model, self.data, tc, device)
+            assert averaged is not None
+            sign = 1 if self.task.selection[1] else -1
+            if sign * averaged[key] > sign * result[key]:
+                model = self.average.model
+            chosen = dict(averaged if model is self.average.model else result)
+            chosen.update({f"ema_{k}": v for k, v in averaged.items() if k != "samples"})
+            chosen["weights"] = "ema" if model is self.average.model else "last"
+            chosen.update({f"last_{k}": v for k, v in result.items() if k != "samples"})
+            result = chosen
+            line += f" | average: {evaluation_line(averaged)}"
+        before = state.best
+        record_evaluation(self.run_dir, model, state, result, self.task)
+        state.since_best = 0 if state.best != before else state.since_best + 1
+        bar.write(line)
+        return result
+
+    def replan(self, step: int) -> None:
+        """Move the schedule's end to where the time budget runs out at the pace so far (the
+        mean over processes, so that every process keeps the same rate)."""
+        tc, state, dist = self.tc, self.state, self.dist
+        pace = state.elapsed_seconds / max(step, 1)
+        remaining = max(tc.max_minutes * 60 - state.elapsed_seconds, 0.0)
+        horizon = step + max(int(remaining / pace), 1)
+        if tc.max_steps is not None:
+            horizon = min(horizon, tc.max_steps)
+        mean = dist.sum(torch.tensor(float(horizon), dtype=torch.float64)).item()
+        state.horizon = round(mean / dist.world_size)
+        if self.schedule is not None and self.schedule.horizon is not None:
+            self.schedule = dataclasses.replace(self.schedule, horizon=state.horizon)
 
 
 class Clock:

@@ -36,6 +36,13 @@ class TrainState:
     """fp16 steps the loss scaler skipped while its scale settled (not failures)."""
     best: float | None = None
     """The best validation figure so far."""
+    since_best: int = 0
+    """Validations since the best figure last improved (--patience)."""
+    horizon: int | None = None
+    """The update at which the schedule ends (linear, wsd): max_steps, or what the time budget
+    buys on this machine, re-estimated from the measured pace at each validation."""
+    horizon_budget: list[float | None] | None = None
+    """[max_steps, max_minutes] the horizon was set for: a resume with another budget re-plans."""
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "position": list(self.position)}
@@ -66,9 +73,11 @@ def save_checkpoint(
     state: TrainState,
     keep_last: int,
     scaler: torch.amp.GradScaler | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Path:
     """A checkpoint of the run at `state.step` in `directory`, made `latest`; the oldest beyond
-    `keep_last` are removed."""
+    `keep_last` are removed. `extra`: more files, by name, each with the function that writes it
+    (the weight average)."""
     record = state.to_dict()
     if scaler is not None and scaler.is_enabled():  # fp16: exact resume needs the loss scale
         record["grad_scaler"] = scaler.state_dict()
@@ -83,6 +92,7 @@ def save_checkpoint(
             ckpt.OPTIMIZER: lambda p: torch.save(optimizer.state_dict(), p),
             ckpt.RNG: lambda p: torch.save(rng, p),
             ckpt.STATE: lambda p: p.write_text(json.dumps(record, indent=1)),
+            **(extra or {}),
         },
     )
     ckpt.set_latest(directory, path)

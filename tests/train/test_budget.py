@@ -1,0 +1,240 @@
+"""Training fitted to a budget: schedules that know their end, the horizon a time budget buys, what
+`auto` chooses (and keeps on resume), the weight average and --patience."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from vaswani.config import TrainConfig
+from vaswani.train import checkpoint as ckpt
+from vaswani.train import loop, recipe
+from vaswani.train.average import WeightAverage
+from vaswani.train.loop import resume_config, train
+from vaswani.train.schedule import Schedule, noam_lr
+
+
+def test_linear_schedule_warms_up_then_falls_to_zero_at_the_horizon():
+    schedule = Schedule("linear", peak=1e-3, warmup=10, horizon=100)
+    rates = [schedule(step) for step in range(1, 101)]
+    assert rates[9] == pytest.approx(1e-3) == max(rates)
+    assert rates[4] == pytest.approx(0.5e-3)  # linear warm-up
+    assert rates[54] == pytest.approx(1e-3 * 45 / 90)  # halfway down: (100 - 55) / (100 - 10)
+    assert rates[-1] == 0.0
+    assert all(a > b for a, b in zip(rates[9:], rates[10:], strict=False))
+
+
+def test_wsd_schedule_holds_the_peak_then_cools_down_over_the_last_fifth():
+    schedule = Schedule("wsd", peak=2e-3, warmup=10, horizon=100)
+    rates = [schedule(step) for step in range(1, 101)]
+    assert rates[9:80] == [2e-3] * 71  # constant until update 80 = 100 - 20% of 100
+    assert rates[89] == pytest.approx(1e-3)  # halfway through the cool-down
+    assert rates[-1] == 0.0
+
+
+def test_inverse_sqrt_schedule_is_the_papers():
+    peak = 256**-0.5 * 100**-0.5 * 2.0
+    schedule = Schedule("inverse-sqrt", peak=peak, warmup=100)
+    for step in (1, 50, 100, 101, 5000):
+        assert schedule(step) == pytest.approx(noam_lr(step, 256, 100, scale=2.0))
+
+
+def test_a_horizon_shorter_than_the_warm_up_still_reaches_the_peak_and_zero():
+    schedule = Schedule("linear", peak=1.0, warmup=100, horizon=10)
+    assert schedule(5) == 1.0 and schedule(10) == 0.0
+
+
+def test_auto_takes_the_largest_size_the_budget_buys_enough_tokens_for():
+    fields = {"vocab_size": 1000}
+    timed = []
+
+    def timer(preset, model, batch_tokens):
+        timed.append(preset)
+        return {"mini": 0.1, "small": 0.3, "base": 1.0}[preset]
+
+    tc = TrainConfig(data="d", out="o", max_minutes=60)  # plenty for mini and small, not base
+    params = {p: recipe.parameter_count(fields, p, recipe.AUTO_MODEL.get(p, {}))
+              for p in recipe.CANDIDATES}  # fmt: skip
+    bought = {p: 3600 * 0.9 / {"mini": 0.1, "small": 0.3, "base": 1.0}[p] * 2048
+              for p in params}  # fmt: skip
+    choice = recipe.choose_size(tc, fields, timer)
+    expected = [
+        p for p in recipe.CANDIDATES if bought[p] / params[p] >= recipe.TOKENS_PER_PARAMETER
+    ]
+    assert choice.preset == (expected[-1] if expected else "mini")
+    assert choice.measured["mini"]["step_seconds"] == 0.1
+    assert "tokens/parameter" in choice.reason
+    # A step budget needs no timing.
+    timed.clear()
+    assert (
+        recipe.choose_size(TrainConfig(data="d", out="o", max_steps=10), fields, timer).preset
+        == "mini"
+    )
+    assert timed == []
+
+
+def test_plan_follows_the_horizon_and_keeps_what_the_user_set():
+    tc = TrainConfig(data="d", out="o", max_steps=1000)
+    plan = recipe.plan(tc, d_model=256, horizon=1000)
+    assert (plan.warmup, plan.eval_every, plan.lr) == (100, 125, recipe.PEAK_LR_AT_256)
+    assert plan.ema_decay == pytest.approx(0.99)
+    mine = recipe.plan(TrainConfig(data="d", out="o", max_steps=1000, warmup=7, lr=1e-4,
+                                   ema_decay=0.0), 256, 1000)  # fmt: skip
+    assert (mine.warmup, mine.lr, mine.ema_decay) == (7, 1e-4, 0.0)
+
+
+def test_weight_average_equals_a_hand_computation(tiny):
+    from vaswani.model import Transformer
+
+    model = Transformer(tiny)
+    average = WeightAverage(model, decay=0.9, start=1)
+    first = [p.detach().clone() for p in model.parameters()]
+    average.update(1)  # up to `start`: a copy
+    expected = [p.clone() for p in first]
+    for step in (2, 3):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn_like(p))
+        average.update(step)
+        expected = [0.9 * e + 0.1 * p.detach() for e, p in zip(expected, model.parameters(),
+                                                               strict=True)]  # fmt: skip
+    for got, want in zip(average.model.parameters(), expected, strict=True):
+        assert torch.allclose(got, want, atol=1e-6)
+    # Tied weights are one parameter: the average's are tied too.
+    assert average.model.output_projection.weight is average.model.decoder.embed.token.weight
+
+
+class FakeClock:
+    """Half a second per update, whatever the machine: time-driven plans become reproducible."""
+
+    updates = 0
+
+    def __init__(self, elapsed: float, tokens: int) -> None:
+        self.now = elapsed
+
+    def elapsed(self) -> float:
+        FakeClock.updates += 1
+        self.now += 0.5
+        return self.now
+
+    def rate(self, tokens: int) -> float:
+        return 1.0
+
+
+class StopAfter:
+    """A StopRequest that asks to stop (as Ctrl-C does) once `after` updates have run."""
+
+    after: int | None = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    @property
+    def requested(self) -> bool:
+        return StopAfter.after is not None and FakeClock.updates >= StopAfter.after
+
+
+def budget_config(data: Path, out: Path, **overrides) -> TrainConfig:
+    settings = dict(data=str(data), out=str(out), preset="tiny", precision="fp32",
+                    batch_tokens=512, log_every=1, max_minutes=0.25, eval_sentences=8)  # fmt: skip
+    settings.update(overrides)
+    return TrainConfig(**settings)
+
+
+@pytest.fixture
+def fake_time(monkeypatch):
+    monkeypatch.setattr(loop, "Clock", FakeClock)
+    monkeypatch.setattr(loop, "StopRequest", StopAfter)
+    monkeypatch.setattr(recipe, "update_seconds", lambda *args, **kwargs: 0.5)
+    FakeClock.updates, StopAfter.after = 0, None
+    yield
+    StopAfter.after = None
+
+
+def losses(run: Path) -> list:
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    return [(r["step"], r["loss"], r["lr"]) for r in map(json.loads, lines) if "loss" in r]
+
+
+@pytest.mark.parametrize("schedule", ["linear", "wsd"])
+def test_interrupted_time_budget_resumes_bit_exact(numbers_data, tmp_path, fake_time, schedule):
+    whole = train(
+        budget_config(numbers_data, tmp_path / "whole", schedule=schedule), progress=False
+    )
+    # 15 s at 0.5 s an update, minus validation's expected share: 27 updates planned, and the
+    # re-plans at each validation keep the end where the time runs out.
+    assert whole.stopped_by == "max_minutes"
+    rates = losses(tmp_path / "whole")
+    assert rates[-1][2] < rates[len(rates) // 2][2] and whole.step <= 30
+    FakeClock.updates, StopAfter.after = 0, whole.step // 2
+    half = train(budget_config(numbers_data, tmp_path / "split", schedule=schedule), progress=False)
+    assert half.stopped_by == "interrupt" and half.step == whole.step // 2
+    StopAfter.after = None
+    resumed = train(resume_config(tmp_path / "split"), resume=True, progress=False)
+    assert resumed.step == whole.step
+    assert losses(tmp_path / "whole") == losses(tmp_path / "split")
+    a, b = (ckpt.read_weights(ckpt.latest_valid(tmp_path / r / "checkpoints") / ckpt.WEIGHTS)
+            for r in ("whole", "split"))  # fmt: skip
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_the_rate_reaches_zero_at_the_end_of_a_step_budget(numbers_data, tmp_path):
+    train(budget_config(numbers_data, tmp_path / "run", max_minutes=None, max_steps=12,
+                        schedule="linear", warmup=3), progress=False)  # fmt: skip
+    rates = [lr for _, _, lr in losses(tmp_path / "run")]
+    assert len(rates) == 12 and rates[2] == max(rates) and rates[-1] == 0.0
+
+
+def test_raising_the_budget_on_resume_moves_the_end_and_says_so(numbers_data, tmp_path, capsys):
+    run = tmp_path / "run"
+    train(budget_config(numbers_data, run, max_minutes=None, max_steps=10, schedule="linear",
+                        warmup=2), progress=False)  # fmt: skip
+    train(resume_config(run, max_steps=20), resume=True, progress=True)
+    err = capsys.readouterr().err
+    assert "the schedule now ends at update 20 instead of 10" in err
+    rates = [lr for _, _, lr in losses(run)]
+    assert len(rates) == 20 and rates[9] == 0.0 and rates[10] > 0 and rates[-1] == 0.0
+
+
+def test_auto_choice_is_printed_recorded_and_kept_on_resume(numbers_data, tmp_path, fake_time,
+                                                            capsys, monkeypatch):  # fmt: skip
+    timed = []
+
+    def timer(tc, cfg, data, dist, precision, updates=3):
+        timed.append(cfg.d_model)
+        return 0.5
+
+    monkeypatch.setattr(recipe, "update_seconds", timer)
+    run = tmp_path / "auto"
+    StopAfter.after = 4
+    train(TrainConfig(data=str(numbers_data), out=str(run), max_minutes=0.25, eval_sentences=8,
+                      precision="fp32"), progress=True)  # fmt: skip
+    err = capsys.readouterr().err
+    assert "preset: mini (auto: the budget buys" in err
+    record = json.loads((run / recipe.RECORD).read_text())
+    assert record["choice"]["preset"] == "mini" and record["schedule"] == "linear"
+    assert json.loads((run / "train_config.json").read_text())["preset"] == "auto"
+    assert json.loads((run / "config.json").read_text())["d_model"] == 128
+    timed.clear()
+    StopAfter.after = None
+    train(resume_config(run), resume=True, progress=False)
+    assert timed == []  # nothing is timed again: the recorded choice and horizon are kept
+    assert json.loads((run / recipe.RECORD).read_text()) == record
+
+
+def test_patience_stops_at_the_right_validation(numbers_data, tmp_path, monkeypatch):
+    figures = iter([10.0, 12.0, 11.0, 12.0, 9.0, 30.0, 40.0])
+
+    def validate(model, data, tc, device):
+        return {"valid_loss": 1.0, "valid_chrf": next(figures), "valid_bleu": 0.0}
+
+    monkeypatch.setattr(loop, "evaluate", validate)
+    result = train(budget_config(numbers_data, tmp_path / "run", max_minutes=None, max_steps=50,
+                                 eval_every=2, patience=3, ema_decay=0.0), progress=False)  # fmt: skip
+    # chrF 10, 12 (best), 11, 12 (not better), 9: three validations without a better figure.
+    assert result.stopped_by == "patience" and result.step == 10 and result.best == 12.0
+    assert ckpt.latest_valid(tmp_path / "run" / "checkpoints").name == ckpt.step_name(10)
