@@ -63,3 +63,12 @@ def test_validation_never_sees_subword_dropout(numbers_data, tmp_path):
     plan = json.loads((run / "recipe.json").read_text())["plan"]
     assert plan["bpe_dropout"] == 0.5
     assert ckpt.latest_valid(run / "checkpoints") is not None
+
+
+def test_each_token_decides_once(numbers_data):
+    """With p = 0.1 about 90% of merged tokens stay whole, however many share the sentence."""
+    parts = merge_parts(PreparedData(numbers_data).src_tokenizer)
+    token = int(np.flatnonzero(parts[:, 0] >= 0)[-1])  # a merged token
+    rng = random.Random(0)
+    kept = [split_tokens([token] * 50, parts, 0.1, rng, 10_000).count(token) for _ in range(200)]
+    assert 0.87 < sum(kept) / (50 * 200) < 0.93
