@@ -54,10 +54,7 @@ def numbers_run(numbers_data, tmp_path_factory):
         eval_every=600,
         eval_sentences=50,
         save_every=600,
-        # A fixed model for the tests that use it: no weight average to validate beside it, no
-        # subword dropout (which lets beam search find one text in several segmentations).
-        ema_decay=0.0,
-        bpe_dropout=0.0,
+        ema_decay=0.0,  # one model to validate, not two
     )
     train(tc, progress=False)
     return out

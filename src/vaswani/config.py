@@ -369,11 +369,11 @@ class TrainConfig:
     """Decay of an exponential moving average of the weights, evaluated beside them at every
     validation (best/ keeps whichever scores higher); 0 turns it off. None: auto, from the
     run's length in updates (`vaswani.train.average`)."""
-    bpe_dropout: float | None = None
+    bpe_dropout: float = 0.0
     """Subword dropout on the training pairs (after BPE-dropout, Provilkov et al. 2020): each
-    token is split into the two it was merged from with this probability, repeatedly; never on
-    validation, test or inference. None: auto, by how many times the budget goes over the data
-    (`vaswani.train.recipe`); 0 turns it off. Translation with vaswani's own BPE only."""
+    token is split into the two it was merged from with this probability, and each part in turn;
+    never on validation, test or inference. Off by default: 0.1 cost 8 BLEU in a 20-minute CPU
+    run on 19k pairs (README). Translation with vaswani's own BPE only."""
     patience: int | None = None
     """Stop after this many validations in a row without a better figure (chrF for
     translation); None: never."""

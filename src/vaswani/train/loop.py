@@ -343,18 +343,13 @@ class Trainer:
         tc, state = self.tc, self.state
         self.plan_horizon(seconds, progress)
         if "plan" not in record:
-            horizon = state.horizon or 1
-            data_tokens = max(int(self.split.tgt_lengths.sum()), 1)
-            epochs = horizon * tc.batch_tokens * tc.accumulate / data_tokens
-            chosen = recipe.plan(tc, self.cfg.d_model, horizon, epochs)
-            if tc.bpe_dropout is None and not self.subword_dropout_applies():
-                chosen = dataclasses.replace(chosen, bpe_dropout=0.0)
+            chosen = recipe.plan(tc, self.cfg.d_model, state.horizon or 1)
             if tc.schedule == "inverse-sqrt":  # the paper's recipe: only what was asked for
                 warmup = tc.warmup
                 chosen = dataclasses.replace(
                     chosen, warmup=warmup, eval_every=tc.eval_every or 500,
                     lr=tc.lr or paper_peak(self.cfg.d_model, warmup, tc.lr_scale),
-                    ema_decay=tc.ema_decay or 0.0, bpe_dropout=tc.bpe_dropout or 0.0,
+                    ema_decay=tc.ema_decay or 0.0,
                 )  # fmt: skip
             record.update(schedule=tc.schedule, plan=dataclasses.asdict(chosen))
             if self.dist.is_main:
@@ -382,7 +377,8 @@ class Trainer:
 
     def subword_dropout(self, p: float) -> SubwordDropout:
         """The training split with subword dropout `p` (`vaswani.data.dropout`)."""
-        if not self.subword_dropout_applies():
+        kind = self.data.meta["tokenizer"].get("kind", "bpe")
+        if self.task.name != "translate" or kind != "bpe":
             raise TrainingError(
                 "--bpe-dropout works on translation data with vaswani's own BPE tokenizer; "
                 "use --bpe-dropout 0 for this data"
@@ -391,11 +387,6 @@ class Trainer:
         shared = self.data.tgt_tokenizer is self.data.src_tokenizer
         parts["tgt"] = parts["src"] if shared else merge_parts(self.data.tgt_tokenizer)
         return SubwordDropout(self.split, parts, p, self.tc.seed, self.cfg.max_len - 1)
-
-    def subword_dropout_applies(self) -> bool:
-        """Translation data with vaswani's own BPE (not a classifier's labels, not SentencePiece)."""
-        kind = self.data.meta["tokenizer"].get("kind", "bpe")
-        return self.task.name == "translate" and kind == "bpe"
 
     def plan_horizon(self, seconds: float | None, progress: bool) -> None:
         """The update at which the schedule ends: max_steps, or with a time budget the updates it

@@ -50,9 +50,6 @@ MAX_WARMUP = 4000
 PEAK_LR_AT_256 = 2e-3
 """Peak learning rate of a d_model=256 model with the linear and wsd schedules; other widths
 scale it by (256 / d_model)^0.5, as the paper's schedule does with d_model^-0.5."""
-BPE_DROPOUT, BPE_DROPOUT_EPOCHS = 0.1, 10.0
-"""Subword dropout auto turns on, and its probability, when the horizon passes over the training
-data at least this many times (Provilkov et al. 2020 used 0.1)."""
 EVALUATIONS = 8
 """Validations in a run whose horizon is known (each also saves a checkpoint)."""
 
@@ -140,7 +137,7 @@ class Plan:
     bpe_dropout: float = 0.0
 
 
-def plan(tc: TrainConfig, d_model: int, horizon: int, epochs: float = 0.0) -> Plan:
+def plan(tc: TrainConfig, d_model: int, horizon: int) -> Plan:
     """Warm-up WARMUP_SHARE of the horizon (at most the paper's 4,000 steps), peak rate by width
     (or the paper's peak for a given lr_scale), EVALUATIONS validations, and an average over
     about the last 10% of updates."""
@@ -153,10 +150,7 @@ def plan(tc: TrainConfig, d_model: int, horizon: int, epochs: float = 0.0) -> Pl
         lr = PEAK_LR_AT_256 * (256 / d_model) ** 0.5
     eval_every = tc.eval_every or max(1, math.ceil(horizon / EVALUATIONS))
     ema_decay = tc.ema_decay if tc.ema_decay is not None else 1 - 1 / max(10, horizon / 10)
-    bpe_dropout = tc.bpe_dropout
-    if bpe_dropout is None:
-        bpe_dropout = BPE_DROPOUT if epochs >= BPE_DROPOUT_EPOCHS else 0.0
-    return Plan(warmup, lr, eval_every, ema_decay, bpe_dropout)
+    return Plan(warmup, lr, eval_every, ema_decay, tc.bpe_dropout)
 
 
 def settle(
@@ -225,6 +219,7 @@ def update_seconds(
     rng = torch.get_rng_state()
     task = get_task(data.task)
     tc = dataclasses.replace(tc.resolved(), precision=precision)
+    alone = Distributed(device=dist.device)
     model = build_model(task.name, cfg).to(dist.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-9)
     scaler = grad_scaler(dist.device, tc.precision)
@@ -234,8 +229,10 @@ def update_seconds(
     times = []
     for _ in range(updates + 1):
         began = time.perf_counter()
-        micro = [next(stream)[1] for _ in range(tc.accumulate)]
-        train_update(model, optimizer, scaler, task, split, micro, tc, dist)
+        # This process's share of an update, timed alone: the throwaway model is not wrapped in
+        # DDP, so no gradients are exchanged.
+        micro = [next(stream)[1] for _ in range(max(tc.accumulate // dist.world_size, 1))]
+        train_update(model, optimizer, scaler, task, split, micro, tc, alone)
         optimizer.step()
         times.append(time.perf_counter() - began)
     torch.set_rng_state(rng)
