@@ -160,7 +160,9 @@ def losses(run: Path) -> list:
     return [(r["step"], r["loss"], r["lr"]) for r in map(json.loads, lines) if "loss" in r]
 
 
-@pytest.mark.parametrize("schedule", ["linear", "wsd"])
+# wsd here: the linear schedule, the default, is resumed bit-exact after a SIGKILL in
+# test_loop.py's killed-run test (whose runs leave --schedule unset).
+@pytest.mark.parametrize("schedule", ["wsd"])
 def test_interrupted_time_budget_resumes_bit_exact(numbers_data, tmp_path, fake_time, schedule):
     whole = train(
         budget_config(numbers_data, tmp_path / "whole", schedule=schedule), progress=False
@@ -211,8 +213,8 @@ def test_auto_choice_is_printed_recorded_and_kept_on_resume(numbers_data, tmp_pa
     monkeypatch.setattr(recipe, "update_seconds", timer)
     run = tmp_path / "auto"
     StopAfter.after = 4
-    train(TrainConfig(data=str(numbers_data), out=str(run), max_minutes=0.25, eval_sentences=8,
-                      precision="fp32"), progress=True)  # fmt: skip
+    train(TrainConfig(data=str(numbers_data), out=str(run), max_minutes=0.1, eval_sentences=4,
+                      ema_decay=0.0, precision="fp32"), progress=True)  # fmt: skip
     err = capsys.readouterr().err
     assert "preset: mini (auto: the budget buys" in err
     record = json.loads((run / recipe.RECORD).read_text())
