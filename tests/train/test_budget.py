@@ -54,11 +54,11 @@ def test_auto_takes_the_largest_size_the_budget_buys_enough_tokens_for():
         return {"mini": 0.1, "small": 0.3, "base": 1.0}[preset]
 
     tc = TrainConfig(data="d", out="o", max_minutes=60)  # plenty for mini and small, not base
-    params = {p: recipe.parameter_count(fields, p, recipe.AUTO_MODEL.get(p, {}))
+    params = {p: recipe.parameter_count("translate", fields, p, recipe.AUTO_MODEL.get(p, {}))
               for p in recipe.CANDIDATES}  # fmt: skip
     bought = {p: 3600 * 0.9 / {"mini": 0.1, "small": 0.3, "base": 1.0}[p] * 2048
               for p in params}  # fmt: skip
-    choice = recipe.choose_size(tc, fields, timer)
+    choice = recipe.choose_size(tc, "translate", fields, timer)
     expected = [
         p for p in recipe.CANDIDATES if bought[p] / params[p] >= recipe.TOKENS_PER_PARAMETER
     ]
@@ -68,7 +68,9 @@ def test_auto_takes_the_largest_size_the_budget_buys_enough_tokens_for():
     # A step budget needs no timing.
     timed.clear()
     assert (
-        recipe.choose_size(TrainConfig(data="d", out="o", max_steps=10), fields, timer).preset
+        recipe.choose_size(
+            TrainConfig(data="d", out="o", max_steps=10), "translate", fields, timer
+        ).preset
         == "mini"
     )
     assert timed == []

@@ -13,6 +13,7 @@ inference never see it: it wraps the training split only.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Sequence
 
@@ -23,8 +24,6 @@ from vaswani.data.dataset import ParallelSplit
 
 def merge_parts(tokenizer: object) -> np.ndarray:
     """(V, 2) ids of the two tokens each token was merged from; -1 for bytes and specials."""
-    import json
-
     data = json.loads(tokenizer.tokenizer.to_str())  # type: ignore[attr-defined]
     vocab: dict[str, int] = data["model"]["vocab"]
     parts = np.full((len(vocab), 2), -1, dtype=np.int64)

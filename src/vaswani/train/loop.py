@@ -332,9 +332,9 @@ class Trainer:
         self.last_eval: dict | None = None
         self.schedule: Schedule | None = None  # set by `plan`
         self.average: WeightAverage | None = None
-        self.eval_every = tc.eval_every or 500
-        self.save_every = tc.save_every or self.eval_every
+        self.eval_every = self.save_every = 0  # set by `plan`
         self.horizon_from_time = False
+        self.resumed_from: Path | None = None
 
     def plan(self, record: dict, seconds: float | None, progress: bool) -> None:
         """Fix the schedule: its horizon (`plan_horizon`), and what follows from it where the
@@ -362,11 +362,9 @@ class Trainer:
             self.split = self.subword_dropout(chosen.bpe_dropout)
         if chosen.ema_decay > 0:
             self.average = WeightAverage(self.model, chosen.ema_decay, chosen.warmup)
-            if state.step > 0:
-                path = ckpt.latest_valid(self.run_dir / CHECKPOINTS)
-                ema = path / WeightAverage.FILE if path is not None else None
-                if ema is not None and ema.exists():
-                    ckpt.load_weights(self.average.model, ckpt.read_weights(ema), ema)
+            ema = self.resumed_from / WeightAverage.FILE if self.resumed_from else None
+            if ema is not None and ema.exists():
+                ckpt.load_weights(self.average.model, ckpt.read_weights(ema), ema)
         if progress and self.dist.is_main:
             print(f"schedule: {tc.schedule}, warm-up {chosen.warmup}, peak rate {chosen.lr:.2e}"
                   + (f", ends at update {state.horizon}" if tc.schedule != "inverse-sqrt" else "")
@@ -408,8 +406,7 @@ class Trainer:
                     seconds = recipe.update_seconds(self.tc, self.cfg, self.data, self.dist,
                                                     self.tc.precision)  # fmt: skip
                 pace = seconds / (1 - recipe.EVAL_SHARE)
-            remaining = max(tc.max_minutes * 60 - state.elapsed_seconds, 0.0)
-            by_time = state.step + max(int(remaining / pace), 1)
+            by_time = self.time_horizon(pace)
             self.horizon_from_time = horizon is None or by_time < horizon
             horizon = by_time if horizon is None else min(horizon, by_time)
         state.horizon, state.horizon_budget = horizon, budget
@@ -425,6 +422,7 @@ class Trainer:
         if path is None:
             raise TrainingError(f"{self.run_dir}: no valid checkpoint to resume from")
         state = load_checkpoint(path, self.model, self.optimizer, self.task, self.scaler)
+        self.resumed_from = path
         fingerprint = self.state.data_fingerprint
         if state.data_fingerprint != fingerprint:
             if not reset_data_position:
@@ -473,7 +471,7 @@ class Trainer:
             if progress and dist.is_main:
                 print(f"stopped at step {state.step}: {tc.patience} validations without a better "
                       f"{self.task.selection[0]} (--patience {tc.patience})", file=sys.stderr)  # fmt: skip
-        elif state.step < max_steps or (self.horizon_from_time and state.step >= max_steps):
+        elif state.step < max_steps or self.horizon_from_time:
             stopped_by = "max_minutes"
         else:
             stopped_by = "max_steps"
@@ -580,11 +578,12 @@ class Trainer:
             averaged = evaluate(self.average.model, self.data, tc, device)
             assert averaged is not None
             sign = 1 if self.task.selection[1] else -1
-            if sign * averaged[key] > sign * result[key]:
+            use_average = sign * averaged[key] > sign * result[key]
+            if use_average:
                 model = self.average.model
-            chosen = dict(averaged if model is self.average.model else result)
+            chosen = dict(averaged if use_average else result)
             chosen.update({f"ema_{k}": v for k, v in averaged.items() if k != "samples"})
-            chosen["weights"] = "ema" if model is self.average.model else "last"
+            chosen["weights"] = "ema" if use_average else "last"
             chosen.update({f"last_{k}": v for k, v in result.items() if k != "samples"})
             result = chosen
             line += f" | average: {evaluation_line(averaged)}"
@@ -594,13 +593,16 @@ class Trainer:
         bar.write(line)
         return result
 
+    def time_horizon(self, pace: float) -> int:
+        """The update at which the time budget runs out, at `pace` seconds an update."""
+        remaining = max(self.tc.max_minutes * 60 - self.state.elapsed_seconds, 0.0)
+        return self.state.step + max(int(remaining / pace), 1)
+
     def replan(self, step: int) -> None:
         """Move the schedule's end to where the time budget runs out at the pace so far (the
         mean over processes, so that every process keeps the same rate)."""
         tc, state, dist = self.tc, self.state, self.dist
-        pace = state.elapsed_seconds / max(step, 1)
-        remaining = max(tc.max_minutes * 60 - state.elapsed_seconds, 0.0)
-        horizon = step + max(int(remaining / pace), 1)
+        horizon = self.time_horizon(state.elapsed_seconds / max(step, 1))
         if tc.max_steps is not None:
             horizon = min(horizon, tc.max_steps)
         mean = dist.sum(torch.tensor(float(horizon), dtype=torch.float64)).item()

@@ -71,12 +71,12 @@ class Choice:
         return dataclasses.replace(tc, preset=self.preset, model={**self.model, **tc.model})
 
 
-def parameter_count(task_fields: dict[str, Any], preset: str, overrides: dict[str, Any]) -> int:
-    """Parameters of a preset's model sized to the data, counted without allocating weights."""
+def parameter_count(
+    task: str, task_fields: dict[str, Any], preset: str, overrides: dict[str, Any]
+) -> int:
+    """Parameters of a preset's model for `task`, sized to the data, counted without allocating
+    weights."""
     cfg = ModelConfig.from_preset(preset, **{**task_fields, **overrides})
-    task = "translate" if cfg.n_labels == 0 and cfg.n_encoder_layers else "lm"
-    if cfg.n_labels:
-        task = "classify"
     with torch.device("meta"):
         model = build_model(task, cfg)
     return sum(p.numel() for p in model.parameters())
@@ -95,6 +95,7 @@ def budget_tokens(tc: TrainConfig, batch_tokens: int, step_seconds: float | None
 
 def choose_size(
     tc: TrainConfig,
+    task: str,
     task_fields: dict[str, Any],
     step_seconds: Callable[[str, dict[str, Any], int], float],
 ) -> Choice:
@@ -109,7 +110,7 @@ def choose_size(
         seconds = None
         if tc.max_minutes is not None:
             seconds = step_seconds(preset, overrides, batch)
-        params = parameter_count(task_fields, preset, overrides)
+        params = parameter_count(task, task_fields, preset, overrides)
         ratio = budget_tokens(tc, batch, seconds) / params
         measured[preset] = {"parameters": params, "tokens_per_parameter": round(ratio, 2)}
         if seconds is not None:
@@ -192,11 +193,11 @@ def settle(
                 cfg = model_config_for(candidate, data)
                 return update_seconds(candidate, cfg, data, dist, precision)
 
-            choice = choose_size(tc, fields, timed)
+            choice = choose_size(tc, data.task, fields, timed)
             record["choice"] = choice.to_dict()
             seconds = choice.measured[choice.preset].get("step_seconds")
         tc = choice.apply(tc)
-        if progress and dist.is_main and "choice" in record:
+        if progress and dist.is_main:
             print(f"preset: {choice.preset} (auto: {choice.reason})", file=sys.stderr)
     if tc.schedule is None and "schedule" in record:
         tc = dataclasses.replace(tc, schedule=record["schedule"])

@@ -34,8 +34,7 @@ def noam_lr(step: int, d_model: int, warmup: int = 4000, scale: float = 1.0) -> 
     """
     if warmup < 1:
         raise ValueError(f"warmup must be >= 1 step, got {warmup}")
-    step = max(step, 1)
-    return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+    return Schedule("inverse-sqrt", paper_peak(d_model, warmup, scale), warmup)(step)
 
 
 @dataclass(frozen=True)
