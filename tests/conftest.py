@@ -36,7 +36,7 @@ def numbers_data(tmp_path_factory):
 @pytest.fixture(scope="session")
 def numbers_run(numbers_data, tmp_path_factory):
     """A run directory of a small model trained on `numbers_data` well enough to translate most
-    held-out numbers (about 15 s on 2 CPU cores)."""
+    held-out numbers (chrF ~96 on 50 validation sentences; about 20 s on 2 CPU cores)."""
     from vaswani.config import TrainConfig
     from vaswani.train.loop import train
 
@@ -48,12 +48,11 @@ def numbers_run(numbers_data, tmp_path_factory):
         model={"d_model": 64, "d_ff": 256},
         batch_tokens=1024,
         precision="fp32",
-        warmup=200,
-        lr_scale=2.0,
-        max_steps=600,
-        eval_every=600,
+        warmup=80,
+        max_steps=400,
+        eval_every=400,
         eval_sentences=50,
-        save_every=600,
+        save_every=400,
         ema_decay=0.0,  # one model to validate, not two
     )
     train(tc, progress=False)

@@ -100,7 +100,7 @@ def test_health_is_503_when_the_test_translation_fails(loaded):
 @pytest.mark.parametrize(
     "body, status, message",
     [
-        (b'{"text": "1"', 422, "JSON decode error"),
+        (b'{"text": "1"', 422, "the body is not JSON"),
         ({"text": 5}, 422, "string"),
         ({"text": "1", "path": "/etc/passwd"}, 422, "Extra inputs are not permitted"),
         ({}, 422, 'exactly one of "text" and "texts"'),

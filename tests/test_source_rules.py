@@ -40,3 +40,23 @@ def test_functions_and_modules_stay_short_enough_to_read():
                     long_functions.append(f"{path.relative_to(SRC)}:{node.name} ({length})")
     assert not long_functions, f"functions over 60 lines: {long_functions}"
     assert not long_modules, f"modules over 500 lines without a reason at the top: {long_modules}"
+
+
+def test_files_vaswani_reads_from_directories_go_through_one_reader():
+    """JSON and text files named inside run, data, checkpoint and model directories are read by
+    vaswani.files (read_json, read_text): a damaged one is one line naming the file and where,
+    never a JSONDecodeError or UnicodeDecodeError. Parsing what is not a file is allowed: a
+    request body, a flag's value, a tokenizer serialised in memory, a file of the package."""
+    not_files = ("body.decode", "json.loads(value)", ".to_str()", "resources.files(", "loads(line)")
+    offenders = []
+    for path in SRC.rglob("*.py"):
+        if path.name == "files.py" and path.parent == SRC:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"json\.loads?\(|\.read_text\(", line) and not any(
+                allowed in line for allowed in not_files
+            ):
+                offenders.append(f"{path.relative_to(SRC)}:{number}: {line.strip()}")
+    assert not offenders, "read these with vaswani.files.read_json / read_text:\n" + "\n".join(
+        offenders
+    )

@@ -469,6 +469,8 @@ class TrainConfig:
 
 
 LENGTH_PENALTIES = ("gnmt", "plain")
+MAX_BEAM_SIZE = 256
+"""The widest beam vaswani searches, on the command line and over HTTP alike."""
 
 
 @dataclass(frozen=True)
@@ -482,7 +484,8 @@ class DecodeConfig:
     """
 
     beam_size: int = 4
-    """Hypotheses kept per sentence; 1 is greedy search."""
+    """Hypotheses kept per sentence; 1 is greedy search; at most MAX_BEAM_SIZE (256) and the
+    target vocabulary."""
     alpha: float = 0.6
     """Length penalty strength (paper: 0.6); 0 ranks by log-probability alone."""
     length_penalty: str = one_of("gnmt", LENGTH_PENALTIES)
@@ -506,6 +509,11 @@ class DecodeConfig:
             require(
                 isinstance(value, int) and value >= 1, f"{name} must be an int >= 1, got {value!r}"
             )
+        require(
+            self.beam_size <= MAX_BEAM_SIZE,
+            f"beam_size={self.beam_size} is over the cap of {MAX_BEAM_SIZE} (beyond a few dozen "
+            "a wider beam only costs time and memory)",
+        )
         require(
             self.n_best <= self.beam_size,
             f"n_best={self.n_best} exceeds beam_size={self.beam_size}; raise the beam size",
@@ -538,7 +546,7 @@ class ServeSettings:
     max_chars: int = 2000
     """Characters per text (the model's position limit also applies, after tokenizing)."""
     max_beam_size: int = 8
-    """Largest beam_size a request may ask for."""
+    """Largest beam_size a request may ask for (at most MAX_BEAM_SIZE, 256)."""
     beam_size: int = 4
     """Beam size of a request that gives none (the paper's 4)."""
     max_length: int = 256
@@ -571,4 +579,8 @@ class ServeSettings:
         require(
             self.beam_size <= self.max_beam_size,
             f"beam_size={self.beam_size} is over max_beam_size={self.max_beam_size}",
+        )
+        require(
+            self.max_beam_size <= MAX_BEAM_SIZE,
+            f"max_beam_size={self.max_beam_size} is over the cap of {MAX_BEAM_SIZE}",
         )

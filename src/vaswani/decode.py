@@ -33,6 +33,38 @@ class InputTooLong(VaswaniError, ValueError):
     """An input line is longer than the model's position limit (and truncation was not allowed)."""
 
 
+class TokenizerFailed(VaswaniError, ValueError):
+    """The tokenizer's own code failed on an input text (extreme input)."""
+
+
+class BeamTooWide(VaswaniError, ValueError):
+    """A beam wider than the model's target vocabulary."""
+
+
+def encode_each(tokenizer: Tokenizer, texts: list[str], what: str = "line",
+                numbers: list[int] | None = None) -> list[list[int]]:  # fmt: skip
+    """`tokenizer.encode_batch(texts)`, where a failure inside the tokenizer names the text it
+    failed on: `what` and its number counted from 1 (`numbers[i]` is text i's number)."""
+    try:
+        return tokenizer.encode_batch(texts)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:  # tokenizers' Rust code panics (pyo3 PanicException, a
+        # BaseException) on some extreme input, e.g. a regex engine's backtracking limit
+        for i, text in enumerate(texts):
+            try:
+                tokenizer.encode_batch([text])
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException:
+                number = numbers[i] if numbers is not None else i + 1
+                raise TokenizerFailed(
+                    f"{what} {number} ({len(text)} characters): the tokenizer failed on it "
+                    f"({type(error).__name__}: {str(error)[:200]}); shorten or split it"
+                ) from None
+        raise
+
+
 class TruncatedInput(UserWarning):
     """An input line was longer than the model's position limit and was cut."""
 
@@ -60,7 +92,8 @@ def encode_sources(
     if too_long not in ("error", "truncate"):
         raise ValueError(f"too_long={too_long!r}: choose error or truncate")
     todo = [i for i, text in enumerate(texts) if text.strip()]
-    encoded = dict(zip(todo, tokenizer.encode_batch([texts[i] for i in todo]), strict=True))
+    ids = encode_each(tokenizer, [texts[i] for i in todo], what, [i + 1 for i in todo])
+    encoded = dict(zip(todo, ids, strict=True))
     for i, ids in encoded.items():
         if len(ids) + 1 <= max_len:
             continue
@@ -119,6 +152,11 @@ def translate_nbest(
     """
     cfg = model.cfg
     dc = dc or DecodeConfig()
+    if dc.beam_size > cfg.target_vocab_size:
+        raise BeamTooWide(
+            f"beam_size {dc.beam_size} is over the model's target vocabulary of "
+            f"{cfg.target_vocab_size} tokens; choose a narrower beam"
+        )
     device = next(model.parameters()).device
     encoded = encode_sources(src_tokenizer, texts, cfg.max_len, too_long)
     results: list[list[Translation]] = [[] for _ in texts]
@@ -186,7 +224,7 @@ def generate(
     """Continue each text prompt by sampling (see `sample`); "" starts from nothing. A prompt that
     leaves no room under the model's position limit raises InputTooLong."""
     cfg = model.cfg
-    encoded = tokenizer.encode_batch(prompts) if prompts else []
+    encoded = encode_each(tokenizer, prompts, "prompt") if prompts else []
     for i, ids in enumerate(encoded):
         if len(ids) + 2 > cfg.max_len:  # the start token, the prompt, one new token
             raise InputTooLong(

@@ -24,7 +24,7 @@ from vaswani.data.corpora import read_text_files, read_tsv
 from vaswani.data.dataset import EncodedSplit, ParallelSplit
 from vaswani.data.prepare import cut_into_pieces
 from vaswani.data.tokenizer import LabelSet
-from vaswani.decode import Tokenizer, encode_sources, translate
+from vaswani.decode import Tokenizer, encode_each, encode_sources, translate
 from vaswani.errors import VaswaniError
 from vaswani.metrics import Scores, perplexity_of, score
 from vaswani.shortlist import Shortlist
@@ -160,7 +160,7 @@ def encode_text_file(path: Path, tokenizer: Tokenizer, max_len: int, max_line_by
     """A text file (one text a line) encoded like a prepared language-model split: texts longer
     than the model's `max_len` positions are cut into pieces, as `prepare` does."""
     texts = [text for _, text in read_text_files([path], max_line_bytes=max_line_bytes)]
-    pieces = cut_into_pieces(tokenizer.encode_batch(texts), max_len - 1)
+    pieces = cut_into_pieces(encode_each(tokenizer, texts, f"{path}: text"), max_len - 1)
     return EncodedSplit([[] for _ in pieces], pieces)
 
 

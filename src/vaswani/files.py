@@ -8,10 +8,12 @@ that leads out, a FIFO or a device is refused in one line instead of being read,
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +34,13 @@ def member(directory: Path, name: Any, what: str) -> Path:
     directory = Path(directory)
     if not isinstance(name, str) or not name or "\x00" in name:
         raise UnsafeFileError(f"{what} names {name!r}, which is not a file name")
-    root = directory.resolve()
-    path = (directory / name).resolve()
+    try:
+        root = directory.resolve()
+        path = (directory / name).resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a symbolic link loop, before Python 3.13
+        raise UnsafeFileError(
+            f"{what} names {name!r}, but {directory / name} is a loop of symbolic links"
+        ) from None
     if Path(name).is_absolute() or not path.is_relative_to(root):
         raise UnsafeFileError(
             f"{what} names {name!r}, outside {directory}; refusing to read it (a file named in a "
@@ -50,18 +57,75 @@ def member(directory: Path, name: Any, what: str) -> Path:
     return path
 
 
-def read_json(path: Path, what: str = "") -> Any:
-    """The JSON content of `path`; a damaged, unreadable or non-UTF-8 file is one line naming it."""
+def regular_file(path: Path, what: str = "file") -> Path:
+    """`path`, after checking that it can be opened as a regular file: a missing file, a loop of
+    symbolic links, a directory, a FIFO or a device is one line naming it."""
     path = Path(path)
     try:
         mode = path.stat().st_mode
-        if not stat.S_ISREG(mode):
-            raise DamagedFileError(f"{path}: not a regular file")
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except OSError as error:
+        reason = "a loop of symbolic links" if error.errno == errno.ELOOP else error.strerror
+        raise DamagedFileError(f"{path}: cannot read the {what}: {reason}") from None
+    if not stat.S_ISREG(mode):
+        raise DamagedFileError(f"{path}: the {what} is not a regular file")
+    return path
+
+
+def read_text(path: Path, what: str = "file") -> str:
+    """The UTF-8 text of a file vaswani wrote (a split of a data directory, a pointer): a byte
+    that is not UTF-8 is one line naming the file, the line and the byte offset."""
+    data = regular_file(path, what).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
         raise DamagedFileError(
-            f"{path}: damaged{f' {what}' if what else ''} (not valid JSON: {error})"
+            f"{path}:{line}: damaged {what}: not UTF-8 at byte {error.start}"
         ) from None
+
+
+def read_json(
+    path: Path, what: str = "", kind: type | None = None, keys: Mapping[str, type] | None = None
+) -> Any:
+    """The JSON content of a file named inside a run, data, checkpoint or model directory. A
+    missing or non-regular file, text that is not UTF-8 or not JSON, a top level that is not a
+    `kind` (dict, list), or a key of `keys` missing or not of its type is one line naming the
+    file, where and what."""
+    what = what or "JSON file"
+    text = read_text(path, what)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DamagedFileError(
+            f"{path}:{error.lineno}:{error.colno}: damaged {what} (not valid JSON: {error.msg})"
+        ) from None
+    except RecursionError:
+        raise DamagedFileError(f"{path}: damaged {what} (JSON nested too deeply)") from None
+    if kind is not None and not isinstance(data, kind):
+        raise DamagedFileError(
+            f"{path}: damaged {what}: expected a JSON {json_name(kind)}, "
+            f"found {json_name(type(data))}"
+        )
+    return check_keys(data, path, what, keys or {})
+
+
+def check_keys(data: dict, path: Path, what: str, keys: Mapping[str, type]) -> dict:
+    """`data` (read from `path`) after checking that each key of `keys` is there with its type."""
+    for key, expected in keys.items():
+        if key not in data:
+            raise DamagedFileError(f"{path}: damaged {what}: no {key!r}")
+        if not isinstance(data[key], expected) or isinstance(data[key], bool) != (expected is bool):
+            raise DamagedFileError(
+                f"{path}: damaged {what}: {key!r} should be a JSON {json_name(expected)}, "
+                f"found {json_name(type(data[key]))}"
+            )
+    return data
+
+
+def json_name(kind: type) -> str:
+    names = {dict: "object", list: "array", str: "string", int: "number", float: "number",
+             bool: "boolean", type(None): "null"}  # fmt: skip
+    return names.get(kind, kind.__name__)
 
 
 def read_records(path: Path) -> list[dict]:

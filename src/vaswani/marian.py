@@ -22,6 +22,7 @@ import torch
 
 from vaswani.config import ModelConfig
 from vaswani.errors import VaswaniError
+from vaswani.files import read_json
 from vaswani.model import Transformer, sinusoidal_encoding
 from vaswani.train import checkpoint as ckpt
 
@@ -265,11 +266,11 @@ def import_marian(hf_dir: Path, out: Path) -> Path:
         raise MarianImportError(f"{hf_dir}: no config.json; give a Hugging Face model directory")
     if out.exists() and any(out.iterdir()):
         raise MarianImportError(f"{out}: exists and is not empty; choose a new directory")
-    hf_config = json.loads((hf_dir / "config.json").read_text(encoding="utf-8"))
+    hf_config = read_json(hf_dir / "config.json", "model config", dict)
     cfg = model_config(hf_config)
     tokenizer_config = hf_dir / "tokenizer_config.json"
     separate = (
-        json.loads(tokenizer_config.read_text(encoding="utf-8")).get("separate_vocabs", False)
+        read_json(tokenizer_config, "tokenizer config", dict).get("separate_vocabs", False)
         if tokenizer_config.is_file()
         else False
     )

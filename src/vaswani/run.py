@@ -94,14 +94,14 @@ def load_run(run: Path, weights: str = "best") -> LoadedRun:
     if not run.is_dir():
         raise RunError(f"{run}: no such run directory")
     for name in (CONFIG, DATA_INFO):
-        if not (run / name).is_file():
+        if not (run / name).is_file() and not (run / name).is_symlink():  # a link: read_json says
             raise RunError(
                 f"{run}: not a complete run directory (no {name}); give a directory written by "
                 "`vaswani train`"
             )
     try:
-        cfg = ModelConfig.from_dict(read_json(run / CONFIG))
-        info = read_json(run / DATA_INFO)
+        cfg = ModelConfig.from_dict(read_json(run / CONFIG, "model settings", dict))
+        info = read_json(run / DATA_INFO, "data record", dict)
         tokenizer_meta = info["meta"]["tokenizer"]
         if not {"src", "tgt"} <= set(tokenizer_meta["files"]):
             raise KeyError("tokenizer files")

@@ -15,7 +15,13 @@ from typing import Any
 
 from vaswani.cli.fields import add_field_flags, settings_from
 from vaswani.config import PRECISIONS, DecodeConfig
-from vaswani.data.corpora import decode_lines, open_binary, split_lines
+from vaswani.data.corpora import (
+    DEFAULT_MAX_LINE_BYTES,
+    MAX_LINE_BYTES,
+    decode_lines,
+    open_binary,
+    split_lines,
+)
 from vaswani.device import Placement, place
 from vaswani.errors import VaswaniError
 from vaswani.quantize import QUANTIZATIONS, quantize
@@ -53,6 +59,7 @@ positive_float = _number(float, lambda v: v > 0 and math.isfinite(v), "a number 
 non_negative_float = _number(float, lambda v: v >= 0.0, "a number >= 0")
 probability = _number(float, lambda v: 0.0 < v <= 1.0, "in (0, 1]")
 fraction = _number(float, lambda v: 0.0 <= v < 1.0, "in [0, 1)")
+line_bytes = _number(int, lambda v: 1 <= v <= MAX_LINE_BYTES, f"in 1 .. {MAX_LINE_BYTES}")
 port_number = _number(int, lambda v: 1 <= v <= 65535, "a port number in 1 .. 65535")
 
 
@@ -138,9 +145,9 @@ def add_input_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-line-bytes",
-        type=positive_int,
-        default=1 << 20,
-        help="refuse any input line longer than this many bytes",
+        type=line_bytes,
+        default=DEFAULT_MAX_LINE_BYTES,
+        help=f"refuse any input line longer than this many bytes (at most {MAX_LINE_BYTES})",
     )
 
 

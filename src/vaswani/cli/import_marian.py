@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         run_dir = import_marian(args.hf_dir, args.out)
     except MarianImportError as error:
         raise CliError(str(error)) from None
-    cfg = ModelConfig.from_dict(read_json(run_dir / CONFIG))
+    cfg = ModelConfig.from_dict(read_json(run_dir / CONFIG, "model settings", dict))
     print(
         f"imported {args.hf_dir} into {run_dir}: {cfg.n_encoder_layers}+{cfg.n_decoder_layers} "
         f"layers, d_model {cfg.d_model}, {cfg.n_heads} heads, vocabulary {cfg.vocab_size}, "

@@ -21,6 +21,8 @@ from typing import BinaryIO
 from vaswani.errors import VaswaniError
 
 DEFAULT_MAX_LINE_BYTES = 1 << 20  # 1 MiB: a longer line is refused rather than read whole
+MAX_LINE_BYTES = 1 << 26  # 64 MiB, the most --max-line-bytes may allow: a line is held whole in
+# memory several times over (bytes, text, tokens), and tokenizing one of 50 MB takes minutes
 DING_PATH = Path("/usr/share/trans/de-en")
 BOM = "\ufeff"
 
@@ -46,6 +48,11 @@ def open_binary(path: Path) -> BinaryIO:
 
 def split_lines(handle: BinaryIO, name: str | Path, max_line_bytes: int) -> Iterator[bytes]:
     """The lines of a binary stream, without the newline, refusing any longer than the limit."""
+    if not 1 <= max_line_bytes <= MAX_LINE_BYTES:
+        raise DataError(
+            f"--max-line-bytes {max_line_bytes}: must be in 1 .. {MAX_LINE_BYTES} (64 MiB); a "
+            "longer line is not one sentence"
+        )
     number = 0
     while True:
         try:

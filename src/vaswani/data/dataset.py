@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +9,7 @@ import numpy as np
 from vaswani.data.corpora import DataError
 from vaswani.data.prepare import FORMAT_VERSION, SIDES, SPLITS
 from vaswani.data.tokenizer import load_tokenizers
+from vaswani.files import check_keys, read_json, read_text
 
 
 def _map(path: Path, dtype: np.dtype) -> np.ndarray:
@@ -87,13 +87,16 @@ class PreparedData:
                 f"{self.directory}: not a prepared dataset (no meta.json); "
                 "create one with `vaswani prepare CORPUS --out DIR`"
             )
-        self.meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        self.meta = read_json(meta_path, "dataset record", dict)
         version = self.meta.get("format_version")
         if version != FORMAT_VERSION:
             raise DataError(
                 f"{self.directory}: prepared with format {version}, this vaswani reads format "
                 f"{FORMAT_VERSION}; run prepare again"
             )
+        check_keys(self.meta, meta_path, "dataset record", {"tokenizer": dict, "dtype": str})
+        if self.meta["dtype"] not in ("<u2", "<u4"):
+            raise DataError(f"{meta_path}: damaged dataset record: dtype {self.meta['dtype']!r}")
         self.src_tokenizer, self.tgt_tokenizer = load_tokenizers(
             self.directory, self.meta["tokenizer"]
         )
@@ -115,6 +118,6 @@ class PreparedData:
             raise ValueError("the training split keeps ids only; evaluate on valid or test")
         return tuple(  # type: ignore[return-value]
             # Bytes, not text mode: only "\n" ends a line (a segment may hold a "\r").
-            (self.directory / f"{split}.{side}.txt").read_bytes().decode("utf-8").split("\n")[:-1]
+            read_text(self.directory / f"{split}.{side}.txt", f"{split} split").split("\n")[:-1]
             for side in SIDES
         )

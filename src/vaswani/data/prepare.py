@@ -57,7 +57,7 @@ from vaswani.data.tokenizer import (
     iter_text_lines,
     load_tokenizers,
 )
-from vaswani.files import UnsafeFileError, member
+from vaswani.files import UnsafeFileError, member, read_json
 from vaswani.progress import progress_bar
 
 FORMAT_VERSION = 1
@@ -385,7 +385,7 @@ def _copy_tokenizers(work: Path, run: Path) -> tuple[dict[str, Any], dict]:
     """The tokenizer of run directory `run` (e.g. an imported OPUS-MT model), copied into `work`."""
     record = run / "data.json"  # vaswani.run.DATA_INFO (data cannot import run: run imports data)
     try:
-        info = json.loads(record.read_text(encoding="utf-8"))
+        info = read_json(record, "run record", dict)
         tokenizer_meta = dict(info["meta"]["tokenizer"])
         files = tokenizer_meta["files"]
         for name in set(files.values()):

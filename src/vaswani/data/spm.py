@@ -14,9 +14,10 @@ use it unchanged. bos_id is the pad id: Marian starts decoding from padding.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
+
+from vaswani.files import DamagedFileError, read_json
 
 WORD_BOUNDARY = "\u2581"  # "▁", SentencePiece's mark for a space before a piece
 PAD, EOS, UNK = "<pad>", "</s>", "<unk>"
@@ -25,8 +26,8 @@ PAD, EOS, UNK = "<pad>", "</s>", "<unk>"
 def read_vocab(path: Path) -> dict[str, int]:
     """A Marian vocabulary file: a JSON object from piece to id (ids distinct, from 0)."""
     try:
-        vocab = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+        vocab = read_json(path, "vocabulary")
+    except DamagedFileError as error:
         raise ValueError(f"{path}: cannot read the vocabulary ({error})") from None
     if not isinstance(vocab, dict) or not all(
         isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in vocab.items()

@@ -16,7 +16,7 @@ from typing import Any
 from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, trainers
 from tokenizers.models import BPE
 
-from vaswani.files import member
+from vaswani.files import member, read_json
 
 # Their ids are 0..3, matching ModelConfig's pad_id, bos_id, eos_id defaults.
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
@@ -150,7 +150,7 @@ class LabelSet:
     @classmethod
     def load(cls, path: Path) -> LabelSet:
         try:
-            return cls(json.loads(Path(path).read_text(encoding="utf-8"))["labels"])
+            return cls(read_json(path, "label set", dict, {"labels": list})["labels"])
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ValueError(f"{path}: not a vaswani label file ({error})") from None
 

@@ -23,7 +23,7 @@ from vaswani.decode import classify, generate, translate, translate_nbest
 from vaswani.errors import VaswaniError
 from vaswani.serve.libre import Access, Libre, Pairs, request_fields
 from vaswani.serve.schemas import (
-    INVALID_JSON,
+    BodyError,
     ClassificationOut,
     ClassifyResponse,
     GenerateRequest,
@@ -166,7 +166,12 @@ def translate_route(app: FastAPI, state: State) -> None:
         "api_key"}, JSON or form data); the answer keeps the order of the texts."""
         body = await request.body()
         is_json = request.headers.get("content-type", "").startswith("application/json")
-        data = json_body(body) if is_json else None
+        try:
+            data = json_body(body) if is_json else None
+        except BodyError as error:
+            return validation_response(
+                [{"loc": ["body"], "msg": str(error), "type": "json_invalid"}]
+            )
         if not is_json or (isinstance(data, dict) and "q" in data):
             if state.libre is None:
                 return JSONResponse({"error": "LibreTranslate requests need models named by "
@@ -174,10 +179,6 @@ def translate_route(app: FastAPI, state: State) -> None:
                                     status_code=400)  # fmt: skip
             fields = data if is_json else await request_fields(request, body)
             return await state.libre.translate(request, fields)
-        if data is INVALID_JSON:
-            return validation_response(
-                [{"loc": ["body"], "msg": "JSON decode error", "type": "json_invalid"}]
-            )
         try:
             asked = TranslateRequest.model_validate(data)
         except ValidationError as error:

@@ -36,7 +36,8 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from vaswani.decode import Translation
 from vaswani.errors import VaswaniError
-from vaswani.serve.schemas import INVALID_JSON, json_body
+from vaswani.files import read_text
+from vaswani.serve.schemas import BodyError, json_body
 from vaswani.serve.worker import Worker, text_problems
 
 FORMATS = ("text", "html")
@@ -70,7 +71,7 @@ class Access:
     def from_file(cls, path: Path | None, per_minute: int | None) -> Access:
         if path is None:
             return cls(None, per_minute)
-        keys = {line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines()}
+        keys = {line.strip() for line in read_text(path, "API key file").splitlines()}
         keys.discard("")
         if not keys:
             raise AccessError(f"--api-keys {path}: no key in it (one key a line)")
@@ -219,9 +220,10 @@ async def request_fields(request: Request, body: bytes) -> dict[str, Any]:
     """A LibreTranslate request's fields, from JSON or form data; q may repeat in a form."""
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("application/json"):
-        data = json_body(body)
-        if data is INVALID_JSON:
-            raise LibreError(400, "Invalid request: the body is not JSON")
+        try:
+            data = json_body(body)
+        except BodyError as error:
+            raise LibreError(400, f"Invalid request: {error}") from None
         if not isinstance(data, dict):
             raise LibreError(400, "Invalid request: expected a JSON object")
         return data
@@ -251,7 +253,7 @@ def alternatives_of(fields: dict[str, Any], max_beam: int) -> int:
     value = fields.get("alternatives", 0) or 0
     try:
         n = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: 1e400 parses as infinity
         raise LibreError(400, "Invalid request: alternatives must be a whole number") from None
     if isinstance(value, bool) or isinstance(value, float) and not value.is_integer() or n < 0:
         raise LibreError(400, "Invalid request: alternatives must be a whole number >= 0")

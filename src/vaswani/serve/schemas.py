@@ -9,9 +9,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from vaswani.config import MAX_BEAM_SIZE
+
 # Request bodies are typed strictly: "2" and true are not beam sizes, NaN and infinity are not
 # numbers, and an unknown field is an error rather than ignored.
 STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+INT32 = 2**31 - 1  # the largest count a request may give (a server limit is then applied)
 
 
 class TextsRequest(BaseModel):
@@ -34,8 +37,10 @@ class TextsRequest(BaseModel):
 class TranslateRequest(TextsRequest):
     """One sentence (`text`) or several (`texts`), and optional search settings."""
 
-    beam_size: int | None = Field(default=None, ge=1, description="1 = greedy search")
-    max_length: int | None = Field(default=None, ge=1, description="most output tokens")
+    beam_size: int | None = Field(
+        default=None, ge=1, le=MAX_BEAM_SIZE, description="1 = greedy search"
+    )
+    max_length: int | None = Field(default=None, ge=1, le=INT32, description="most output tokens")
     source: str | None = Field(default=None, description="source language, with several models")
     target: str | None = Field(default=None, description="target language, with several models")
 
@@ -52,11 +57,13 @@ class GenerateRequest(BaseModel):
     model_config = STRICT
     prompt: str | None = Field(default=None, description='one prompt ("" starts from nothing)')
     prompts: list[str] | None = Field(default=None, description="several prompts, in order")
-    max_new_tokens: int = Field(default=100, ge=1, description="most tokens to generate")
+    max_new_tokens: int = Field(default=100, ge=1, le=INT32, description="most tokens to generate")
     temperature: float = Field(default=1.0, ge=0.0, description="0 takes the most probable token")
-    top_k: int = Field(default=0, ge=0, description="draw from the k most probable; 0 = all")
+    top_k: int = Field(
+        default=0, ge=0, le=INT32, description="draw from the k most probable; 0 = all"
+    )
     top_p: float = Field(default=1.0, gt=0.0, le=1.0, description="nucleus: probability kept")
-    seed: int = Field(default=0, description="prompt i is sampled with seed + i")
+    seed: int = Field(default=0, ge=0, le=2**62, description="prompt i is sampled with seed + i")
 
     @model_validator(mode="after")
     def one_of_prompt_or_prompts(self) -> GenerateRequest:
@@ -99,14 +106,37 @@ class ClassifyResponse(BaseModel):
     seconds: float
 
 
-INVALID_JSON = object()
-"""What `json_body` gives for a body that is not JSON."""
+MAX_DEPTH = 16
+"""Deepest nesting of arrays and objects a request body may have (the deepest valid request
+nests 2)."""
+
+
+class BodyError(ValueError):
+    """A request body that is not JSON, or nests deeper than MAX_DEPTH."""
 
 
 def json_body(body: bytes) -> Any:
     """A JSON request body; lone surrogates are kept (to be refused by name later, as text that
-    is not valid Unicode); a body that is not JSON gives INVALID_JSON."""
+    is not valid Unicode). A body that is not JSON or nests too deeply raises BodyError, whose
+    message says which."""
+    too_deep = BodyError(f"the body nests arrays or objects deeper than {MAX_DEPTH} levels")
     try:
-        return json.loads(body.decode("utf-8", "surrogatepass"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return INVALID_JSON
+        data = json.loads(body.decode("utf-8", "surrogatepass"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BodyError(f"the body is not JSON ({error})") from None
+    except RecursionError:  # the parser recurses once a level and gives up near 1,000
+        raise too_deep from None
+    if nesting(data) > MAX_DEPTH:
+        raise too_deep
+    return data
+
+
+def nesting(data: Any) -> int:
+    """How deeply arrays and objects nest in parsed JSON (a scalar: 0), without recursing."""
+    deepest, todo = 0, [(data, 1)] if isinstance(data, (dict, list)) else []
+    while todo:
+        item, depth = todo.pop()
+        deepest = max(deepest, depth)
+        children = item.values() if isinstance(item, dict) else item
+        todo.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest

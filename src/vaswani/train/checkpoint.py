@@ -26,7 +26,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from vaswani.errors import VaswaniError
-from vaswani.files import UnsafeFileError, fsync, member, write_atomic
+from vaswani.files import DamagedFileError, UnsafeFileError, fsync, member, read_json, write_atomic
 
 WEIGHTS = "model.safetensors"
 OPTIMIZER = "optimizer.pt"
@@ -168,8 +168,8 @@ def verify(checkpoint: Path) -> None:
     list the weights, and may name only a checkpoint's own files (`FILES`), inside it."""
     manifest_path = checkpoint / MANIFEST
     try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, ValueError):
+        manifest = read_json(manifest_path, "checkpoint manifest", dict)
+    except DamagedFileError:
         raise CheckpointError(
             f"checkpoint corrupt: {manifest_path} (missing or unreadable)"
         ) from None
@@ -225,7 +225,7 @@ def latest_valid(directory: Path, clean: bool = False) -> Path | None:
     candidates = step_dirs(directory)[::-1]
     pointer = directory / LATEST
     if pointer.is_file():
-        name = pointer.read_text(errors="replace").strip()
+        name = pointer.read_bytes().decode("utf-8", "replace").strip()
         # `latest` names a step directory beside it, nothing else (not ../../other/best).
         if _STEP_DIR.match(name) and (directory / name).resolve().parent == directory.resolve():
             named = directory / name
@@ -249,7 +249,9 @@ def latest_valid(directory: Path, clean: bool = False) -> Path | None:
 def prune(directory: Path, keep_last: int) -> None:
     """Delete all but the newest `keep_last` step checkpoints; never the one `latest` names."""
     pointer = directory / LATEST
-    protected = pointer.read_text().strip() if pointer.is_file() else None
+    protected = (
+        pointer.read_bytes().decode("utf-8", "replace").strip() if pointer.is_file() else None
+    )
     for old in step_dirs(directory)[:-keep_last] if keep_last > 0 else []:
         if old.name != protected:
             shutil.rmtree(old)

@@ -269,7 +269,7 @@ def open_run(
     environment.json records the placement."""
     run, initial = Path(tc.out), None
     if resume:
-        cfg = ModelConfig.from_dict(read_json(run / CONFIG, "model settings"))
+        cfg = ModelConfig.from_dict(read_json(run / CONFIG, "model settings", dict))
     else:
         if tc.init is None:
             cfg = model_config_for(tc, data)
@@ -648,9 +648,7 @@ def resume_config(run: Path, **budget: Any) -> TrainConfig:
     path = Path(run) / TRAIN_CONFIG
     if not path.is_file():
         raise TrainingError(f"{run}: not a training run directory (no {TRAIN_CONFIG})")
-    data = read_json(path, "training settings")
-    if not isinstance(data, dict):
-        raise TrainingError(f"{path}: damaged (not a JSON object)")
+    data = read_json(path, "training settings", dict)
     data.update({k: v for k, v in budget.items() if v is not None})
     # The run continues where the user pointed, even when the directory was copied or moved
     # (the `out` recorded at the start names the original).

@@ -166,18 +166,14 @@ def settle(
     candidates on this machine) or, on resume, the choice recorded in recipe.json; then the
     preset's values for what was left unset. Also the recipe record so far, and the measured
     seconds per update of the chosen size (None when nothing was timed)."""
-    from vaswani.train.loop import TrainingError, model_config_for  # the loop imports this module
+    from vaswani.train.loop import model_config_for  # the loop imports this module
 
     run = Path(tc.out)
     record: dict = {}
     if resume:
         path = run / RECORD
         # A run from before recipe.json trained with the paper's schedule, the only one then.
-        record = (
-            read_json(path, "the run's recipe") if path.exists() else {"schedule": "inverse-sqrt"}
-        )
-        if not isinstance(record, dict):
-            raise TrainingError(f"{path}: damaged (not a JSON object)")
+        record = read_json(path, "recipe", dict) if path.exists() else {"schedule": "inverse-sqrt"}
     seconds = None
     if tc.preset == AUTO and tc.init is None:
         if "choice" in record:

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from vaswani.files import read_json
 from vaswani.tasks import Task
 from vaswani.train import checkpoint as ckpt
 
@@ -115,7 +116,7 @@ def load_checkpoint(
     torch.set_rng_state(rng["torch"])
     if "cuda" in rng and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(rng["cuda"])
-    record = json.loads((path / ckpt.STATE).read_text())
+    record = read_json(path / ckpt.STATE, "training state", dict)
     scaler_state = record.pop("grad_scaler", None)
     if scaler is not None and scaler.is_enabled() and scaler_state is not None:
         scaler.load_state_dict(scaler_state)
