@@ -1,10 +1,12 @@
-"""Read the text of a task, drop empty and duplicate examples, split train/valid/test by a hash of
-each example, train a byte-level BPE tokenizer on the training split, and write memory-mappable
-token ids and meta.json to --out. Plain or gzip-compressed UTF-8. CORPUS_OR_PATHS by --task:
-translate: a built-in corpus (numbers-de, ding-de-en), one TSV file of source<TAB>target lines, or
-two aligned files (source, then target); lm: text files, one text (sentence, paragraph) a line, or
-the built-in grammar-en (the default); classify: one TSV file of text<TAB>label lines, or the
-built-in sentiment-en (the default)."""
+"""Read the text of a task, drop empty, copied and duplicate examples, split train/valid/test by a
+hash of each example, drop training pairs whose text is in the valid or test split (or an
+--exclude file), train a byte-level BPE tokenizer on the training split, and write memory-mappable
+token ids and meta.json to --out. CORPUS_OR_PATHS by --task: translate: a built-in corpus
+(numbers-de, ding-de-en), two aligned files (source, then target), or one or more corpora by
+extension or --format: .tsv (source<TAB>target), .tmx, .xlf/.xliff, .po, .mo (a directory: every
+catalog in it), .jsonl; lm: text files, one text (sentence, paragraph) a line, or the built-in
+grammar-en (the default); classify: one TSV file of text<TAB>label lines, or the built-in
+sentiment-en (the default). Text files may be gzip-compressed."""
 
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ from vaswani.data import PreparedData, PrepareOptions, TokenBatchSampler, prepar
 HELP = "turn text into a dataset for training (tokenizer, token ids, meta.json)"
 OPTIONS = ("task", "vocab_size", "max_example_len", "valid_fraction", "test_fraction",
            "skip_invalid", "max_line_bytes", "numbers_size", "numbers_max", "builtin_size",
-           "seed", "ding_path", "tokenizer_from")  # fmt: skip
+           "seed", "ding_path", "tokenizer_from", "format", "src_lang", "tgt_lang", "markup",
+           "fields", "dedupe", "drop_copies", "drop_held_out", "max_length_ratio",
+           "tokenizer_sample")  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,11 +42,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=PRESET_TRAINING["small"]["batch_tokens"],
         help="token budget of a training batch, for the padding report",
     )
+    parser.add_argument(
+        "--exclude",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a file of sentences (an external test set; both columns of a TSV line) that no "
+        "training pair may contain; may be repeated",
+    )
     parser.add_argument("--force", action="store_true", help="replace --out if it exists")
 
 
 def run(args: argparse.Namespace) -> int:
-    opts = settings_from(PrepareOptions, args, OPTIONS, shared_vocab=not args.separate_vocab)
+    opts = settings_from(PrepareOptions, args, OPTIONS, shared_vocab=not args.separate_vocab,
+                         exclude=tuple(args.exclude))  # fmt: skip
     start = time.perf_counter()
     meta = prepare(args.inputs, args.out, opts, force=args.force)
     seconds = time.perf_counter() - start
@@ -52,14 +66,19 @@ def run(args: argparse.Namespace) -> int:
         f"read {meta['pairs_read']} examples; dropped while reading: "
         f"{meta['dropped_while_reading'] or 'none'}"
     )
+    for corpus in meta.get("corpora", []):
+        print(f"  {corpus['path']} ({corpus['name']}): read {corpus['pairs_read']}, kept "
+              f"{corpus['kept']}, dropped {corpus['dropped'] or 'none'}")  # fmt: skip
     train = data.split("train")
     try:
         sampler = TokenBatchSampler(train.src_lengths, train.tgt_lengths, args.batch_tokens)
     except ValueError as error:  # the data is written; only the padding report cannot be made
         raise CliError(f"prepared {args.out}, but no padding report: {error}") from None
     for name, split in meta["splits"].items():
+        ratio = split.get("filtered_length_ratio")
         print(f"  {name:<5} {split['pairs']:>9} examples  (filtered as too long: "
-              f"{split['filtered_too_long']})  {lengths_line(opts.task, split)}")  # fmt: skip
+              f"{split['filtered_too_long']}{'' if ratio is None else f', length ratio: {ratio}'})"
+              f"  {lengths_line(opts.task, split)}")  # fmt: skip
     print(
         f"padding with --batch-tokens {args.batch_tokens}: "
         f"{100 * sampler.padding_fraction():.1f}% over {len(sampler.batches(0))} batches"

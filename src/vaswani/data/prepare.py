@@ -7,6 +7,9 @@ A prepared directory holds:
     {valid,test}.{src,tgt}.txt         the kept text of the evaluation splits, for sacreBLEU
     meta.json                          counts, length statistics, filtered pairs and why
 Everything is a pure function of the inputs and options: re-running gives byte-identical files.
+Over 500 lines on purpose: the pipeline (options, choosing the corpus, one pass that cleans and
+splits, decontamination, the tokenizer, encoding) reads top to bottom in the order it runs; the
+readers (`formats/`) and the filters (`clean.py`) live apart.
 
 One format serves the three tasks (meta.json's "task"):
     translate   (source, target) pairs of sentences
@@ -26,7 +29,7 @@ import shutil
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,14 @@ from typing import Any
 import numpy as np
 
 from vaswani.config import LIMITS, TASKS, one_of
+from vaswani.data.clean import (
+    DEDUPE,
+    PairFilter,
+    decontaminate,
+    exclusion_digests,
+    held_out_digests,
+    ratio_outlier,
+)
 from vaswani.data.corpora import (
     DEFAULT_MAX_LINE_BYTES,
     DING_PATH,
@@ -43,12 +54,13 @@ from vaswani.data.corpora import (
     grammar_en,
     numbers_de,
     pair_digest,
-    read_parallel_files,
     read_text_files,
     read_tsv,
     sentiment_en,
     split_of,
 )
+from vaswani.data.formats import FORMATS, Corpus, ReadOptions, open_corpora
+from vaswani.data.formats.xml import MARKUP
 from vaswani.data.ids import IdsWriter
 from vaswani.data.tokenizer import (
     LabelSet,
@@ -111,17 +123,52 @@ class PrepareOptions:
     tokenizer_from: Path | None = None
     """A run directory whose tokenizer to use instead of learning one (to fine-tune that run
     with train --init)."""
+    format: str | None = one_of(None, FORMATS)
+    """tsv, moses, tmx, xliff, po, mo or jsonl; none given: from each file's extension."""
+    src_lang: str | None = None
+    """tmx: the source language (es matches es-ES, ES, es_MX); none given: the header's."""
+    tgt_lang: str | None = None
+    """tmx: the target language."""
+    markup: str = one_of("strip", MARKUP)
+    """tmx, xliff: inline codes (<bpt>, <ph>, ...) left out (strip) or kept as their text (keep)."""
+    fields: str = "src,tgt"
+    """jsonl: the keys of the source and the target."""
+    dedupe: str = one_of("normalised", DEDUPE)
+    """Drop repeated pairs: normalised (case, spaces and punctuation ignored), exact, or none."""
+    drop_copies: bool = True
+    """Drop pairs whose target is a copy of the source (normalised)."""
+    max_length_ratio: float = 3.0
+    """Drop training pairs with one side over this many times longer than the other, in tokens
+    (pairs under 10 tokens a side are kept); 0 keeps all."""
+    drop_held_out: bool = True
+    """Drop training pairs whose source or target (normalised) is in the valid or test split."""
+    exclude: tuple[Path, ...] = ()
+    """Files of sentences (an external test set; both columns of a TSV line) that no training pair
+    may contain, as source or target."""
+    tokenizer_sample: int | None = None
+    """Learn the BPE from at most this many training pairs, evenly spread (for large corpora);
+    none: all of them."""
 
 
 @dataclass
 class CorpusSource:
-    """A corpus to read: what to record about it, its pairs, and its default split fractions."""
+    """What to read: one corpus or several (`parts`, read in order), what to record about them, and
+    the default split fractions."""
 
     description: dict
-    pairs: Iterator[Pair]
-    dropped: Counter = field(default_factory=Counter)  # filled while `pairs` is read
+    parts: list[Corpus]
     valid_fraction: float = 0.01
     test_fraction: float = 0.01
+
+    @property
+    def dropped(self) -> Counter:
+        """What the readers skipped, by reason, over all parts (complete once they are read)."""
+        return sum((part.dropped for part in self.parts), Counter())
+
+
+def single(description: dict, pairs: Iterator[Pair], dropped: Counter, **fractions: float
+           ) -> CorpusSource:  # fmt: skip
+    return CorpusSource(description, [Corpus(description, pairs, dropped)], **fractions)
 
 
 def open_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
@@ -148,42 +195,41 @@ def open_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
         make = grammar_en if inputs[0] == "grammar-en" else sentiment_en
         description = {"name": inputs[0], "size": opts.builtin_size, "seed": opts.seed}
         pairs = make(opts.builtin_size, opts.seed)
-        return CorpusSource(description, pairs, dropped, valid_fraction=0.05, test_fraction=0.05)
+        return single(description, pairs, dropped, valid_fraction=0.05, test_fraction=0.05)
     if len(inputs) == 1 and inputs[0] == "numbers-de":
         description = {"name": "numbers-de", "size": opts.numbers_size, "seed": opts.seed,
                        "max_number": opts.numbers_max}  # fmt: skip
         pairs = numbers_de(opts.numbers_size, opts.seed, opts.numbers_max)
-        return CorpusSource(description, pairs, dropped, valid_fraction=0.05, test_fraction=0.05)
+        return single(description, pairs, dropped, valid_fraction=0.05, test_fraction=0.05)
     if len(inputs) == 1 and inputs[0] == "ding-de-en":
         pairs = ding_de_en(Path(opts.ding_path), dropped)
-        return CorpusSource({"name": "ding-de-en", "path": str(opts.ding_path)}, pairs, dropped)
+        return single({"name": "ding-de-en", "path": str(opts.ding_path)}, pairs, dropped)
     paths = [Path(p) for p in inputs]
     for path in paths:
-        if path.is_dir():
+        if path.is_dir() and opts.task != "translate":
             raise DataError(f"{path}: is a directory; give the text file(s) in it")
         if not path.exists():  # a FIFO or `<(command)` is fine: it is read once, in order
             known = ", ".join(BUILTIN_CORPORA)
             raise DataError(f"{path}: no such file (and not a built-in corpus: {known})")
     if opts.task == "lm":
         pairs = read_text_files(paths, **read)
-        return CorpusSource({"name": "text", "paths": [str(p) for p in paths]}, pairs, dropped)
+        return single({"name": "text", "paths": [str(p) for p in paths]}, pairs, dropped)
     if opts.task == "classify":
         if len(paths) != 1:
             raise DataError(
                 f"--task classify reads one TSV file of text<TAB>label, got {len(paths)}"
             )
         pairs = read_tsv(paths[0], **read, column_names="text, label")
-        return CorpusSource({"name": "tsv", "path": str(paths[0])}, pairs, dropped)
-    if len(paths) == 1:
-        return CorpusSource(
-            {"name": "tsv", "path": str(paths[0])}, read_tsv(paths[0], **read), dropped
-        )
-    if len(paths) == 2:
-        pairs = read_parallel_files(paths[0], paths[1], **read)
-        return CorpusSource({"name": "files", "paths": [str(p) for p in paths]}, pairs, dropped)
-    raise DataError(
-        f"expected a corpus name, one TSV file, or two aligned files; got {len(paths)} arguments"
-    )
+        return single({"name": "tsv", "path": str(paths[0])}, pairs, dropped)
+    fields = tuple(name.strip() for name in opts.fields.split(","))
+    if len(fields) != 2 or not all(fields):
+        raise DataError(f"--fields {opts.fields}: give two keys, source then target (de,en)")
+    how = ReadOptions(opts.format, opts.src_lang, opts.tgt_lang, opts.markup, fields,  # type: ignore[arg-type]
+                      opts.skip_invalid, opts.max_line_bytes)  # fmt: skip
+    parts = open_corpora(paths, how)
+    if len(parts) == 1:
+        return CorpusSource(parts[0].description, parts)
+    return CorpusSource({"name": "several", "corpora": len(parts)}, parts)
 
 
 def length_stats(lengths: list[int]) -> dict:
@@ -258,7 +304,8 @@ def _prepare_into(
     test_fraction: float,
 ) -> dict:
     raw = {(split, side): work / f"raw.{split}.{side}" for split in SPLITS for side in SIDES}
-    counts, duplicates, yielded = _split_corpus(corpus, raw, valid_fraction, test_fraction, opts)
+    counts, cleaned, records = _split_corpus(corpus, raw, valid_fraction, test_fraction, opts)
+    counts["train"] = _decontaminate(raw, opts, cleaned)
     if counts["train"] == 0:
         raise DataError("no training pairs left after reading; check the input files")
     if opts.tokenizer_from is None:
@@ -289,15 +336,17 @@ def _prepare_into(
         for side in SIDES:
             raw[split, side].unlink()
 
-    dropped = dict(sorted(corpus.dropped.items()))
-    if duplicates:
-        dropped["duplicate pair" if opts.task == "translate" else "duplicate text"] = duplicates
+    dropped = corpus.dropped + cleaned
+    if opts.task != "translate" and "duplicate pair" in dropped:
+        dropped["duplicate text"] = dropped.pop("duplicate pair")
     meta = {
         "format_version": FORMAT_VERSION,
         "task": opts.task,
         "corpus": corpus.description,
-        "pairs_read": yielded + sum(corpus.dropped.values()),
-        "dropped_while_reading": dropped,
+        **({"corpora": records} if len(records) > 1 else {}),
+        "cleaning": cleaning_record(opts),
+        "pairs_read": sum(record["pairs_read"] for record in records),
+        "dropped_while_reading": dict(sorted(dropped.items())),
         "split_fractions": {"valid": valid_fraction, "test": test_fraction},
         "tokenizer": {**tokenizer_meta, "files": tokenizer_files, "vocab_size": vocab},
         "max_example_len": opts.max_example_len,
@@ -308,38 +357,69 @@ def _prepare_into(
     return meta
 
 
+def cleaning_record(opts: PrepareOptions) -> dict:
+    """The cleaning switches a dataset was prepared with, for meta.json."""
+    return {
+        "dedupe": opts.dedupe,
+        "drop_copies": opts.task == "translate" and opts.drop_copies,
+        "max_length_ratio": opts.max_length_ratio,
+        "drop_held_out": opts.drop_held_out,
+        "exclude": [str(p) for p in opts.exclude],
+    }
+
+
 def _split_corpus(
     corpus: CorpusSource,
     raw: dict[tuple[str, str], Path],
     valid_fraction: float,
     test_fraction: float,
     opts: PrepareOptions,
-) -> tuple[Counter, int, int]:
-    """One pass over the corpus: drop duplicates, assign splits by hash, write text per split."""
+) -> tuple[Counter, Counter, list[dict]]:
+    """One pass over the corpus: drop copies and duplicates, assign splits by hash, write text per
+    split. Returns the pairs per split, the pairs dropped by reason, and a record per corpus."""
     counts: Counter = Counter()
-    seen: set[bytes] = set()
-    duplicates = yielded = 0
+    kept = PairFilter(opts.dedupe, drop_copies=opts.task == "translate" and opts.drop_copies)
+    records = []
     with ExitStack() as stack:
         out = {
             key: stack.enter_context(open(path, "w", encoding="utf-8", newline="\n"))
             for key, path in raw.items()
         }
-        for src, tgt in progress_bar(
-            corpus.pairs, enabled=opts.progress, desc="reading", unit=" pairs"
-        ):
-            yielded += 1
-            # The text files hold one segment a line, so a segment may not hold a newline.
-            src, tgt = " ".join(src.split("\n")), " ".join(tgt.split("\n"))
-            digest = pair_digest(src, tgt)
-            if digest in seen:
-                duplicates += 1
-                continue
-            seen.add(digest)
-            split = split_of(digest, valid_fraction, test_fraction)
-            out[split, "src"].write(src + "\n")
-            out[split, "tgt"].write(tgt + "\n")
-            counts[split] += 1
-    return counts, duplicates, yielded
+        bar = progress_bar(enabled=opts.progress, desc="reading", unit=" pairs")
+        for part in corpus.parts:
+            before, read, written = kept.dropped.copy(), 0, 0
+            for src, tgt in part.pairs:
+                read += 1
+                bar.update(1)
+                # The text files hold one segment a line, so a segment may not hold a newline.
+                src, tgt = " ".join(src.split("\n")), " ".join(tgt.split("\n"))
+                if not kept.keep(src, tgt):
+                    continue
+                split = split_of(pair_digest(src, tgt), valid_fraction, test_fraction)
+                out[split, "src"].write(src + "\n")
+                out[split, "tgt"].write(tgt + "\n")
+                counts[split] += 1
+                written += 1
+            dropped = part.dropped + (kept.dropped - before)
+            records.append({**part.description, "pairs_read": read + sum(part.dropped.values()),
+                            "kept": written, "dropped": dict(sorted(dropped.items()))})  # fmt: skip
+        bar.close()
+    return counts, kept.dropped, records
+
+
+def _decontaminate(raw: dict[tuple[str, str], Path], opts: PrepareOptions, dropped: Counter
+                   ) -> int:  # fmt: skip
+    """Drop training pairs whose text is in the valid or test split or an --exclude file;
+    returns the training pairs left. The sides compared are text (a classifier's label is not)."""
+    sides = {"translate": SIDES, "lm": ("tgt",), "classify": ("src",)}[opts.task]
+    held_out = held_out_digests(
+        iter_text_lines(*(raw[split, side] for split in ("valid", "test") for side in sides))
+        if opts.drop_held_out
+        else []
+    )
+    excluded = exclusion_digests(opts.exclude, opts.max_line_bytes)
+    return decontaminate(raw["train", "src"], raw["train", "tgt"], held_out, excluded, dropped,
+                         sides)  # fmt: skip
 
 
 def _train_tokenizers(
@@ -348,30 +428,38 @@ def _train_tokenizers(
     """BPE learned from the training split only: one shared tokenizer (§3.4), or one per side.
     A language model's text is all on the target side; a classifier's labels get a `LabelSet`
     made from every split (a label seen only in the test split is still a class)."""
+    sample = min(opts.tokenizer_sample or n_train, n_train)
+
+    def text_of(*paths: Path) -> Iterator[str]:  # `sample` lines of each, evenly spread
+        for path in paths:
+            for i, line in enumerate(iter_text_lines(path)):
+                if (i * sample) % n_train < sample:
+                    yield line
+
     if opts.task == "lm":
-        texts = iter_text_lines(raw["train", "tgt"])
-        shared = SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency, n_train)
+        texts = text_of(raw["train", "tgt"])
+        shared = SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency, sample)
         tokenizers = {"src": shared, "tgt": shared}
         files = {"src": "tokenizer.json", "tgt": "tokenizer.json"}
     elif opts.task == "classify":
-        texts = iter_text_lines(raw["train", "src"])
+        texts = text_of(raw["train", "src"])
         labels = sorted(set(iter_text_lines(*(raw[split, "tgt"] for split in SPLITS))))
         if len(labels) < 2:
             raise DataError(f"a classification dataset needs at least 2 labels, found {labels}")
         tokenizers = {
-            "src": SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency, n_train),
+            "src": SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency, sample),
             "tgt": LabelSet(labels),
         }
         files = {"src": "tokenizer.json", "tgt": LABELS_FILE}
     elif opts.shared_vocab:
-        texts = iter_text_lines(raw["train", "src"], raw["train", "tgt"])
-        shared = SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency, 2 * n_train)
+        texts = text_of(raw["train", "src"], raw["train", "tgt"])
+        shared = SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency, 2 * sample)
         tokenizers = {"src": shared, "tgt": shared}
         files = {"src": "tokenizer.json", "tgt": "tokenizer.json"}
     else:
         tokenizers = {
             side: SubwordTokenizer.train(
-                iter_text_lines(raw["train", side]), opts.vocab_size, opts.min_frequency, n_train
+                text_of(raw["train", side]), opts.vocab_size, opts.min_frequency, sample
             )
             for side in SIDES
         }
@@ -441,6 +529,11 @@ def encode_chunk(
     return ids, keep, cut
 
 
+def in_ratio(ids: dict[str, list[list[int]]], keep: list[int], max_ratio: float) -> list[int]:
+    """The indices of `keep` whose sides are within `max_ratio` of each other (`ratio_outlier`)."""
+    return [i for i in keep if not ratio_outlier(len(ids["src"][i]), len(ids["tgt"][i]), max_ratio)]
+
+
 def _encode_split(
     work: Path,
     split: str,
@@ -454,7 +547,8 @@ def _encode_split(
     pieces instead), write ids (and evaluation text)."""
     writers = {side: IdsWriter(work / f"{split}.{side}", dtype) for side in SIDES}
     lengths: dict[str, list[int]] = {"src": [], "tgt": []}
-    too_long = cut = 0
+    too_long = cut = off_ratio = 0
+    ratio_checked = split == "train" and opts.task == "translate"
     # +1: the EOS (source, decoder output) or BOS (decoder input) the batch adds; a classifier
     # also puts a start token before its text.
     room = {
@@ -480,6 +574,9 @@ def _encode_split(
             ids, keep, pieces_cut = encode_chunk(chunk, tokenizers, room, opts.task)
             cut += pieces_cut
             too_long += len(ids["src"]) - len(keep)
+            if ratio_checked:
+                fitting, keep = len(keep), in_ratio(ids, keep, opts.max_length_ratio)
+                off_ratio += fitting - len(keep)
             for k, side in enumerate(SIDES):
                 kept = [ids[side][i] for i in keep]
                 writers[side].add(kept)
@@ -491,6 +588,7 @@ def _encode_split(
     return {
         "pairs": len(lengths["src"]),
         "filtered_too_long": too_long,
+        **({"filtered_length_ratio": off_ratio} if ratio_checked else {}),
         **({"long_texts_cut": cut} if opts.task == "lm" else {}),
         "src_lengths": length_stats(lengths["src"]),
         "tgt_lengths": length_stats(lengths["tgt"]),

@@ -1,1 +1,113 @@
-"""Readers of corpus formats, one module per format, each yielding (source, target) pairs."""
+"""Corpus formats: one reader per format, each yielding (source, target) pairs and counting what
+it skips; chosen by `--format` or by the file's extension (a trailing .gz is looked through).
+
+    tsv     source<TAB>target lines                      .tsv (and any single file of no format)
+    moses   two aligned files, source then target        two files of no known format
+    tmx     translation memory (TMX 1.4)                 .tmx
+    xliff   XLIFF 1.2 / 2.0                              .xlf .xliff
+    po, mo  gettext catalogs (msgid -> msgstr)           .po .mo; a directory: every catalog in it
+    jsonl   {"src": ..., "tgt": ...} a line              .jsonl
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vaswani.data.corpora import DataError, Pair, read_parallel_files, read_tsv
+
+FORMATS = ("tsv", "moses", "tmx", "xliff", "po", "mo", "jsonl")
+SUFFIXES = {".tsv": "tsv", ".tmx": "tmx", ".xlf": "xliff", ".xliff": "xliff", ".po": "po",
+            ".mo": "mo", ".jsonl": "jsonl"}  # fmt: skip
+
+
+@dataclass
+class Corpus:
+    """One corpus of a dataset: what it is, its pairs, and what its reader skipped."""
+
+    description: dict
+    pairs: Iterator[Pair]
+    dropped: Counter = field(default_factory=Counter)
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    format: str | None = None
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+    markup: str = "strip"
+    fields: tuple[str, str] = ("src", "tgt")
+    skip_invalid: bool = False
+    max_line_bytes: int = 1 << 20
+
+
+def format_of(path: Path) -> str | None:
+    """The format a file's extension names (through a trailing .gz), or None."""
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    return SUFFIXES.get(suffixes[-1]) if suffixes else None
+
+
+def files_under(directory: Path, fmt: str) -> list[Path]:
+    """Every file of format `fmt` under `directory`, sorted (so the dataset does not depend on
+    directory order); links to directories are not followed, so a link loop cannot trap it."""
+    found = [
+        Path(root) / name
+        for root, _, names in os.walk(directory)
+        for name in names
+        if format_of(Path(name)) == fmt and (Path(root) / name).is_file()
+    ]
+    if not found:
+        raise DataError(f"{directory}: a directory without any {fmt} file")
+    return sorted(found)
+
+
+def open_corpora(paths: list[Path], opts: ReadOptions) -> list[Corpus]:
+    """The corpora of a translation dataset given as files (see the module docstring)."""
+    formats = [opts.format or (None if p.is_dir() else format_of(p)) for p in paths]
+    if opts.format == "moses" or (len(paths) == 2 and formats == [None, None]):
+        if len(paths) != 2:
+            raise DataError(f"--format moses reads two aligned files, got {len(paths)}")
+        dropped: Counter = Counter()
+        pairs = read_parallel_files(paths[0], paths[1], dropped, opts.skip_invalid,
+                                    opts.max_line_bytes)  # fmt: skip
+        return [Corpus({"name": "files", "paths": [str(p) for p in paths]}, pairs, dropped)]
+    if len(paths) == 1 and formats == [None]:
+        formats = ["tsv"]
+    corpora = []
+    for path, fmt in zip(paths, formats, strict=True):
+        if fmt is None:
+            raise DataError(
+                f"{path}: cannot tell its format from its name; give --format "
+                f"({', '.join(FORMATS)})"
+            )
+        if path.is_dir() and fmt not in ("po", "mo"):
+            raise DataError(f"{path}: is a directory; give the file(s) in it")
+        for file in files_under(path, fmt) if path.is_dir() else [path]:
+            dropped = Counter()
+            description = {"name": fmt, "path": str(file)}
+            corpora.append(Corpus(description, read_file(file, fmt, opts, dropped), dropped))
+    return corpora
+
+
+def read_file(path: Path, fmt: str, opts: ReadOptions, dropped: Counter) -> Iterator[Pair]:
+    """The pairs of one file of format `fmt`, read lazily (a reader's errors come as it is read)."""
+    from vaswani.data.formats import gettext, jsonl, xml
+
+    if fmt == "tsv":
+        return read_tsv(path, dropped, opts.skip_invalid, opts.max_line_bytes)
+    if fmt == "tmx":
+        return xml.read_tmx(path, opts.src_lang, opts.tgt_lang, dropped, opts.markup)
+    if fmt == "xliff":
+        return xml.read_xliff(path, dropped, opts.markup)
+    if fmt == "po":
+        return gettext.read_po(path, dropped)
+    if fmt == "mo":
+        return gettext.read_mo(path, dropped)
+    if fmt == "jsonl":
+        return jsonl.read_jsonl(path, dropped, opts.fields, opts.skip_invalid, opts.max_line_bytes)
+    raise DataError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")
