@@ -15,3 +15,16 @@ def language_matches(found: str, asked: str | None) -> bool:
         return False
     found, asked = normal(found), normal(asked)
     return found == asked if "-" in asked else found.split("-", 1)[0] == asked
+
+
+def lingua_language(code: str):
+    """lingua's `Language` for an ISO 639-1 code ("de", "de-AT"); ImportError without lingua,
+    ValueError for a language it does not know."""
+    from lingua import IsoCode639_1, Language
+
+    base = normal(code).split("-", 1)[0]
+    try:
+        return Language.from_iso_code_639_1(getattr(IsoCode639_1, base.upper()))
+    except (AttributeError, ValueError):
+        raise ValueError(f"{code!r}: not a language lingua identifies (an ISO 639-1 code such "
+                         "as de, en, fr)") from None  # fmt: skip

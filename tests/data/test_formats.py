@@ -290,3 +290,115 @@ def test_the_libreoffice_catalogs_make_a_real_corpus(tmp_path):
     found = [pair for corpus in read for pair in corpus.pairs]
     assert len(read) >= 20 and len(found) > 20_000
     assert ("Cancel", "Abbrechen") in found
+
+
+def test_key_set_keeps_every_key_through_its_merges():
+    from vaswani.data.clean import KeySet, key
+
+    keys = [key(str(i)) for i in range(150_000)]  # past the first merge into the sorted array
+    seen = KeySet()
+    for k in keys:
+        seen.add(k)
+    assert len(seen.older) > 0 and len(seen) == len(set(keys))
+    assert all(k in seen for k in keys[::97])
+    assert not any(key(f"other {i}") in seen for i in range(2000))
+
+
+def split_sources(data, split):
+    from vaswani.data import PreparedData
+
+    prepared = PreparedData(data)
+    part = prepared.split(split)
+    return [prepared.src_tokenizer.decode(part.pair(i)[0].tolist()) for i in range(len(part))]
+
+
+def test_weights_repeat_or_thin_a_corpus_in_training_only(tmp_path):
+    (tmp_path / "small.tsv").write_text("".join(f"small {i}\tklein {i}\n" for i in range(200)))
+    (tmp_path / "big.tsv").write_text("".join(f"big {i}\tgroß {i}\n" for i in range(1000)))
+    inputs = [str(tmp_path / "small.tsv"), str(tmp_path / "big.tsv")]
+    opts = PrepareOptions(vocab_size=300, progress=False, valid_fraction=0.1, test_fraction=0.1)
+    plain = prepare(inputs, tmp_path / "plain", opts)
+    weights = ((str(tmp_path / "small.tsv"), 3.0), (str(tmp_path), 0.5))  # a directory: big.tsv
+    weighted = prepare(
+        inputs, tmp_path / "weighted", PrepareOptions(**{**vars(opts), "weights": weights})
+    )
+    plain_train = Counter(s.split()[0] for s in split_sources(tmp_path / "plain", "train"))
+    train = Counter(s.split()[0] for s in split_sources(tmp_path / "weighted", "train"))
+    assert train["small"] == 3 * plain_train["small"]
+    assert 0.4 < train["big"] / plain_train["big"] < 0.6
+    assert len(set(split_sources(tmp_path / "weighted", "train"))) == (
+        plain_train["small"] + train["big"]
+    )
+    for split in ("valid", "test"):
+        assert weighted["splits"][split]["pairs"] == plain["splits"][split]["pairs"]
+    records = {Path(c["path"]).name: c for c in weighted["corpora"]}
+    assert records["small.tsv"]["weight"] == 3.0 and records["big.tsv"]["weight"] == 0.5
+    assert (
+        records["big.tsv"]["dropped"]["left out by --weight"] == plain_train["big"] - train["big"]
+    )
+    with pytest.raises(DataError, match=r"--weight .*other.tsv: not one of the corpora read"):
+        prepare(inputs, tmp_path / "x", PrepareOptions(**{**vars(opts), "weights": (
+            (str(tmp_path / "other.tsv"), 2.0),)}))  # fmt: skip
+    with pytest.raises(DataError, match="give a weight above 0"):
+        prepare(inputs, tmp_path / "x", PrepareOptions(**{**vars(opts), "weights": (
+            (inputs[0], 0.0),)}))  # fmt: skip
+
+
+def test_weight_flag_must_name_a_corpus_and_a_number(tmp_path, capsys):
+    (tmp_path / "a.tsv").write_text("a b\tc d\n")
+    for bad in ("a.tsv", "a.tsv=lots", "=2"):
+        with pytest.raises(SystemExit) as stop:  # argparse's own check of the flag
+            cli(capsys, "prepare", str(tmp_path / "a.tsv"), "--out", str(tmp_path / "out"),
+                "--weight", bad)  # fmt: skip
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and "give CORPUS=WEIGHT" in err, err
+
+
+ENGLISH_GERMAN = [
+    ("The file could not be opened because it is damaged.",
+     "Die Datei konnte nicht geöffnet werden, weil sie beschädigt ist."),
+    ("Do you want to save the changes to this document before closing?",
+     "Möchten Sie die Änderungen an diesem Dokument vor dem Schließen speichern?"),
+    ("The printer is not responding; check that it is switched on.",
+     "Der Drucker antwortet nicht; prüfen Sie, ob er eingeschaltet ist."),
+]  # fmt: skip
+
+
+def test_lang_id_drops_untranslated_and_swapped_pairs(tmp_path, capsys):
+    good = [(f"{en} ({i})", f"{de} ({i})") for i in range(40) for en, de in ENGLISH_GERMAN]
+    untranslated = [(en, en + " Again, in English.") for en, _ in ENGLISH_GERMAN]
+    swapped = [(de, en + " Swapped.") for en, de in ENGLISH_GERMAN]
+    short = [("OK", "OK."), ("Bitmap", "Bitmap"), ("Sender", "Absender")]  # not judged: kept
+    rows = good + untranslated + swapped + short
+    (tmp_path / "c.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in rows))
+    opts = PrepareOptions(vocab_size=300, progress=False, lang_id=True, src_lang="en",
+                          tgt_lang="de-DE", drop_copies=False)  # fmt: skip
+    meta = prepare([str(tmp_path / "c.tsv")], tmp_path / "data", opts)
+    dropped = meta["dropped_while_reading"]
+    assert dropped["target in the source language"] == len(untranslated)
+    assert dropped["source in the target language"] == len(swapped)
+    assert sum(s["pairs"] + s["filtered_too_long"] for s in meta["splits"].values()) + sum(
+        v for k, v in dropped.items() if k.startswith("in the")
+    ) == len(good) + len(short)
+    assert meta["cleaning"]["lang_id"] is True
+    for flags, message in [
+        ([], "--lang-id needs the pair's languages"),
+        (["--src-lang", "en", "--tgt-lang", "xx"], "'xx': not a language"),
+        (["--src-lang", "en", "--tgt-lang", "en-GB"], "are one language"),
+    ]:
+        code, _, err = cli(capsys, "prepare", str(tmp_path / "c.tsv"), "--out",
+                           str(tmp_path / "out"), "--lang-id", *flags)  # fmt: skip
+        assert code == 2 and message in err and not (tmp_path / "out").exists(), err
+
+
+def test_tokenizer_sample_zero_learns_from_every_pair(tmp_path):
+    (tmp_path / "c.tsv").write_text("".join(f"pair {i}\tPaar {i}\n" for i in range(300)))
+    meta = prepare([str(tmp_path / "c.tsv")], tmp_path / "all",
+                   PrepareOptions(vocab_size=300, progress=False, tokenizer_sample=0))  # fmt: skip
+    assert meta["tokenizer"]["sample_pairs"] == meta["splits"]["train"]["pairs"]
+    few = prepare([str(tmp_path / "c.tsv")], tmp_path / "few",
+                  PrepareOptions(vocab_size=300, progress=False, tokenizer_sample=50))  # fmt: skip
+    assert few["tokenizer"]["sample_pairs"] == 50
+    with pytest.raises(DataError, match="--tokenizer-sample must be 0"):
+        prepare([str(tmp_path / "c.tsv")], tmp_path / "x",
+                PrepareOptions(progress=False, tokenizer_sample=-1))  # fmt: skip

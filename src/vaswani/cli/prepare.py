@@ -23,7 +23,7 @@ HELP = "turn text into a dataset for training (tokenizer, token ids, meta.json)"
 OPTIONS = ("task", "vocab_size", "max_example_len", "valid_fraction", "test_fraction",
            "skip_invalid", "max_line_bytes", "numbers_size", "numbers_max", "builtin_size",
            "seed", "ding_path", "tokenizer_from", "format", "src_lang", "tgt_lang", "markup",
-           "fields", "dedupe", "drop_copies", "drop_held_out", "max_length_ratio",
+           "fields", "dedupe", "drop_copies", "drop_held_out", "max_length_ratio", "lang_id",
            "tokenizer_sample")  # fmt: skip
 
 
@@ -51,12 +51,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a file of sentences (an external test set; both columns of a TSV line) that no "
         "training pair may contain; may be repeated",
     )
+    parser.add_argument(
+        "--weight",
+        type=corpus_weight,
+        action="append",
+        default=[],
+        metavar="CORPUS=W",
+        help="use each training pair of CORPUS (a file given, or a directory of catalogs) W "
+        "times: 2 doubles a small in-domain corpus next to a large one, 0.5 keeps half; may be "
+        "repeated (valid and test are not weighted)",
+    )
     parser.add_argument("--force", action="store_true", help="replace --out if it exists")
+
+
+def corpus_weight(text: str) -> tuple[str, float]:
+    corpus, equals, weight = text.rpartition("=")
+    try:
+        if not (corpus and equals):
+            raise ValueError
+        return corpus, float(weight)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give CORPUS=WEIGHT, e.g. in-domain.tmx=2"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
     opts = settings_from(PrepareOptions, args, OPTIONS, shared_vocab=not args.separate_vocab,
-                         exclude=tuple(args.exclude))  # fmt: skip
+                         exclude=tuple(args.exclude), weights=tuple(args.weight))  # fmt: skip
     start = time.perf_counter()
     meta = prepare(args.inputs, args.out, opts, force=args.force)
     seconds = time.perf_counter() - start

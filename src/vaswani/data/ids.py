@@ -5,6 +5,7 @@ memory-maps them."""
 from __future__ import annotations
 
 import hashlib
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -26,13 +27,16 @@ class IdsWriter:
         handle.write(data)
         self.sha.update(data)
 
-    def add(self, sequences: list[list[int]]) -> None:
+    def add(self, sequences: list[list[int]]) -> np.ndarray:
+        """Append `sequences`; returns their lengths."""
+        lengths = np.fromiter(map(len, sequences), dtype="<i8", count=len(sequences))
         if not sequences:
-            return
-        lengths = np.array([len(s) for s in sequences], dtype="<i8")
-        self._write(self.bin, np.fromiter((i for s in sequences for i in s), dtype=self.dtype))
+            return lengths
+        total = int(lengths.sum())
+        self._write(self.bin, np.fromiter(chain.from_iterable(sequences), self.dtype, total))
         self._write(self.idx, self.end + np.cumsum(lengths))
-        self.end += int(lengths.sum())
+        self.end += total
+        return lengths
 
     def close(self) -> str:
         self.bin.close()

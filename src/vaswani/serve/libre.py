@@ -24,6 +24,7 @@ import dataclasses
 import html
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from importlib import resources
@@ -37,6 +38,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from vaswani.decode import Translation
 from vaswani.errors import VaswaniError
 from vaswani.files import read_text
+from vaswani.languages import lingua_language
 from vaswani.serve.schemas import BodyError, json_body
 from vaswani.serve.worker import Worker, text_problems
 
@@ -114,10 +116,8 @@ class Pairs:
 
 def language_name(code: str) -> str:
     try:
-        from lingua import IsoCode639_1, Language
-
-        return Language.from_iso_code_639_1(getattr(IsoCode639_1, code.upper())).name.title()
-    except (ImportError, AttributeError, ValueError):
+        return lingua_language(code).name.title()
+    except (ImportError, ValueError):
         return code
 
 
@@ -129,11 +129,13 @@ class Detector:
         self.detector = None
         if len(codes) > 1:
             try:
-                from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
+                from lingua import LanguageDetectorBuilder
             except ImportError:
                 return  # said when a request needs it
-            languages = [Language.from_iso_code_639_1(getattr(IsoCode639_1, c.upper()))
-                         for c in codes if hasattr(IsoCode639_1, c.upper())]  # fmt: skip
+            languages = []
+            for code in codes:
+                with suppress(ValueError):  # a language lingua does not know is never detected
+                    languages.append(lingua_language(code))
             if len(languages) > 1:
                 self.detector = LanguageDetectorBuilder.from_languages(*languages).build()
 
