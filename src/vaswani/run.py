@@ -5,6 +5,7 @@ command that runs a model reads one. Inference code imports this module, never t
 
 A run directory holds everything `translate` needs and everything `--resume` needs:
     config.json, train_config.json      the model and the training settings (as asked)
+    config.yaml                         the same settings as a `vaswani train --config` file
     recipe.json                         what `auto` chose and the schedule's plan (kept on resume)
     tokenizer.json (or src./tgt.)       the tokenizer(s), copied from the data
     data.json                           where the data came from, its meta.json and fingerprint
@@ -39,6 +40,7 @@ from vaswani.train import checkpoint as ckpt
 
 CONFIG = "config.json"
 TRAIN_CONFIG = "train_config.json"
+CONFIG_YAML = "config.yaml"
 DATA_INFO = "data.json"
 METRICS = "metrics.jsonl"
 ENVIRONMENT = "environment.json"
@@ -153,6 +155,20 @@ def data_fingerprint(meta: dict) -> str:
     return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
 
 
+def config_yaml(tc: TrainConfig, run: Path) -> str:
+    """The run's settings as a `vaswani train --config` file: every key, as asked (with --preset
+    auto the choice made is in recipe.json). Adam's betas and epsilon are the paper's constants,
+    not settings, and are left out."""
+    import yaml
+
+    settings = {k: v for k, v in tc.to_dict().items() if k not in ("adam_betas", "adam_eps")}
+    return (
+        f"# The settings of the run {run}, as asked. Repeat it with\n"
+        f"#   vaswani train --config {run / CONFIG_YAML} --out NEW_RUN\n"
+        + yaml.safe_dump(settings, sort_keys=False, allow_unicode=True)
+    )
+
+
 def create_run_dir(tc: TrainConfig, cfg: ModelConfig, data: PreparedData) -> Path:
     """A new run directory `tc.out`: its settings, the data's tokenizer files and data record."""
     run = Path(tc.out)
@@ -161,6 +177,7 @@ def create_run_dir(tc: TrainConfig, cfg: ModelConfig, data: PreparedData) -> Pat
     run.mkdir(parents=True, exist_ok=True)
     write_atomic(run / CONFIG, json.dumps(cfg.to_dict(), indent=2).encode())
     write_atomic(run / TRAIN_CONFIG, json.dumps(tc.to_dict(), indent=2).encode())
+    write_atomic(run / CONFIG_YAML, config_yaml(tc, run).encode())
     for name in sorted(set(data.meta["tokenizer"]["files"].values())):
         shutil.copyfile(data.directory / name, run / name)
     info = {

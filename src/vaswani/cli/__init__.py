@@ -34,6 +34,7 @@ from vaswani.cli import (
     translate,
 )
 from vaswani.cli.common import HelpFormatter, warnings_as_lines
+from vaswani.cli.config_file import add_config_flags, expand_config
 from vaswani.errors import VaswaniError
 
 COMMANDS = {
@@ -53,6 +54,7 @@ COMMANDS = {
     "shortlist": shortlist,
     "demo": demo,
 }
+CONFIG_COMMANDS = ("train", "prepare")  # those that take --config FILE and --print-config
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,8 +70,18 @@ def build_parser() -> argparse.ArgumentParser:
             name, help=command.HELP, description=command.__doc__, formatter_class=HelpFormatter
         )
         command.add_arguments(command_parser)
+        if name in CONFIG_COMMANDS:
+            add_config_flags(command_parser)
         command_parser.set_defaults(run=command.run)
     return parser
+
+
+def with_config(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """`argv` with a command's `--config FILE` turned into the flags it stands for."""
+    if not argv or argv[0] not in CONFIG_COMMANDS:
+        return argv
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return [argv[0], *expand_config(commands.choices[argv[0]], argv[1:])]
 
 
 def os_error_line(error: OSError) -> str:
@@ -106,7 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    try:
+        argv = with_config(parser, argv)
+    except VaswaniError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     try:
         with warnings_as_lines():
             return args.run(args)

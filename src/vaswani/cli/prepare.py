@@ -29,7 +29,7 @@ OPTIONS = ("task", "vocab_size", "max_example_len", "valid_fraction", "test_frac
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="*", metavar="CORPUS_OR_PATHS")
-    parser.add_argument("--out", type=Path, required=True, help="directory to write")
+    parser.add_argument("--out", type=Path, help="directory to write (required)")
     add_field_flags(parser, PrepareOptions, OPTIONS, flags={"builtin_size": "--size"})
     parser.add_argument(
         "--separate-vocab",
@@ -77,6 +77,8 @@ def corpus_weight(text: str) -> tuple[str, float]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out is None:
+        raise CliError("--out is required: the directory to write the dataset to")
     opts = settings_from(PrepareOptions, args, OPTIONS, shared_vocab=not args.separate_vocab,
                          exclude=tuple(args.exclude), weights=tuple(args.weight))  # fmt: skip
     start = time.perf_counter()

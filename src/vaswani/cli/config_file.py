@@ -1,0 +1,182 @@
+"""`--config FILE` and `--print-config` for `vaswani train` and `vaswani prepare`.
+
+A config file is flat YAML, one key per flag, named as the flag with underscores
+(`batch_tokens: 2048`, `max_minutes: 20`, `data: data/ding`); `model:` is a mapping for the
+`--model KEY=VALUE` overrides, `exclude:`/`weight:` lists, `inputs:` prepare's corpora. The keys and
+their meaning come from the command's own flags (which come from the dataclass fields and their
+docstrings), so the file and the flags cannot drift apart. The file is turned into flags placed
+before the command line's, and parsed with them: a value is checked exactly as a flag's is, and a
+flag given on the command line wins (for lists, adds). A null value is the same as no key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from vaswani.errors import VaswaniError
+from vaswani.files import read_text
+
+NOT_SETTINGS = {"help", "config", "print_config", "force", "resume", "reset_data_position"}
+
+
+class ConfigFileError(VaswaniError, ValueError):
+    """A config file vaswani cannot use; the message names the file and the key."""
+
+
+def settings(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """The command's settings a config file may hold, by key (the flag's destination)."""
+    return {
+        action.dest: action
+        for action in parser._actions  # argparse keeps its actions only here
+        if action.dest not in NOT_SETTINGS and action.dest != argparse.SUPPRESS
+    }
+
+
+def add_config_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="read settings from this YAML file (one key per flag: batch_tokens: 2048); flags "
+        "given here override it",
+    )
+    parser.add_argument(
+        "--print-config",
+        action=PrintConfig,
+        help="print a commented template with every key and its default, and exit",
+    )
+
+
+class PrintConfig(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(template(parser), end="")
+        parser.exit()
+
+
+def yaml_value(value: Any) -> str:
+    import yaml
+
+    if isinstance(value, Path):
+        value = str(value)
+    return (
+        yaml.safe_dump(value, default_flow_style=True, width=1 << 16).strip().removesuffix("\n...")
+    )
+
+
+def template(parser: argparse.ArgumentParser) -> str:
+    """Every key with its help as a comment and its default as the value (null: decided by the
+    preset or the data, as the help says)."""
+    lines = [f"# {parser.prog} settings: {parser.prog} --config FILE. Flags given on the command",
+             "# line override the file; a null value is the same as leaving the key out.", ""]  # fmt: skip
+    for key, action in settings(parser).items():
+        help_text = (action.help or "").replace("%%", "%")
+        if key == "model":
+            help_text = "Model settings over the preset's, a mapping: {norm: pre, d_ff: 2048}."
+        if action.choices:
+            help_text += f" One of: {', '.join(map(str, action.choices))}."
+        lines += [f"# {line}" for line in textwrap.wrap(help_text, 96)]
+        default = action.default
+        if key == "model":
+            default = {}
+        elif isinstance(action, argparse._AppendAction) or key == "inputs":
+            default = []
+        lines += [f"{key}: {yaml_value(default)}", ""]
+    return "\n".join(lines)
+
+
+def config_argv(parser: argparse.ArgumentParser, path: Path) -> tuple[list[str], list[str]]:
+    """The flags and the positional values a config file stands for."""
+    import yaml
+
+    text = read_text(path, "config file")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigFileError(f"{path}{where}: not valid YAML ({problem})") from None
+    if data is None:
+        return [], []
+    if not isinstance(data, dict):
+        raise ConfigFileError(f"{path}: should hold a mapping of settings (key: value), "
+                              f"found {type(data).__name__}")  # fmt: skip
+    known = settings(parser)
+    flags: list[str] = []
+    positional: list[str] = []
+    for key, value in data.items():
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(known)}"
+            raise ConfigFileError(f"{path}: unknown key '{key}'{hint}")
+        if value is None:
+            continue
+        tokens = flag_tokens(known[key], key, value, path)
+        if known[key].option_strings:
+            flags += tokens
+        else:
+            positional += tokens
+    return flags, positional
+
+
+def flag_tokens(action: argparse.Action, key: str, value: Any, path: Path) -> list[str]:
+    """The command-line tokens that set `key` (its `action`) to `value`, checked as a flag's."""
+
+    def wrong(expected: str) -> ConfigFileError:
+        return ConfigFileError(f"{path}: {key}: expected {expected}, found {value!r}")
+
+    flag = action.option_strings[0] if action.option_strings else None
+    if isinstance(action, argparse.BooleanOptionalAction | argparse._StoreTrueAction):
+        if not isinstance(value, bool):
+            raise wrong("true or false")
+        if isinstance(action, argparse._StoreTrueAction):
+            return [flag] if value else []
+        return [flag if value else action.option_strings[1]]
+    if key == "model":
+        if not isinstance(value, dict):
+            raise wrong("a mapping of model settings (d_ff: 2048)")
+        return [token for item, setting in value.items()
+                for token in (flag, f"{item}={setting}")]  # fmt: skip
+    if flag is None or isinstance(action, argparse._AppendAction):
+        values = value if isinstance(value, list) else None
+        if values is None or any(isinstance(v, dict | list) for v in values):
+            raise wrong("a list")
+        items = [str(v) for v in values]
+        return items if flag is None else [t for item in items for t in (flag, item)]
+    if isinstance(value, dict | list) or (isinstance(value, bool) and action.type is not None):
+        raise wrong("one value")
+    text = str(value)
+    if action.type is not None:
+        try:
+            action.type(text)
+        except (ValueError, TypeError, argparse.ArgumentTypeError):
+            raise wrong(getattr(action, "metavar", None) or "another value") from None
+    if action.choices is not None and text not in map(str, action.choices):
+        raise wrong(f"one of {', '.join(map(str, action.choices))}")
+    return [flag, text]
+
+
+def expand_config(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """`argv` (a command's arguments) with `--config FILE` replaced by the flags it stands for,
+    placed first so that the command line's own flags override them; positional values of the
+    file are used only when the command line gives none."""
+    probe = argparse.ArgumentParser(add_help=False)
+    probe.add_argument("--config", type=Path)
+    found, rest = probe.parse_known_args(argv)
+    if found.config is None:
+        return argv
+    flags, positional = config_argv(parser, found.config)
+    given = settings(parser)
+    # Positional values on the command line: what a parse without the file's leaves in them.
+    own = parser.parse_known_args(rest)[0]
+    has_positional = any(
+        getattr(own, key, None) for key, a in given.items() if not a.option_strings
+    )
+    return [*flags, *rest, *([] if has_positional else positional)]
