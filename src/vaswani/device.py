@@ -246,6 +246,17 @@ class Placement:
         }
 
 
+def machine_name(device: torch.device, hw: Hardware | None = None) -> str:
+    """The machine a run computes on, for comparing runs: the GPU's name, or the CPU's with its
+    vector ISA and the cores used (`AMD EPYC, AVX2, 2 cores`)."""
+    hw = hw or Hardware.detect()
+    if device.type == "cuda" and hw.cuda:
+        return hw.cuda[device.index or 0][0]
+    if device.type == "mps":
+        return f"Apple {platform.machine()} (MPS)"
+    return f"{hw.cpu_name}, {hw.cpu_capability}, {hw.cores} cores"
+
+
 def place(
     device: str = "auto", precision: str = "auto", world_size: int = 1, hw: Hardware | None = None
 ) -> Placement:

@@ -8,6 +8,7 @@ module chooses no backend and changes nothing in a notebook or GUI that imports 
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +175,44 @@ def training(run: Path, out: Path) -> Figure:
     for ax in axes.flat:
         ax.grid(alpha=0.3)
     fig.suptitle(f"Training run {Path(run).name}")
+    fig.tight_layout()
+    return save(fig, out)
+
+
+def position(record: dict, by: str, train: list[dict]) -> float:
+    """Where a record lies on the x axis: its update, or its training minute (a validation's is
+    that of the last update logged before it)."""
+    if by == "step":
+        return record["step"]
+    before = [r for r in train if r["step"] <= record["step"]] or train[:1]
+    return before[-1]["elapsed_seconds"] / 60
+
+
+def compare(runs: list[Path], out: Path, by: str = "step") -> Figure:
+    """Learning curves of several runs in one picture: training loss, validation loss and the
+    validation chrF (accuracy, perplexity for other tasks), by update or by training minute."""
+    fig, axes = subplots(1, 3, figsize=(15, 4.5))
+    for run in runs:
+        records = read_metrics(run)
+        train = [r for r in records if "loss" in r]
+        valid = [r for r in records if "valid_loss" in r]
+        if not train:
+            raise ValueError(f"{run}: metrics.jsonl has no training steps yet")
+
+        x = partial(position, by=by, train=train)
+        label = Path(run).name
+        axes[0].plot([x(r) for r in train], [r["loss"] for r in train], lw=0.8, label=label)
+        axes[1].plot([x(r) for r in valid], [r["valid_loss"] for r in valid], "o-", label=label)
+        key = next((k for k in ("valid_chrf", "valid_accuracy", "valid_ppl") if valid
+                    and k in valid[0]), "valid_chrf")  # fmt: skip
+        axes[2].plot([x(r) for r in valid], [r.get(key) for r in valid], "o-", label=label)
+    xlabel = "update" if by == "step" else "training minute"
+    axes[0].set(title="Training loss (label-smoothed)", xlabel=xlabel, ylabel="nats per token")
+    axes[1].set(title="Validation loss", xlabel=xlabel, ylabel="nats per token")
+    axes[2].set(title="Validation chrF (accuracy, perplexity)", xlabel=xlabel)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     return save(fig, out)
 

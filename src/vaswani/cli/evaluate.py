@@ -29,6 +29,7 @@ from vaswani.evaluate import (
 )
 from vaswani.progress import progress_bar
 from vaswani.run import LoadedRun
+from vaswani.runs import is_run, record_evaluation
 from vaswani.tasks import get_task
 
 Split = ParallelSplit | EncodedSplit
@@ -118,6 +119,10 @@ def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
     )
     if args.output:
         args.output.write_text("".join(h + "\n" for h in report.hypotheses), encoding="utf-8")
+    if args.src is None and is_run(loaded.path):  # the run's own split: for `vaswani runs`
+        record_evaluation(loaded.path, {"split": args.split, "bleu": scores.bleu,
+                                        "chrf": scores.chrf, "exact": report.exact_fraction,
+                                        "sentences": n, "search": search})  # fmt: skip
     return 0
 
 

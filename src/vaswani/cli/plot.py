@@ -1,6 +1,7 @@
 """Pictures of a model: `attention` (every head of every layer for one sentence and its
 translation), `positional-encoding` (§3.5), `training` (loss, learning rate, validation figures,
-tokens/s from a run's metrics.jsonl). PNG or SVG, by the file name."""
+tokens/s from a run's metrics.jsonl), `compare` (the learning curves of several runs in one
+picture, by update or by minute). PNG or SVG, by the file name."""
 
 from __future__ import annotations
 
@@ -43,6 +44,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     curves.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     curves.add_argument("--out", type=Path, help="default RUN_DIR/training.png")
+    several = kinds.add_parser(
+        "compare",
+        help="learning curves of several runs in one picture",
+        formatter_class=HelpFormatter,
+    )
+    several.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
+    several.add_argument("--by", choices=("step", "minute"), default="step",
+                         help="x axis: updates or training minutes")  # fmt: skip
+    several.add_argument("--out", type=Path, help="default compare.png")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
         if args.what == "positional-encoding":
             out = args.out or Path("positional-encoding.png")
             plot.positional_encoding(args.d_model, args.length, out)
+        elif args.what == "compare":
+            out = args.out or Path("compare.png")
+            plot.compare(args.runs, out, args.by)
         else:
             out = args.out or Path(args.run_dir) / "training.png"
             plot.training(args.run_dir, out)

@@ -28,7 +28,12 @@ OPTIONS = ("task", "vocab_size", "max_example_len", "valid_fraction", "test_frac
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("inputs", nargs="*", metavar="CORPUS_OR_PATHS")
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="CORPUS_OR_PATHS",
+        help="a built-in corpus (numbers-de, ding-de-en) or files; see above",
+    )
     parser.add_argument("--out", type=Path, help="directory to write (required)")
     add_field_flags(parser, PrepareOptions, OPTIONS, flags={"builtin_size": "--size"})
     parser.add_argument(

@@ -33,7 +33,7 @@ from vaswani.data import Position, PreparedData, TokenBatchSampler, collate
 from vaswani.data.dataset import ParallelSplit, task_of
 from vaswani.data.dropout import SubwordDropout, merge_parts
 from vaswani.data.prepare import SIDES
-from vaswani.device import Placement, autocast, grad_scaler, place
+from vaswani.device import Placement, autocast, grad_scaler, machine_name, place
 from vaswani.errors import VaswaniError
 from vaswani.files import read_json, write_atomic
 from vaswani.model import build_model
@@ -280,7 +280,8 @@ def open_run(
             create_run_dir(asked, cfg, data)
         dist.barrier()
     if dist.is_main:
-        info = {**placement.to_dict(), "world_size": dist.world_size, "torch": torch.__version__}
+        info = {**placement.to_dict(), "machine": machine_name(placement.device),
+                "world_size": dist.world_size, "torch": torch.__version__}  # fmt: skip
         write_atomic(run / ENVIRONMENT, json.dumps(info, indent=2).encode())
     return cfg, initial
 

@@ -1,0 +1,52 @@
+"""A table of training runs, one row each: the data, the model size and its parameters, updates
+and training minutes, precision and machine, the best validation chrF and BLEU, and the test
+figures of the latest `vaswani evaluate --split test` (kept in RUN/evaluations.jsonl). Give run
+directories, or directories holding them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from vaswani.runs import COLUMNS, find_runs, summary
+
+HELP = "compare training runs in one table (or --json)"
+HEADINGS = {"valid_chrf": "valid chrF", "valid_bleu": "valid BLEU", "test_chrf": "test chrF",
+            "test_bleu": "test BLEU"}  # fmt: skip
+NUMBERS = {"parameters", "steps", "minutes", "valid_chrf", "valid_bleu", "test_chrf", "test_bleu"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="+", type=Path, metavar="DIR")
+    parser.add_argument("--sort", choices=COLUMNS, default="run",
+                        help="the column to sort by (numbers: highest first)")  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="one JSON object per run instead")
+
+
+def cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = [summary(path) for path in find_runs(args.runs)]
+    numeric = any(isinstance(row[args.sort], int | float) for row in rows)
+    rows.sort(key=lambda row: (row[args.sort] is None, row[args.sort] if not numeric else
+                               -(row[args.sort] or 0)))  # fmt: skip
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+        return 0
+    table = [[HEADINGS.get(c, c) for c in COLUMNS]] + [[cell(r[c]) for c in COLUMNS] for r in rows]
+    widths = {c: max(len(line[i]) for line in table) for i, c in enumerate(COLUMNS)}
+    for line in table:
+        texts = [text.rjust(widths[c]) if c in NUMBERS else text.ljust(widths[c])
+                 for c, text in zip(COLUMNS, line, strict=True)]  # fmt: skip
+        print("  ".join(texts).rstrip())
+    return 0

@@ -1,0 +1,111 @@
+"""What `vaswani runs` shows of a run directory: one row per run, from the files it keeps.
+
+    data          the corpus it was trained on (data.json)
+    model         the preset chosen and the parameters (recipe.json, config.json)
+    steps, minutes  updates made and training time (metrics.jsonl)
+    precision, machine  environment.json of the latest (re)start
+    valid chrF/BLEU   the best validation figures (metrics.jsonl; a weight average's count too)
+    test chrF/BLEU    the latest `vaswani evaluate` of the run on its test split (evaluations.jsonl)
+A file a run lacks (an imported model has no metrics) leaves its columns empty; a damaged one is a
+one-line error naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vaswani.config import ModelConfig
+from vaswani.data.prepare import BUILTIN_CORPORA
+from vaswani.files import read_json, read_records, write_atomic
+from vaswani.model import build_model
+from vaswani.run import CONFIG, DATA_INFO, ENVIRONMENT, METRICS, TRAIN_CONFIG, RunError
+from vaswani.train.recipe import RECORD as RECIPE
+
+EVALUATIONS = "evaluations.jsonl"
+COLUMNS = ("run", "data", "model", "parameters", "steps", "minutes", "precision", "machine",
+           "valid_chrf", "valid_bleu", "test_chrf", "test_bleu")  # fmt: skip
+
+
+def is_run(path: Path) -> bool:
+    return (path / CONFIG).is_file() and (path / DATA_INFO).is_file()
+
+
+def find_runs(paths: list[Path]) -> list[Path]:
+    """Each path that is a run directory, and the run directories directly inside the others."""
+    found = []
+    for path in paths:
+        if is_run(path):
+            found.append(path)
+        elif path.is_dir():
+            found += sorted(child for child in path.iterdir() if child.is_dir() and is_run(child))
+        else:
+            raise RunError(f"{path}: not a run directory, nor a directory of runs")
+    if not found:
+        raise RunError(f"no run directories in {', '.join(map(str, paths))}")
+    return found
+
+
+def best(records: list[dict], key: str) -> float | None:
+    """The highest value of `key` or of a weight variant's (`ema_key`, `last_key`) over records."""
+    values = [record[name] for record in records for name in (key, f"ema_{key}", f"last_{key}")
+              if isinstance(record.get(name), int | float)]  # fmt: skip
+    return max(values) if values else None
+
+
+def data_name(corpus: dict) -> str:
+    """A built-in corpus's name, a file's name, or how many corpora."""
+    if corpus.get("name") == "several":
+        return f"{corpus.get('corpora')} corpora"
+    if corpus.get("path") and corpus.get("name") not in BUILTIN_CORPORA:
+        return Path(corpus["path"]).name
+    return str(corpus.get("name", "?"))
+
+
+def summary(run: Path) -> dict[str, Any]:
+    """One row of `vaswani runs` for `run`."""
+    info = read_json(run / DATA_INFO, "run record", dict)
+    meta = info.get("meta", {})
+    corpus = meta.get("corpus", {})
+    cfg = ModelConfig.from_dict(read_json(run / CONFIG, "model settings", dict))
+    with torch.device("meta"):
+        parameters = sum(p.numel() for p in build_model(meta.get("task", "translate"),
+                                                        cfg).parameters())  # fmt: skip
+    asked = read_json(run / TRAIN_CONFIG, "training settings", dict) if (
+        run / TRAIN_CONFIG).is_file() else {}  # fmt: skip
+    recipe = read_json(run / RECIPE, "recipe", dict) if (run / RECIPE).is_file() else {}
+    environment = read_json(run / ENVIRONMENT, "environment", dict) if (
+        run / ENVIRONMENT).is_file() else {}  # fmt: skip
+    records = read_records(run / METRICS) if (run / METRICS).is_file() else []
+    steps = [r for r in records if "loss" in r]
+    tests = [r for r in (read_records(run / EVALUATIONS) if (run / EVALUATIONS).is_file() else [])
+             if r.get("split") == "test"]  # fmt: skip
+    return {
+        "run": str(run),
+        "data": data_name(corpus),
+        "model": recipe.get("choice", {}).get("preset") or asked.get("preset") or "imported",
+        "parameters": parameters,
+        "steps": steps[-1]["step"] if steps else None,
+        "minutes": round(steps[-1]["elapsed_seconds"] / 60, 1) if steps else None,
+        "precision": environment.get("precision"),
+        "machine": environment.get("machine"),
+        "valid_chrf": best(records, "valid_chrf"),
+        "valid_bleu": best(records, "valid_bleu"),
+        "test_chrf": tests[-1]["chrf"] if tests else None,
+        "test_bleu": tests[-1]["bleu"] if tests else None,
+    }
+
+
+def record_evaluation(run: Path, record: dict[str, Any]) -> bool:
+    """Append an evaluation to the run's evaluations.jsonl (for `vaswani runs`); False where the
+    run directory cannot be written (an imported model on a read-only disk)."""
+    path = run / EVALUATIONS
+    try:
+        old = path.read_bytes() if path.is_file() else b""
+        write_atomic(path, old + json.dumps({"step": 0, **record}).encode() + b"\n")
+    except OSError:
+        return False
+    return True
