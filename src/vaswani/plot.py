@@ -76,6 +76,17 @@ def attention(
 ) -> dict[str, Figure]:
     """Translate `text` greedily, then draw encoder self-, decoder self- and cross-attention of
     that translation, one file each: OUT-encoder.png, OUT-decoder.png, OUT-cross.png."""
+    figures = attention_figures(model, src_tokenizer, tgt_tokenizer, text)
+    out = Path(out)
+    for kind, fig in figures.items():
+        save(fig, out.with_name(f"{out.stem}-{kind}{out.suffix}"))
+    return figures
+
+
+def attention_figures(
+    model: Any, src_tokenizer: Any, tgt_tokenizer: Any, text: str
+) -> dict[str, Figure]:
+    """The encoder, decoder and cross-attention pictures of `text` and its greedy translation."""
     cfg = model.cfg
     device = next(model.parameters()).device
     ids = src_tokenizer.encode(text)
@@ -91,8 +102,7 @@ def attention(
     src_labels = [*src_tokenizer.tokens(ids), "</s>"]
     tgt_labels = ["<s>", *tgt_tokenizer.tokens(output)]
     translation = tgt_tokenizer.decode(output)
-    out = Path(out)
-    figures = {
+    return {
         "encoder": heads_grid(
             [m[0] for m in maps.encoder], src_labels, src_labels,
             f"Encoder self-attention: {text!r}",
@@ -106,9 +116,6 @@ def attention(
             f"Encoder-decoder attention: {text!r} -> {translation!r}",
         ),
     }  # fmt: skip
-    for kind, fig in figures.items():
-        save(fig, out.with_name(f"{out.stem}-{kind}{out.suffix}"))
-    return figures
 
 
 def positional_encoding(d_model: int, length: int, out: Path) -> Figure:

@@ -20,7 +20,7 @@ from vaswani.tasks import get_task
 
 HELP = "train a model on a prepared dataset (or --resume a run)"
 SETTINGS = ("preset", "task", "init", "batch_tokens", "accumulate", "schedule", "warmup", "lr",
-            "lr_scale", "ema_decay", "bpe_dropout", "patience", "label_smoothing", "clip_norm", "precision", "seed", "max_steps", "max_minutes",
+            "lr_scale", "ema_decay", "bpe_dropout", "patience", "tensorboard", "label_smoothing", "clip_norm", "precision", "seed", "max_steps", "max_minutes",
             "eval_every", "eval_sentences", "save_every", "keep_last", "log_every", "nan_policy",
             "device")  # fmt: skip
 

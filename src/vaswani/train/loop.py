@@ -54,6 +54,7 @@ from vaswani.tasks import Task, evaluation_mode, get_task
 from vaswani.train import checkpoint as ckpt
 from vaswani.train import recipe
 from vaswani.train.average import WeightAverage
+from vaswani.train.board import Board, require_tensorboard
 from vaswani.train.distributed import Distributed, init_distributed
 from vaswani.train.schedule import Schedule, paper_peak
 from vaswani.train.state import TrainState, load_checkpoint, save_checkpoint
@@ -171,6 +172,8 @@ def train(
     `tc.device` and `tc.precision` "auto" are resolved here, from the hardware (`vaswani.device`);
     with `progress`, the choice is printed (stderr) and it is always recorded in environment.json.
     """
+    if tc.tensorboard:
+        require_tensorboard()  # before anything is written
     placement = place(tc.device, tc.precision, int(os.environ.get("WORLD_SIZE", "1")))
     dist = init_distributed(placement.device)
     placement = dataclasses.replace(placement, device=dist.device)
@@ -336,6 +339,7 @@ class Trainer:
         self.eval_every = self.save_every = 0  # set by `plan`
         self.horizon_from_time = False
         self.resumed_from: Path | None = None
+        self.board: Board | None = None  # --tensorboard, on the main process
 
     def plan(self, record: dict, seconds: float | None, progress: bool) -> None:
         """Fix the schedule: its horizon (`plan_horizon`), and what follows from it where the
@@ -447,7 +451,10 @@ class Trainer:
         stream = self.sampler.iterate(Position(*state.position))
         clock = Clock(state.elapsed_seconds, state.target_tokens)
         self.model.train()
-        with StopRequest() as stop, progress_bar(total=state.horizon, initial=state.step,
+        if tc.tensorboard and dist.is_main:
+            resumed_at = state.step if self.resumed_from is not None else None
+            self.board = Board(self.run_dir, resumed_at)
+        with StopRequest() as stop, self.board or contextlib.nullcontext(), progress_bar(total=state.horizon, initial=state.step,
                                                   enabled=progress and dist.is_main,
                                                   desc="training", unit="step") as bar:  # fmt: skip
             while state.step < max_steps:
@@ -534,6 +541,8 @@ class Trainer:
         if self.scaler.is_enabled():
             record.update(overflow_steps=state.overflow_steps, scale=self.scaler.get_scale())
         append_metrics(self.run_dir, record)
+        if self.board is not None:
+            self.board.record(record)
         postfix = {"loss": f"{update.loss:.3f}", "lr": f"{update.lr:.2e}",
                    "tok/s": f"{tokens_per_s:.0f}"}  # fmt: skip
         if max_seconds < float("inf"):
@@ -590,6 +599,10 @@ class Trainer:
             line += f" | average: {evaluation_line(averaged)}"
         before = state.best
         record_evaluation(self.run_dir, model, state, result, self.task)
+        if self.board is not None:
+            self.board.record({"step": state.step, **result})
+            if self.task.name == "translate":
+                self.board.attention(model, self.data, state.step)
         state.since_best = 0 if state.best != before else state.since_best + 1
         bar.write(line)
         return result
