@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,6 +123,16 @@ def exclusion_keys(paths: Iterable[Path], max_line_bytes: int) -> set[int]:
 CHUNK = 1 << 16
 
 
+def record_chunks(records: Path) -> Iterator[tuple[int, np.ndarray]]:
+    """The `PAIR_RECORD`s of the file `records`, read a chunk at a time (not mapped: a mapped file's
+    pages would count in the process's memory), with the index of each chunk's first."""
+    with open(records, "rb") as handle:
+        start = 0
+        while len(chunk := np.fromfile(handle, PAIR_RECORD, CHUNK)):
+            yield start, chunk
+            start += len(chunk)
+
+
 def contamination_mask(
     records: Path,
     held_out: set[int],
@@ -132,13 +142,11 @@ def contamination_mask(
 ) -> np.ndarray:
     """Which training pairs to keep: those whose normalised text on `sides` (their `PAIR_RECORD`s
     in the file `records`) is neither held out (valid/test) nor excluded; the rest are counted."""
-    pairs = np.memmap(records, PAIR_RECORD, "r") if records.stat().st_size else []
     held = np.fromiter(held_out - {0}, np.uint64, len(held_out - {0}))
     banned = np.fromiter(excluded - {0}, np.uint64, len(excluded - {0}))
-    keep = np.ones(len(pairs), dtype=bool)
+    keep = np.ones(records.stat().st_size // PAIR_RECORD.itemsize, dtype=bool)
     found: Counter = Counter()
-    for start in range(0, len(pairs), CHUNK):
-        chunk = pairs[start : start + CHUNK]
+    for start, chunk in record_chunks(records):
         in_held = np.zeros(len(chunk), dtype=bool)
         in_banned = np.zeros(len(chunk), dtype=bool)
         for side in sides:

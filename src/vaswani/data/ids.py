@@ -28,13 +28,13 @@ class IdsWriter:
         self.sha.update(data)
 
     def add(self, sequences: list[list[int]]) -> np.ndarray:
-        """Append `sequences`; returns their lengths."""
-        lengths = np.fromiter(map(len, sequences), dtype="<i8", count=len(sequences))
+        """Append `sequences`; returns their lengths (int32: a whole split's stay small)."""
+        lengths = np.fromiter(map(len, sequences), dtype=np.int32, count=len(sequences))
         if not sequences:
             return lengths
-        total = int(lengths.sum())
+        total = int(lengths.sum(dtype=np.int64))
         self._write(self.bin, np.fromiter(chain.from_iterable(sequences), self.dtype, total))
-        self._write(self.idx, self.end + np.cumsum(lengths))
+        self._write(self.idx, self.end + np.cumsum(lengths, dtype="<i8"))
         self.end += total
         return lengths
 

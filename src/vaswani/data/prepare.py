@@ -47,6 +47,7 @@ from vaswani.data.clean import (
     contamination_mask,
     exclusion_keys,
     ratio_outlier,
+    record_chunks,
     text_key,
 )
 from vaswani.data.corpora import (
@@ -258,7 +259,7 @@ def length_stats(lengths: np.ndarray) -> dict:
         "p95": int(np.percentile(array, 95, method="lower")),
         "p99": int(np.percentile(array, 99, method="lower")),
         "max": int(array.max()),
-        "tokens": int(array.sum()),
+        "tokens": int(array.sum(dtype=np.int64)),
     }
 
 
@@ -381,8 +382,11 @@ def _prepare_into(
 
 def training_words(records: Path, keep: np.ndarray, sides: tuple[str, ...]) -> int:
     """The words on `sides` of the kept training pairs (their `PAIR_RECORD`s in `records`)."""
-    pairs = np.memmap(records, PAIR_RECORD, "r")
-    return sum(int(pairs[f"{side}_words"][keep].sum(dtype=np.int64)) for side in sides)
+    return sum(
+        int(chunk[f"{side}_words"][keep[start : start + len(chunk)]].sum(dtype=np.int64))
+        for start, chunk in record_chunks(records)
+        for side in sides
+    )
 
 
 def cleaning_record(opts: PrepareOptions) -> dict:
@@ -728,7 +732,7 @@ def _encode_split(
                     text_out[side].writelines(chunk[i][k] + "\n" for i in keep)
             bar.update(len(chunk))
         bar.close()
-    every = {side: np.concatenate([np.zeros(0, np.int64), *lengths[side]]) for side in SIDES}
+    every = {side: np.concatenate([np.zeros(0, np.int32), *lengths[side]]) for side in SIDES}
     return {
         "pairs": len(every["src"]),
         "filtered_too_long": too_long,
