@@ -19,7 +19,9 @@ def scalars(run):
     return events
 
 
-ARGS = ["--preset", "tiny", "--model", "d_model=32", "--model", "d_ff=64", "--batch-tokens",
+# One layer of one head: the attention pictures are one panel each (drawing is most of the time).
+ARGS = ["--preset", "tiny", "--model", "d_model=32", "--model", "d_ff=64", "--model", "n_heads=1",
+        "--model", "n_encoder_layers=1", "--model", "n_decoder_layers=1", "--batch-tokens",
         "512", "--eval-every", "8", "--save-every", "4", "--log-every", "2", "--eval-sentences",
         "8", "--precision", "fp32", "--ema-decay", "0", "--tensorboard"]  # fmt: skip
 
@@ -67,3 +69,19 @@ def test_without_tensorboard_installed_it_is_one_line_and_nothing_starts(numbers
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 2 and "pip install 'vaswani[tensorboard]'" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_tensorboard_draws_the_first_and_the_last_layer(numbers_data):
+    from vaswani.config import ModelConfig
+    from vaswani.data import PreparedData
+    from vaswani.model import build_model
+    from vaswani.plot import attention_figures
+
+    data = PreparedData(numbers_data)
+    cfg = ModelConfig.from_preset("tiny", vocab_size=data.src_tokenizer.vocab_size, n_heads=2,
+                                  n_encoder_layers=3, n_decoder_layers=3, max_len=16)  # fmt: skip
+    model = build_model("translate", cfg).eval()
+    figures = attention_figures(model, data.src_tokenizer, data.tgt_tokenizer, "123",
+                                first_and_last=True)  # fmt: skip
+    titles = [ax.get_title() for ax in figures["cross"].axes if ax.get_title()]
+    assert titles == ["layer 1, head 1", "layer 1, head 2", "layer 3, head 1", "layer 3, head 2"]

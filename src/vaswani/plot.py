@@ -40,11 +40,19 @@ def save(fig: Figure, path: Path) -> Figure:
     return fig
 
 
-def heads_grid(maps: list[torch.Tensor], queries: list[str], keys: list[str], title: str) -> Figure:
+def heads_grid(
+    maps: list[torch.Tensor],
+    queries: list[str],
+    keys: list[str],
+    title: str,
+    numbers: list[int] | None = None,
+) -> Figure:
     """One row per layer, one panel per head; query tokens down, key tokens across.
 
-    maps: per layer (H, Lq, Lk) attention weights of one sentence.
+    maps: per layer (H, Lq, Lk) attention weights of one sentence; numbers: which layers (from 0)
+    they are, when not all of them.
     """
+    numbers = list(range(len(maps))) if numbers is None else numbers
     layers, heads = len(maps), maps[0].size(0)
     width = max(MIN_PANEL_INCHES, PANEL_INCHES_PER_TOKEN * len(keys) + 0.8)
     height = max(MIN_PANEL_INCHES, PANEL_INCHES_PER_TOKEN * len(queries) + 0.8)
@@ -61,7 +69,7 @@ def heads_grid(maps: list[torch.Tensor], queries: list[str], keys: list[str], ti
             ax.set_xticks(range(len(keys)), keys, rotation=90, fontsize=7)
             # Query labels on the first column only: they would run into the panel to the left.
             ax.set_yticks(range(len(queries)), queries if head == 0 else [], fontsize=7)
-            ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=9)
+            ax.set_title(f"layer {numbers[layer] + 1}, head {head + 1}", fontsize=9)
             if head == 0:
                 ax.set_ylabel("query (attending)", fontsize=8)
             if layer == layers - 1:
@@ -84,9 +92,10 @@ def attention(
 
 
 def attention_figures(
-    model: Any, src_tokenizer: Any, tgt_tokenizer: Any, text: str
+    model: Any, src_tokenizer: Any, tgt_tokenizer: Any, text: str, first_and_last: bool = False
 ) -> dict[str, Figure]:
-    """The encoder, decoder and cross-attention pictures of `text` and its greedy translation."""
+    """The encoder, decoder and cross-attention pictures of `text` and its greedy translation:
+    every layer, or only the first and the last (a sixth of the drawing for a 6-layer model)."""
     cfg = model.cfg
     device = next(model.parameters()).device
     ids = src_tokenizer.encode(text)
@@ -102,19 +111,18 @@ def attention_figures(
     src_labels = [*src_tokenizer.tokens(ids), "</s>"]
     tgt_labels = ["<s>", *tgt_tokenizer.tokens(output)]
     translation = tgt_tokenizer.decode(output)
+
+    def grid(per_layer: list[torch.Tensor], queries: list[str], keys: list[str], title: str
+             ) -> Figure:  # fmt: skip
+        shown = sorted({0, len(per_layer) - 1}) if first_and_last else range(len(per_layer))
+        return heads_grid([per_layer[i][0] for i in shown], queries, keys, title, list(shown))
+
     return {
-        "encoder": heads_grid(
-            [m[0] for m in maps.encoder], src_labels, src_labels,
-            f"Encoder self-attention: {text!r}",
-        ),
-        "decoder": heads_grid(
-            [m[0] for m in maps.decoder_self], tgt_labels, tgt_labels,
-            f"Decoder self-attention (masked): {translation!r}",
-        ),
-        "cross": heads_grid(
-            [m[0] for m in maps.cross], tgt_labels, src_labels,
-            f"Encoder-decoder attention: {text!r} -> {translation!r}",
-        ),
+        "encoder": grid(maps.encoder, src_labels, src_labels, f"Encoder self-attention: {text!r}"),
+        "decoder": grid(maps.decoder_self, tgt_labels, tgt_labels,
+                        f"Decoder self-attention (masked): {translation!r}"),
+        "cross": grid(maps.cross, tgt_labels, src_labels,
+                      f"Encoder-decoder attention: {text!r} -> {translation!r}"),
     }  # fmt: skip
 
 

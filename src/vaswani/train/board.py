@@ -3,7 +3,8 @@
 Every logged step writes train/loss, train/lr, train/grad_norm, train/tokens_per_s (and the loss
 scale under fp16); every validation writes each of its figures under valid/ (the moving
 average's as valid/ema_*), and, for a translation model, the attention maps of one fixed
-validation sentence (encoder, decoder and cross-attention, every head of every layer). A resumed
+validation sentence (encoder, decoder and cross-attention, every head of the first and the last
+layer: drawing every layer of a base model took ~30 s a validation on 2 cores). A resumed
 run purges what the killed one wrote after the checkpoint it resumes from, so no step appears
 twice. TensorBoard is an optional dependency: pip install 'vaswani[tensorboard]'.
 """
@@ -74,7 +75,8 @@ class Board:
             self.sentence = fits[0] if fits else ""
         if not self.sentence:
             return
-        for kind, figure in attention_figures(model, *tokenizers, self.sentence).items():
+        figures = attention_figures(model, *tokenizers, self.sentence, first_and_last=True)
+        for kind, figure in figures.items():
             self.writer.add_figure(f"attention/{kind}", figure, step)
         self.writer.flush()
 
