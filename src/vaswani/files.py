@@ -149,6 +149,13 @@ def read_records(path: Path) -> list[dict]:
     return records
 
 
+def append_record(path: Path, record: dict) -> None:
+    """One line of a JSON-lines log such as metrics.jsonl (NaN is written as NaN: visible, never
+    dropped); `read_records` reads them back."""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
 def fsync(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:

@@ -32,7 +32,7 @@ from vaswani.data import PreparedData
 from vaswani.data.dataset import task_of
 from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
 from vaswani.errors import VaswaniError
-from vaswani.files import member, read_json, read_records, write_atomic
+from vaswani.files import append_record, member, read_json, read_records, write_atomic
 from vaswani.model import build_model
 from vaswani.shortlist import FILE as SHORTLIST
 from vaswani.shortlist import Shortlist
@@ -190,9 +190,8 @@ def create_run_dir(tc: TrainConfig, cfg: ModelConfig, data: PreparedData) -> Pat
 
 
 def append_metrics(run: Path, record: dict) -> None:
-    """One line of metrics.jsonl (NaN is written as NaN: visible, never dropped)."""
-    with open(run / METRICS, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    """One line of metrics.jsonl."""
+    append_record(run / METRICS, record)
 
 
 def truncate_metrics(run: Path, step: int) -> None:

@@ -12,7 +12,6 @@ one-line error naming it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ import torch
 
 from vaswani.config import ModelConfig
 from vaswani.data.prepare import BUILTIN_CORPORA
-from vaswani.files import read_json, read_records, write_atomic
+from vaswani.files import append_record, read_json, read_records
 from vaswani.model import build_model
 from vaswani.run import CONFIG, DATA_INFO, ENVIRONMENT, METRICS, TRAIN_CONFIG, RunError
 from vaswani.train.recipe import RECORD as RECIPE
@@ -65,6 +64,11 @@ def data_name(corpus: dict) -> str:
     return str(corpus.get("name", "?"))
 
 
+def optional_json(path: Path, what: str) -> dict:
+    """A JSON object file a run may lack (an imported model has no training settings): {} then."""
+    return read_json(path, what, dict) if path.is_file() else {}
+
+
 def summary(run: Path) -> dict[str, Any]:
     """One row of `vaswani runs` for `run`."""
     info = read_json(run / DATA_INFO, "run record", dict)
@@ -74,15 +78,13 @@ def summary(run: Path) -> dict[str, Any]:
     with torch.device("meta"):
         parameters = sum(p.numel() for p in build_model(meta.get("task", "translate"),
                                                         cfg).parameters())  # fmt: skip
-    asked = read_json(run / TRAIN_CONFIG, "training settings", dict) if (
-        run / TRAIN_CONFIG).is_file() else {}  # fmt: skip
-    recipe = read_json(run / RECIPE, "recipe", dict) if (run / RECIPE).is_file() else {}
-    environment = read_json(run / ENVIRONMENT, "environment", dict) if (
-        run / ENVIRONMENT).is_file() else {}  # fmt: skip
+    asked = optional_json(run / TRAIN_CONFIG, "training settings")
+    recipe = optional_json(run / RECIPE, "recipe")
+    environment = optional_json(run / ENVIRONMENT, "environment")
     records = read_records(run / METRICS) if (run / METRICS).is_file() else []
     steps = [r for r in records if "loss" in r]
-    tests = [r for r in (read_records(run / EVALUATIONS) if (run / EVALUATIONS).is_file() else [])
-             if r.get("split") == "test"]  # fmt: skip
+    evaluations = read_records(run / EVALUATIONS) if (run / EVALUATIONS).is_file() else []
+    tests = [r for r in evaluations if r.get("split") == "test"]
     return {
         "run": str(run),
         "data": data_name(corpus),
@@ -102,10 +104,8 @@ def summary(run: Path) -> dict[str, Any]:
 def record_evaluation(run: Path, record: dict[str, Any]) -> bool:
     """Append an evaluation to the run's evaluations.jsonl (for `vaswani runs`); False where the
     run directory cannot be written (an imported model on a read-only disk)."""
-    path = run / EVALUATIONS
     try:
-        old = path.read_bytes() if path.is_file() else b""
-        write_atomic(path, old + json.dumps({"step": 0, **record}).encode() + b"\n")
+        append_record(run / EVALUATIONS, {"step": 0, **record})  # read_records wants a step
     except OSError:
         return False
     return True

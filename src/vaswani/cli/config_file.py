@@ -60,6 +60,11 @@ class PrintConfig(argparse.Action):
         parser.exit()
 
 
+def takes_list(action: argparse.Action) -> bool:
+    """A repeatable flag (--exclude) or a positional of many values (prepare's corpora)."""
+    return isinstance(action, argparse._AppendAction) or not action.option_strings
+
+
 def yaml_value(value: Any) -> str:
     import yaml
 
@@ -85,7 +90,7 @@ def template(parser: argparse.ArgumentParser) -> str:
         default = action.default
         if key == "model":
             default = {}
-        elif isinstance(action, argparse._AppendAction) or key == "inputs":
+        elif takes_list(action):
             default = []
         lines += [f"{key}: {yaml_value(default)}", ""]
     return "\n".join(lines)
@@ -144,7 +149,7 @@ def flag_tokens(action: argparse.Action, key: str, value: Any, path: Path) -> li
             raise wrong("a mapping of model settings (d_ff: 2048)")
         return [token for item, setting in value.items()
                 for token in (flag, f"{item}={setting}")]  # fmt: skip
-    if flag is None or isinstance(action, argparse._AppendAction):
+    if takes_list(action):
         values = value if isinstance(value, list) else None
         if values is None or any(isinstance(v, dict | list) for v in values):
             raise wrong("a list")

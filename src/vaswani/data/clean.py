@@ -7,10 +7,10 @@ score. `prepare` drops:
   - duplicates: a pair seen before, exactly or once normalised (`dedupe`);
   - contamination: a training pair whose source or target, normalised, is a source or target of
     the valid or test split, or a line of an `--exclude` file (an external test set);
-Pairs and sentences are compared by 64-bit keys of their normalised text (`key`), never by the
-text itself, so memory stays small at tens of millions of pairs.
   - length-ratio outliers (in tokens, training split only) are dropped while encoding.
-Normalised: case folded, punctuation and symbols removed, runs of spaces made one.
+Normalised: case folded, punctuation and symbols removed, runs of spaces made one. Pairs and
+sentences are compared by 64-bit keys of their normalised text (`key`), never by the text itself,
+so memory stays small at tens of millions of pairs.
 """
 
 from __future__ import annotations
@@ -142,8 +142,7 @@ def contamination_mask(
 ) -> np.ndarray:
     """Which training pairs to keep: those whose normalised text on `sides` (their `PAIR_RECORD`s
     in the file `records`) is neither held out (valid/test) nor excluded; the rest are counted."""
-    held = np.fromiter(held_out - {0}, np.uint64, len(held_out - {0}))
-    banned = np.fromiter(excluded - {0}, np.uint64, len(excluded - {0}))
+    held, banned = (np.fromiter(keys - {0}, np.uint64) for keys in (held_out, excluded))
     keep = np.ones(records.stat().st_size // PAIR_RECORD.itemsize, dtype=bool)
     found: Counter = Counter()
     for start, chunk in record_chunks(records):

@@ -19,6 +19,7 @@ from vaswani.errors import VaswaniError
 
 DIRECTORY = "tensorboard"
 TRAINING = ("loss", "lr", "grad_norm", "tokens_per_s", "scale")
+VALIDATION = ("valid_", "ema_valid_")  # a validation's figures: the weights' and the average's
 
 
 class TensorBoardMissing(VaswaniError):
@@ -49,11 +50,11 @@ class Board:
     def record(self, record: dict[str, Any]) -> None:
         """A metrics.jsonl record: a training step's figures or a validation's."""
         step = record["step"]
-        validation = any(key.startswith(("valid_", "ema_valid_")) for key in record)
+        validation = any(key.startswith(VALIDATION) for key in record)
         for key, value in record.items():
             if isinstance(value, bool) or not isinstance(value, int | float) or key == "step":
                 continue
-            if validation and (key.startswith("valid_") or key.startswith("ema_valid_")):
+            if validation and key.startswith(VALIDATION):
                 tag = "valid/" + key.replace("valid_", "", 1)
             elif not validation and key in TRAINING:
                 tag = f"train/{key}"
