@@ -147,6 +147,7 @@ SAVER = textwrap.dedent(
         )
         ckpt.set_latest(directory, path)
         ckpt.prune(directory, 3)
+        print("saved", flush=True)
     """
 )
 
@@ -156,18 +157,23 @@ def test_sigkill_at_random_moments_during_saves_never_leaves_a_bad_latest(tmp_pa
     directory = tmp_path / "ckpts"
     previous = None
     for _ in range(5):
-        child = subprocess.Popen([sys.executable, "-c", SAVER, str(directory)])
-        time.sleep(1.5 + rng.random())  # start-up, then somewhere inside a save
+        child = subprocess.Popen(
+            [sys.executable, "-c", SAVER, str(directory)], stdout=subprocess.PIPE, text=True
+        )
+        # One complete save first (start-up takes from one to several seconds, by machine), then a
+        # kill at a random moment of the saves that follow.
+        assert child.stdout.readline() == "saved\n", "the saver failed before its first save"
+        time.sleep(rng.random())
         child.kill()
         child.wait()
+        child.stdout.close()
         leftovers = sorted(directory.glob(".*tmp-*"))
         reader = ckpt.latest_valid(directory)  # verifies the manifest
         assert sorted(directory.glob(".*tmp-*")) == leftovers  # a reader deletes nothing
         found = ckpt.latest_valid(directory, clean=True)  # the writer, resuming, cleans up
         assert found == reader
-        if found is None:  # killed before its first save was complete (a slow start-up)
-            assert previous is None, "a previously complete checkpoint disappeared"
-            continue
+        assert found is not None, "a complete checkpoint disappeared"
+        assert previous is None or found.name >= previous.name
         previous = found
         assert (directory / ckpt.LATEST).read_text().strip() == found.name
         assert not list(directory.glob(".*tmp-*"))  # leftovers cleaned
