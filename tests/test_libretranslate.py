@@ -173,13 +173,13 @@ def test_deadline_and_model_failure_are_libretranslate_errors(runs):
     worker = server.app.state.workers[0]
     run, gate = worker.run, threading.Event()
     try:
-        worker.run = lambda texts, dc: gate.wait(5) and run(texts, dc)
+        worker.run = lambda texts, dc, prefixes=None: gate.wait(5) and run(texts, dc, prefixes)
         status, answer = server.request("POST", "/translate", {"q": "1", "source": "en",
                                                                "target": "de"})  # fmt: skip
         assert status == 504 and "0.3 s" in answer["error"]
         gate.set()
 
-        def broken(texts, dc):
+        def broken(texts, dc, prefixes=None):
             raise RuntimeError("out of memory")
 
         worker.run = broken

@@ -136,9 +136,9 @@ def slow_model(server, seconds: float):
     translator = server.app.state.worker
     run = translator.run
 
-    def slow(texts, dc):
+    def slow(texts, dc, prefixes=None):
         time.sleep(seconds)
-        return run(texts, dc)
+        return run(texts, dc, prefixes)
 
     translator.run = slow
     return lambda: setattr(translator, "run", run)
@@ -150,9 +150,9 @@ def held_model(server) -> threading.Event:
     run = translator.run
     gate = threading.Event()
 
-    def held(texts, dc):
+    def held(texts, dc, prefixes=None):
         gate.wait(timeout=60)
-        return run(texts, dc)
+        return run(texts, dc, prefixes)
 
     translator.run = held
     return gate

@@ -82,9 +82,12 @@ def encode_sources(
     max_len: int,
     too_long: str = "error",
     what: str = "line",
+    prefixes: list[list[int]] | None = None,
 ) -> dict[int, list[int]]:
     """Token ids with end-of-sentence, by index, of the non-blank texts; messages call a text
-    `what` and count from 1.
+    `what` and count from 1. `prefixes[i]` (a multilingual model's target-language token) is put
+    before text i's ids, unless they already start with it (a user who typed OPUS-MT's ">>fra<<"
+    gets it once).
 
     A text over the position limit max_len raises InputTooLong (too_long="error") or is cut to fit
     with a `TruncatedInput` warning naming it (too_long="truncate").
@@ -94,6 +97,10 @@ def encode_sources(
     todo = [i for i, text in enumerate(texts) if text.strip()]
     ids = encode_each(tokenizer, [texts[i] for i in todo], what, [i + 1 for i in todo])
     encoded = dict(zip(todo, ids, strict=True))
+    if prefixes is not None:
+        for i, ids in encoded.items():
+            if ids[: len(prefixes[i])] != prefixes[i]:
+                encoded[i] = [*prefixes[i], *ids]
     for i, ids in encoded.items():
         if len(ids) + 1 <= max_len:
             continue
@@ -141,9 +148,11 @@ def translate_nbest(
     too_long: str = "error",
     progress: Callable[[int], None] | None = None,
     shortlist: Shortlist | None = None,
+    prefixes: list[list[int]] | None = None,
 ) -> list[list[Translation]]:
     """The `dc.n_best` best translations of each text, in order; a blank text gets none, without
-    running the model.
+    running the model. `prefixes`: ids put before each text's own (`encode_sources`), e.g. the
+    token of the language a multilingual model is to translate each text into.
 
     Sentences are sorted by length and batched under a token budget (dc.batch_tokens counts source
     tokens, padding included, times the beam size), so little of a batch is padding. `progress` is
@@ -158,7 +167,7 @@ def translate_nbest(
             f"{cfg.target_vocab_size} tokens; choose a narrower beam"
         )
     device = next(model.parameters()).device
-    encoded = encode_sources(src_tokenizer, texts, cfg.max_len, too_long)
+    encoded = encode_sources(src_tokenizer, texts, cfg.max_len, too_long, prefixes=prefixes)
     results: list[list[Translation]] = [[] for _ in texts]
     todo = sorted(encoded, key=lambda i: len(encoded[i]))
     widths = [(len(encoded[i]) + 1) * dc.beam_size for i in todo]
@@ -183,11 +192,12 @@ def translate(
     too_long: str = "error",
     progress: Callable[[int], None] | None = None,
     shortlist: Shortlist | None = None,
+    prefixes: list[list[int]] | None = None,
 ) -> list[str]:
     """The best translation of each text, in order; "" for a blank text (the model is not run)."""
     return best_texts(
         translate_nbest(
-            model, src_tokenizer, tgt_tokenizer, texts, dc, too_long, progress, shortlist
+            model, src_tokenizer, tgt_tokenizer, texts, dc, too_long, progress, shortlist, prefixes
         )
     )
 

@@ -61,14 +61,16 @@ def evaluate_translation(
     too_long: str = "error",
     progress: Callable[[int], None] | None = None,
     shortlist: Shortlist | None = None,
+    prefixes: list[list[int]] | None = None,
 ) -> TranslationReport:
-    """Translate `sources` (under the caller's autocast, over the `shortlist` if one is given)
-    and score them against `references`."""
+    """Translate `sources` (under the caller's autocast, over the `shortlist` if one is given,
+    each after its `prefixes`, a multilingual model's target token) and score them against
+    `references`."""
     if not sources:
         raise EvaluationError("nothing to evaluate: no non-empty sentence pairs")
     start = time.perf_counter()
     hypotheses = translate(model, src_tok, tgt_tok, sources, dc or DecodeConfig(), too_long,
-                           progress, shortlist)  # fmt: skip
+                           progress, shortlist, prefixes)  # fmt: skip
     seconds = time.perf_counter() - start
     return TranslationReport(
         hypotheses=hypotheses,
@@ -78,6 +80,23 @@ def evaluate_translation(
         seconds=seconds,
         output_tokens=sum(len(ids) for ids in tgt_tok.encode_batch(hypotheses)),
     )
+
+
+def by_pair(hypotheses: list[str], references: list[str], pairs: list[str]) -> dict[str, dict]:
+    """A multilingual evaluation's figures for each language pair (`pairs`: each line's), and
+    their unweighted mean over the pairs under "mean"."""
+    found: dict[str, dict] = {}
+    for name in dict.fromkeys(pairs):
+        lines = [i for i, pair in enumerate(pairs) if pair == name]
+        mine = [hypotheses[i] for i in lines]
+        theirs = [references[i] for i in lines]
+        scores = score(mine, theirs)
+        exact = sum(h == r for h, r in zip(mine, theirs, strict=True))
+        found[name] = {"sentences": len(lines), "bleu": scores.bleu, "chrf": scores.chrf,
+                       "exact": exact / len(lines)}  # fmt: skip
+    found["mean"] = {key: sum(f[key] for f in found.values()) / len(found)
+                     for key in ("bleu", "chrf", "exact")}  # fmt: skip
+    return found
 
 
 @dataclass

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
 
 def normal(code: str) -> str:
     """A language tag in one spelling: lower case, "-" between subtags ("es_MX" -> "es-mx")."""
@@ -28,3 +31,112 @@ def lingua_language(code: str):
     except (AttributeError, ValueError):
         raise ValueError(f"{code!r}: not a language lingua identifies (an ISO 639-1 code such "
                          "as de, en, fr)") from None  # fmt: skip
+
+
+# --- many languages in one model (Johnson et al. 2017) -------------------------------------------
+# A multilingual model is told the language to translate into by a token put before each source
+# sentence; nothing else in the architecture changes. Its spelling is a setting: Johnson et al. wrote
+# "<2es>", OPUS-MT's multilingual models ">>spa<<" (and require it).
+LANGUAGE_TOKEN = "<2{lang}>"
+MARIAN_LANGUAGE_TOKEN = ">>{lang}<<"
+
+
+def code(text: str) -> str:
+    """A language code as a multilingual dataset keeps it: lower case, a region after "_"
+    ("pt-BR" -> "pt_br"), so that "SRC-TGT" names a pair without doubt."""
+    found = normal(text).replace("-", "_")
+    if not found or not all(part.isalnum() for part in found.split("_")):
+        raise ValueError(f"{text!r}: not a language code (letters and digits, a region after _)")
+    return found
+
+
+def parse_pair(text: str) -> tuple[str, str]:
+    """ "de-en" -> ("de", "en"); a region is written after "_" (pt_BR-en)."""
+    parts = text.strip().split("-")
+    if len(parts) != 2:
+        raise ValueError(f"{text!r}: name a pair as SRC-TGT (de-en; a region after _: pt_BR-en)")
+    src, tgt = (code(part) for part in parts)
+    if src == tgt:
+        raise ValueError(f"{text!r}: a pair of one language with itself")
+    return src, tgt
+
+
+def pair_name(src: str, tgt: str) -> str:
+    return f"{src}-{tgt}"
+
+
+def check_token_form(form: str) -> str:
+    """A language-token form must hold {lang} once and something around it."""
+    if form.count("{lang}") != 1 or form == "{lang}" or any(c.isspace() for c in form):
+        raise ValueError(
+            f"language token {form!r}: give a form with {{lang}} once and no spaces, e.g. "
+            f"{LANGUAGE_TOKEN} or {MARIAN_LANGUAGE_TOKEN}"
+        )
+    return form
+
+
+class Languages:
+    """The language pairs a multilingual dataset (and the model trained on it) knows, and the token
+    that asks for each target language: meta.json's "languages" record, read back. `tokens`: the
+    tokens spelt otherwise than the form says (an imported model's ">>por_Latn<<" for por_latn)."""
+
+    def __init__(self, pairs: list[tuple[str, str]], token: str = LANGUAGE_TOKEN,
+                 tokens: dict[str, str] | None = None) -> None:  # fmt: skip
+        self.pairs = list(dict.fromkeys(pairs))
+        self.token = check_token_form(token)
+        self.tokens = dict(tokens or {})
+        self.targets = sorted({tgt for _, tgt in self.pairs})
+        self.sources = sorted({src for src, _ in self.pairs})
+
+    def token_of(self, target: str) -> str:
+        return self.tokens.get(target) or self.token.format(lang=target)
+
+    def target(self, asked: str) -> str:
+        """The known target language `asked` names (any spelling of its code); ValueError with
+        the known ones otherwise."""
+        try:
+            found = code(asked)
+        except ValueError:
+            found = ""
+        if found not in self.targets:
+            raise ValueError(
+                f"--target {asked}: this model translates into {', '.join(self.targets)}"
+            )
+        return found
+
+    def record(self) -> dict:
+        return {"token": self.token, "pairs": [pair_name(*pair) for pair in self.pairs],
+                **({"tokens": self.tokens} if self.tokens else {})}  # fmt: skip
+
+    def prefixes(self, targets: list[str], tokenizer: Any) -> list[list[int]]:
+        """The ids to put before each source to ask for its target (known codes, `target`)."""
+        ids = {target: tokenizer.token_id(self.token_of(target)) for target in set(targets)}
+        missing = sorted(target for target, found in ids.items() if found is None)
+        if missing:
+            raise ValueError(f"the tokenizer has no token for {', '.join(missing)}")
+        return [[ids[target]] for target in targets]
+
+    @classmethod
+    def from_meta(cls, meta: dict) -> Languages | None:
+        """The languages of a meta.json record; None for a dataset of one pair."""
+        record = meta.get("languages")
+        if not record:
+            return None
+        return cls([parse_pair(name) for name in record["pairs"]], record["token"],
+                   record.get("tokens"))  # fmt: skip
+
+
+def marian_languages(vocabulary: dict[str, int], source: str = "mul") -> Languages | None:
+    """The target languages of an OPUS-MT model, from the `>>xxx<<` tokens of its vocabulary (as
+    Hugging Face's MarianTokenizer finds them), each paired with `source`; None unless there are
+    two or more (OPUS-MT's bilingual models have none, and require none)."""
+    spelt = {}
+    for piece in vocabulary:
+        inner = piece[2:-2] if piece.startswith(">>") and piece.endswith("<<") else ""
+        with contextlib.suppress(ValueError):
+            spelt[code(inner)] = piece
+    if len(spelt) < 2:
+        return None
+    pairs = [(source, target) for target in sorted(spelt) if target != source]
+    tokens = {target: piece for target, piece in spelt.items() if piece != f">>{target}<<"}
+    return Languages(pairs, MARIAN_LANGUAGE_TOKEN, tokens)

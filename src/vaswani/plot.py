@@ -80,11 +80,17 @@ def heads_grid(
 
 
 def attention(
-    model: Any, src_tokenizer: Any, tgt_tokenizer: Any, text: str, out: Path
+    model: Any,
+    src_tokenizer: Any,
+    tgt_tokenizer: Any,
+    text: str,
+    out: Path,
+    prefix: list[int] | None = None,
 ) -> dict[str, Figure]:
     """Translate `text` greedily, then draw encoder self-, decoder self- and cross-attention of
-    that translation, one file each: OUT-encoder.png, OUT-decoder.png, OUT-cross.png."""
-    figures = attention_figures(model, src_tokenizer, tgt_tokenizer, text)
+    that translation, one file each: OUT-encoder.png, OUT-decoder.png, OUT-cross.png. `prefix`:
+    ids before the text's own (a multilingual model's target-language token)."""
+    figures = attention_figures(model, src_tokenizer, tgt_tokenizer, text, prefix=prefix)
     out = Path(out)
     for kind, fig in figures.items():
         save(fig, out.with_name(f"{out.stem}-{kind}{out.suffix}"))
@@ -92,15 +98,22 @@ def attention(
 
 
 def attention_figures(
-    model: Any, src_tokenizer: Any, tgt_tokenizer: Any, text: str, first_and_last: bool = False
+    model: Any,
+    src_tokenizer: Any,
+    tgt_tokenizer: Any,
+    text: str,
+    first_and_last: bool = False,
+    prefix: list[int] | None = None,
 ) -> dict[str, Figure]:
-    """The encoder, decoder and cross-attention pictures of `text` and its greedy translation:
-    every layer, or only the first and the last (a sixth of the drawing for a 6-layer model)."""
+    """The encoder, decoder and cross-attention pictures of `text` (after `prefix`) and its greedy
+    translation: every layer, or only the first and the last (a sixth of the drawing for a
+    6-layer model)."""
     cfg = model.cfg
     device = next(model.parameters()).device
     ids = src_tokenizer.encode(text)
     if not ids:
         raise ValueError("the sentence to plot is empty")
+    ids = [*(prefix or []), *ids]
     if len(ids) + 1 > cfg.max_len:
         raise ValueError(f"the sentence has {len(ids) + 1} tokens, over max_len={cfg.max_len}")
     src = torch.tensor([[*ids, cfg.eos_id]], device=device)

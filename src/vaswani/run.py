@@ -27,12 +27,14 @@ from typing import Any
 
 from torch import nn
 
-from vaswani.config import ModelConfig, TrainConfig
+from vaswani.config import DecodeConfig, ModelConfig, TrainConfig
 from vaswani.data import PreparedData
 from vaswani.data.dataset import task_of
 from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
+from vaswani.decode import translate
 from vaswani.errors import VaswaniError
 from vaswani.files import append_record, member, read_json, read_records, write_atomic
+from vaswani.languages import Languages
 from vaswani.model import build_model
 from vaswani.shortlist import FILE as SHORTLIST
 from vaswani.shortlist import Shortlist
@@ -73,6 +75,38 @@ class LoadedRun:
     """data.json: where the data came from, its meta.json, its fingerprint."""
     shortlist: Shortlist | None = None
     """The run's lexical shortlist, when asked for (`load_shortlist`)."""
+
+    @property
+    def languages(self) -> Languages | None:
+        """The language pairs of a multilingual model; None for a model of one pair."""
+        return Languages.from_meta(self.info["meta"])
+
+    def prefixes(self, targets: str | list[str] | None, count: int) -> list[list[int]] | None:
+        """What to put before each of `count` sources to ask a multilingual model for `targets`
+        (one language for all, or one per source); None for a model of one pair. RunError when
+        a multilingual model is not told its target, or is asked for one it does not know."""
+        languages = self.languages
+        if languages is None:
+            if targets is not None:
+                raise RunError(f"{self.path} translates one language pair; leave out --target")
+            return None
+        if targets is None and len(languages.targets) == 1:
+            targets = languages.targets[0]  # many sources, one target: nothing to choose
+        if targets is None:
+            raise RunError(f"{self.path} translates into {', '.join(languages.targets)}: give "
+                           "the target language (--target)")  # fmt: skip
+        asked = [targets] * count if isinstance(targets, str) else targets
+        try:
+            return languages.prefixes([languages.target(t) for t in asked], self.src_tokenizer)
+        except ValueError as error:
+            raise RunError(str(error)) from None
+
+    def translate(self, texts: list[str], target: str | list[str] | None = None,
+                  dc: DecodeConfig | None = None, too_long: str = "error") -> list[str]:  # fmt: skip
+        """The best translation of each text (`vaswani.decode.translate`); a multilingual model
+        needs the `target` language (one for all texts, or one each)."""
+        return translate(self.model, self.src_tokenizer, self.tgt_tokenizer, texts, dc, too_long,
+                         shortlist=self.shortlist, prefixes=self.prefixes(target, len(texts)))  # fmt: skip
 
     def load_shortlist(self) -> Shortlist:
         """RUN/shortlist.safetensors, written by `vaswani shortlist`, checked against the model."""

@@ -106,11 +106,21 @@ class Translate(Task):
         """Loss and perplexity, then sacreBLEU and chrF of greedy translations of the first
         `eval_sentences` validation pairs (a fixed sample)."""
         result = super().validate(model, data, batch_tokens, precision)
-        sources, references = (part[:eval_sentences] for part in data.text("valid"))
+        sources, references = data.text("valid")
+        targets, prefixes = data.targets("valid"), None
+        if targets is None:
+            sources, references = sources[:eval_sentences], references[:eval_sentences]
+        else:  # a multilingual model: a sample spread over the pairs (the split is by pair), each
+            # source asking for its language
+            picked = sorted({i * len(sources) // eval_sentences for i in range(eval_sentences)})
+            picked = [i for i in picked if i < len(sources)]
+            sources, references = [sources[i] for i in picked], [references[i] for i in picked]
+            prefixes = data.languages.prefixes([targets[i] for i in picked], data.src_tokenizer)
         device = next(model.parameters()).device
         with autocast(device, precision):
             hypotheses = translate(model, data.src_tokenizer, data.tgt_tokenizer, sources,
-                                   DecodeConfig(beam_size=1, batch_tokens=batch_tokens))  # fmt: skip
+                                   DecodeConfig(beam_size=1, batch_tokens=batch_tokens),
+                                   prefixes=prefixes)  # fmt: skip
         scores = score(hypotheses, references)
         samples = [[s, r, h] for s, r, h in zip(sources[:3], references, hypotheses, strict=False)]
         return {**result, "valid_bleu": scores.bleu, "valid_chrf": scores.chrf, "samples": samples}

@@ -132,6 +132,12 @@ def add_decoding_flags(parser: argparse.ArgumentParser) -> None:
     add_shortlist_flag(parser)
     add_field_flags(parser, DecodeConfig, (*SEARCH_FIELDS, "batch_tokens"))
     add_input_flags(parser)
+    parser.add_argument(
+        "--target",
+        metavar="LANG",
+        help="a multilingual model: the language to translate into (a model of one pair takes "
+        "none); without it, the error lists the model's languages",
+    )
 
 
 def add_input_flags(parser: argparse.ArgumentParser) -> None:

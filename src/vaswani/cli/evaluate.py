@@ -20,6 +20,7 @@ from vaswani.config import TASKS
 from vaswani.data.corpora import read_parallel_files
 from vaswani.data.dataset import EncodedSplit, ParallelSplit
 from vaswani.evaluate import (
+    by_pair,
     classification_report,
     encode_labelled_file,
     encode_text_file,
@@ -90,28 +91,44 @@ def encoded_input(args: argparse.Namespace, loaded: LoadedRun) -> EncodedSplit:
 
 
 def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
+    targets: str | list[str] | None = args.target
+    pairs: list[str] | None = None  # a multilingual split: each line's language pair
     if args.src is not None:
+        loaded.prefixes(targets, 0)  # a wrong or missing --target: said before any reading
         # The training data's reader: same errors for bad text, counts, and empty pairs dropped.
-        pairs = list(read_parallel_files(args.src, args.ref, max_line_bytes=args.max_line_bytes))
-        sources, references = [s for s, _ in pairs], [r for _, r in pairs]
+        read = list(read_parallel_files(args.src, args.ref, max_line_bytes=args.max_line_bytes))
+        sources, references = [s for s, _ in read], [r for _, r in read]
         what = f"{args.src}"
     else:
         data = training_data(loaded.info, "--src FILE --ref FILE")
         sources, references = data.text(args.split)
         what = f"the {args.split} split of {data.directory}"
+        if data.languages is not None:
+            if args.target is not None:
+                raise CliError("--target is for --src/--ref files: a split of a multilingual "
+                               "dataset holds each line's target language")  # fmt: skip
+            pairs, targets = data.pair_names(args.split), data.targets(args.split)
     if not sources:
         raise CliError(f"nothing to evaluate: {what} has no non-empty sentence pairs")
     dc = decode_config(args)
+    prefixes = loaded.prefixes(targets, len(sources))
     with progress_bar(total=len(sources), unit="sent", desc="translating") as bar:
         report = evaluate_translation(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer,
                                       sources, references, dc, args.too_long, bar.update,
-                                      loaded.shortlist)  # fmt: skip
+                                      loaded.shortlist, prefixes)  # fmt: skip
     scores, seconds, n = report.scores, report.seconds, len(references)
     search = "greedy" if dc.beam_size == 1 else f"beam {dc.beam_size}, alpha {dc.alpha}"
     print(f"{len(sources)} sentences from {what}")
     print(f"BLEU = {scores.bleu:.2f}   ({scores.bleu_signature})")
     print(f"chrF = {scores.chrf:.2f}   ({scores.chrf_signature})")
     print(f"exact match: {report.exact}/{n} ({100 * report.exact_fraction:.1f}%)")
+    per_pair = by_pair(report.hypotheses, report.references, pairs) if pairs is not None else None
+    if per_pair is not None:
+        print(f"{'pair':<14} {'sentences':>9} {'BLEU':>7} {'chrF':>7} {'exact':>7}")
+        for name, found in per_pair.items():
+            count = found.get("sentences", "")
+            print(f"{name:<14} {count:>9} {found['bleu']:>7.2f} {found['chrf']:>7.2f} "
+                  f"{100 * found['exact']:>6.1f}%")  # fmt: skip
     print(
         f"decoding: {seconds:.1f}s, {n / seconds:.1f} sentences/s, "
         f"{report.output_tokens / seconds:.0f} tokens/s ({search}, {args.precision}, "
@@ -122,7 +139,8 @@ def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
     if args.src is None and is_run(loaded.path):  # the run's own split: for `vaswani runs`
         record_evaluation(loaded.path, {"split": args.split, "bleu": scores.bleu,
                                         "chrf": scores.chrf, "exact": report.exact_fraction,
-                                        "sentences": n, "search": search})  # fmt: skip
+                                        "sentences": n, "search": search,
+                                        **({"by_pair": per_pair} if per_pair else {})})  # fmt: skip
     return 0
 
 

@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", type=Path, help="file name stem and type (default attention.png)"
     )
     add_model_flags(attention)
+    attention.add_argument(
+        "--target", metavar="LANG", help="a multilingual model: the language to translate into"
+    )
     positions = kinds.add_parser(
         "positional-encoding",
         help="the sinusoidal encoding as a heat map",
@@ -62,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
         if args.what == "attention":
             loaded, _ = load_for_inference(args, "translate")
             out = args.out or Path("attention.png")
+            prefixes = loaded.prefixes(args.target, 1)
             plot.attention(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer,
-                           args.sentence, out)  # fmt: skip
+                           args.sentence, out, prefixes[0] if prefixes else None)  # fmt: skip
             for kind in ("encoder", "decoder", "cross"):
                 print(f"wrote {out.with_name(f'{out.stem}-{kind}{out.suffix}')}")
             return 0

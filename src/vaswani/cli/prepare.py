@@ -6,7 +6,9 @@ token ids and meta.json to --out. CORPUS_OR_PATHS by --task: translate: a built-
 extension or --format: .tsv (source<TAB>target), .tmx, .xlf/.xliff, .po, .mo (a directory: every
 catalog in it), .jsonl; lm: text files, one text (sentence, paragraph) a line, or the built-in
 grammar-en (the default); classify: one TSV file of text<TAB>label lines, or the built-in
-sentiment-en (the default). Text files may be gzip-compressed."""
+sentiment-en (the default). Text files may be gzip-compressed. Several language pairs in one
+multilingual dataset: --pair SRC-TGT=FILE repeated (or the built-in numbers-multi); each source then
+starts with a token asking for its target language."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ OPTIONS = ("task", "vocab_size", "max_example_len", "valid_fraction", "test_frac
            "skip_invalid", "max_line_bytes", "numbers_size", "numbers_max", "builtin_size",
            "seed", "ding_path", "tokenizer_from", "format", "src_lang", "tgt_lang", "markup",
            "fields", "dedupe", "drop_copies", "drop_held_out", "max_length_ratio", "lang_id",
-           "tokenizer_sample")  # fmt: skip
+           "tokenizer_sample", "language_token", "temperature")  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +34,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "inputs",
         nargs="*",
         metavar="CORPUS_OR_PATHS",
-        help="a built-in corpus (numbers-de, ding-de-en) or files; see above",
+        help="a built-in corpus (numbers-de, ding-de-en, numbers-multi) or files; see above",
+    )
+    parser.add_argument(
+        "--pair",
+        action="append",
+        default=[],
+        metavar="SRC-TGT=FILE",
+        help="a language pair of a multilingual dataset and its corpus: a file of any format "
+        "above, or two aligned files joined by a comma (de-en=train.de,train.en); may be "
+        "repeated, and one pair may be given several files",
     )
     parser.add_argument("--out", type=Path, help="directory to write (required)")
     add_field_flags(parser, PrepareOptions, OPTIONS, flags={"builtin_size": "--size"})
@@ -85,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None:
         raise CliError("--out is required: the directory to write the dataset to")
     opts = settings_from(PrepareOptions, args, OPTIONS, shared_vocab=not args.separate_vocab,
-                         exclude=tuple(args.exclude), weights=tuple(args.weight))  # fmt: skip
+                         exclude=tuple(args.exclude), weights=tuple(args.weight),
+                         pairs=tuple(args.pair))  # fmt: skip
     start = time.perf_counter()
     meta = prepare(args.inputs, args.out, opts, force=args.force)
     seconds = time.perf_counter() - start
@@ -96,8 +108,15 @@ def run(args: argparse.Namespace) -> int:
         f"{meta['dropped_while_reading'] or 'none'}"
     )
     for corpus in meta.get("corpora", []):
-        print(f"  {corpus['path']} ({corpus['name']}): read {corpus['pairs_read']}, kept "
+        where = corpus.get("path") or corpus.get("pair")
+        print(f"  {where} ({corpus['name']}): read {corpus['pairs_read']}, kept "
               f"{corpus['kept']}, dropped {corpus['dropped'] or 'none'}")  # fmt: skip
+    if "languages" in meta:
+        record = meta["languages"]
+        print(f"language pairs (token {record['token']}, temperature {record['temperature']}):")
+        for name, found in record["by_pair"].items():
+            print(f"  {name:<12} train {found['train']:>8} (x{found['weight']:.2f})  valid "
+                  f"{found['valid']:>6}  test {found['test']:>6}")  # fmt: skip
     train = data.split("train")
     try:
         sampler = TokenBatchSampler(train.src_lengths, train.tgt_lengths, args.batch_tokens)

@@ -2,7 +2,10 @@
 language pair (--model de:en=runs/ding --model en:de=runs/opus-en-de), each with its own batching
 worker. Named pairs also get the LibreTranslate API (POST /translate with q, GET /languages, POST
 /detect), which Mastodon, Weblate, SearXNG and libretranslatepy speak; --api-keys and
---rate-limit guard it. A translation model: POST /translate with {"text": ...} or
+--rate-limit guard it. A multilingual model serves every pair it was trained on (--model RUN_DIR or
+--checkpoint RUN_DIR), or the pairs named (--model de:fr=RUN_DIR). A pair no model serves but two
+served pairs chain (de->en, en->fr) is translated through the middle language, and the answer
+says so ("pivot": "en"); --no-pivot refuses such requests instead. A translation model: POST /translate with {"text": ...} or
 {"texts": [...]} and optional beam_size and max_length. A language model: POST /generate with
 {"prompt": ...} or {"prompts": [...]} and optional max_new_tokens, temperature, top_k, top_p,
 seed. A classifier: POST /classify with {"text": ...} or {"texts": [...]}. GET /health; the OpenAPI
@@ -16,6 +19,7 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vaswani.cli.common import (
     SEARCH_FIELDS,
@@ -29,7 +33,12 @@ from vaswani.cli.common import (
 )
 from vaswani.cli.fields import add_field_flags, settings_from
 from vaswani.config import TASKS, DecodeConfig, ServeSettings
+from vaswani.device import Placement
 from vaswani.quantize import weight_bytes
+from vaswani.run import LoadedRun, RunError
+
+if TYPE_CHECKING:
+    from vaswani.serve import Served
 
 HELP = "serve a trained model over HTTP (POST /translate, /generate or /classify, GET /health)"
 LIMITS = ("max_body_bytes", "max_texts", "max_chars", "max_beam_size", "max_length", "timeout_s",
@@ -52,7 +61,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=language_pair,
         default=[],
         metavar="SRC:TGT=RUN_DIR",
-        help="a translation model by language pair (ISO 639-1 codes); repeat for more",
+        help="a translation model by language pair (ISO 639-1 codes); a multilingual model as "
+        "RUN_DIR alone serves all its pairs; repeat for more",
+    )
+    parser.add_argument(
+        "--no-pivot",
+        dest="pivot",
+        action="store_false",
+        help="refuse a pair no model serves instead of chaining two through a middle language",
     )
     parser.add_argument(
         "--api-keys", type=Path, metavar="FILE", help="LibreTranslate API keys, one a line"
@@ -75,7 +91,10 @@ def serve_settings(args: argparse.Namespace) -> ServeSettings:
     return settings_from(ServeSettings, args, (*LIMITS, "beam_size"), FLAGS, decoding=decoding)
 
 
-def language_pair(text: str) -> tuple[str, str, Path]:
+def language_pair(text: str) -> tuple[str | None, str | None, Path]:
+    """SRC:TGT=RUN_DIR, or RUN_DIR alone (a multilingual model: every pair it knows)."""
+    if "=" not in text and ":" not in text and text:
+        return None, None, Path(text)
     pair, sep, run_dir = text.partition("=")
     source, colon, target = pair.partition(":")
     codes = (source, target)
@@ -87,36 +106,67 @@ def language_pair(text: str) -> tuple[str, str, Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vaswani.serve import Access, Served, create_app, listen, serve  # the web stack only here
+    from vaswani.serve import Access, create_app, listen, serve  # the web stack only here
 
     if (args.checkpoint is None) == (not args.model):
         raise CliError("give --checkpoint RUN_DIR, or one or more --model SRC:TGT=RUN_DIR")
-    pairs = [(s, t) for s, t, _ in args.model]
-    if len(set(pairs)) < len(pairs):
-        raise CliError("a language pair is given twice with --model")
     settings = serve_settings(args)
     access = Access.from_file(args.api_keys, args.rate_limit)
-    served, asked = [], args.precision
+    served: list[Served] = []
+    loaded_runs: dict[Path, tuple[LoadedRun, Placement]] = {}  # a run named twice: loaded once
+    asked = args.precision
     for source, target, run_dir in args.model or [(None, None, args.checkpoint)]:
-        args.precision = asked  # each model's placement is chosen as asked (auto: for its device)
-        tasks = TASKS if source is None else ("translate",)
-        loaded, placement = load_for_inference(args, *tasks, run_dir=run_dir)
-        served.append(Served(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, source,
-                             target, loaded.shortlist))  # fmt: skip
-        size = weight_bytes(loaded.model) / 2**20
-        print(f"loaded {run_dir}{'' if source is None else f' as {source}:{target}'}: "
-              f"{size:.1f} MiB of weights", file=sys.stderr)  # fmt: skip
+        key = Path(run_dir).resolve()
+        if key not in loaded_runs:
+            args.precision = asked  # each model's placement as asked (auto: for its device)
+            tasks = TASKS if args.checkpoint is not None else ("translate",)
+            loaded_runs[key] = load_for_inference(args, *tasks, run_dir=run_dir)
+            size = weight_bytes(loaded_runs[key][0].model) / 2**20
+            print(f"loaded {run_dir}: {size:.1f} MiB of weights", file=sys.stderr)
+        loaded, placement = loaded_runs[key]
+        served += served_pairs(loaded, source, target, run_dir, bool(args.model))
+    pairs = [(s.source, s.target) for s in served if s.source is not None]
+    if len(set(pairs)) < len(pairs):
+        raise CliError(
+            "a language pair is given twice (a multilingual model serves all its pairs); name each once with --model"
+        )
+    if pairs:
+        print(f"pairs: {', '.join(f'{s}:{t}' for s, t in pairs)}"
+              f"{'' if args.pivot else ' (no pivoting)'}", file=sys.stderr)  # fmt: skip
     print(f"memory: {resident_mib():.0f} MiB resident", file=sys.stderr)
     settings = dataclasses.replace(settings, precision=placement.precision)
     sock = listen(args.host, args.port)  # a taken port is an error before "serving on"
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}: reachable from other machines", file=sys.stderr)
-    what = args.checkpoint or ", ".join(f"{s}:{t}" for s, t in pairs)
+    what = args.checkpoint or ", ".join(str(run_dir) for _, _, run_dir in args.model)
     print(f"serving {what} on http://{args.host}:{args.port} (docs at /docs)")
-    serve(create_app(settings=settings, served=served, access=access), args.host, args.port,
-          sock=sock)  # fmt: skip
+    app = create_app(settings=settings, served=served, access=access, pivot=args.pivot)
+    serve(app, args.host, args.port, sock=sock)
     print("server stopped")
     return 0
+
+
+def served_pairs(loaded: LoadedRun, source: str | None, target: str | None, run_dir: Path,
+                 named: bool) -> list[Served]:  # fmt: skip
+    """What one --model (or --checkpoint) serves: a multilingual model each of its pairs (or the
+    one named, its target's token leading every text); any other model itself, by its name."""
+    from vaswani.serve import Served
+
+    languages = loaded.languages
+    if languages is None:
+        if named and source is None:
+            raise CliError(f"--model {run_dir}: a model of one language pair is named by it: "
+                           f"--model SRC:TGT={run_dir}")  # fmt: skip
+        return [Served(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, source, target,
+                       loaded.shortlist)]  # fmt: skip
+    asked = languages.pairs if source is None else [(source, target)]
+    try:
+        prefixes = [loaded.prefixes(t, 1)[0] for _, t in asked]
+    except RunError as error:
+        raise CliError(f"--model {source}:{target}={run_dir}: {error}") from None
+    return [Served(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, s, t,
+                   loaded.shortlist, prefix)
+            for (s, t), prefix in zip(asked, prefixes, strict=True)]  # fmt: skip
 
 
 def resident_mib() -> float:

@@ -66,12 +66,13 @@ def run(args: argparse.Namespace) -> int:
         if not lines:
             raise CliError(f"{name} is empty: nothing to translate")
     loaded, placement = load_for_inference(args, "translate")
+    loaded.prefixes(args.target, 0)  # a wrong or missing --target: said before any reading
 
     def translate(texts: list[str], bar: Any = None) -> list[list[Translation]]:
         with placement.autocast():
             return translate_nbest(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer,
                                    texts, dc, args.too_long, bar.update if bar else None,
-                                   loaded.shortlist)  # fmt: skip
+                                   loaded.shortlist, loaded.prefixes(args.target, len(texts)))  # fmt: skip
 
     if interactive:  # a person typing: answer each line as it comes
         print("type a sentence and press Enter; Ctrl-D ends", file=sys.stderr)

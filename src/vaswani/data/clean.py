@@ -94,8 +94,9 @@ class PairFilter:
     dropped: Counter = field(default_factory=Counter)
     seen: KeySet = field(default_factory=KeySet)
 
-    def keep(self, src: str, tgt: str) -> tuple[str, str] | None:
-        """The pair's normalised sides if it is kept; None if it is dropped (and counted)."""
+    def keep(self, src: str, tgt: str, scope: str = "") -> tuple[str, str] | None:
+        """The pair's normalised sides if it is kept; None if it is dropped (and counted). Pairs
+        of different `scope`s (a multilingual dataset's language pairs) are never duplicates."""
         norm = normalised(src), normalised(tgt)
         if self.drop_copies and norm[0] == norm[1]:
             self.dropped["copy of the source"] += 1
@@ -103,6 +104,8 @@ class PairFilter:
         if self.dedupe == "none":
             return norm
         pair = key(*norm) if self.dedupe == "normalised" else key(src, tgt)
+        if scope:
+            pair = key(str(pair), scope)
         if pair in self.seen:
             self.dropped["duplicate pair"] += 1
             return None

@@ -261,6 +261,32 @@ def numbers_de(size: int = 30000, seed: int = 0, max_number: int = 999_999) -> I
         yield str(n), german_number(n)
 
 
+# --- numbers-multi: numbers in digits and in the words of four languages -----------------------
+# A multilingual corpus that needs no download: digits -> de, en, fr, es, and two pairs between word
+# languages (de-en, en-fr), so that a pair never trained (de-fr) can be tried zero-shot.
+DIGITS = "digits"
+NUMBER_LANGUAGES = ("de", "en", "fr", "es")
+NUMBERS_MULTI_PAIRS = ("digits-de", "digits-en", "digits-fr", "digits-es", "de-en", "en-fr")
+NUMBERS_MULTI_ZERO_SHOT = "de-fr"
+
+
+def number_in(n: int, language: str) -> str:
+    """`n` in digits, or in the words of `language` (num2words: "trois cent quarante-sept")."""
+    from num2words import num2words
+
+    return str(n) if language == DIGITS else num2words(n, lang=language)
+
+
+def numbers_pair(pair: str, size: int, seed: int = 0, max_number: int = 999_999) -> Iterator[Pair]:
+    """`size` distinct integers from 0 .. max_number, drawn with `seed` and the pair's name (each
+    pair its own numbers), written in the two languages of `pair` ("digits-fr", "de-en")."""
+    src, tgt = pair.split("-")
+    if not 0 < size <= max_number + 1:
+        raise ValueError(f"size must be in 1 .. {max_number + 1} (max_number + 1), got {size}")
+    for n in random.Random(f"{seed}:{pair}").sample(range(max_number + 1), size):
+        yield number_in(n, src), number_in(n, tgt)
+
+
 # --- grammar-en: English sentences from a small grammar (a language-modelling corpus) ---------
 
 _NOUNS = {  # singular -> plural

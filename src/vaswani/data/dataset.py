@@ -10,6 +10,7 @@ from vaswani.data.corpora import DataError
 from vaswani.data.prepare import FORMAT_VERSION, SIDES, SPLITS
 from vaswani.data.tokenizer import load_tokenizers
 from vaswani.files import check_keys, read_json, read_text
+from vaswani.languages import Languages, parse_pair
 
 
 def _map(path: Path, dtype: np.dtype) -> np.ndarray:
@@ -106,6 +107,23 @@ class PreparedData:
     def task(self) -> str:
         """translate, lm or classify (data prepared before tasks existed is translation)."""
         return task_of(self.meta)
+
+    @property
+    def languages(self) -> Languages | None:
+        """The language pairs of a multilingual dataset; None for one of one pair."""
+        return Languages.from_meta(self.meta)
+
+    def pair_names(self, split: str) -> list[str] | None:
+        """The language pair ("de-en") of each line of an evaluation split of a multilingual
+        dataset; None for a dataset of one pair."""
+        if self.languages is None:
+            return None
+        return read_text(self.directory / f"{split}.pair.txt", f"{split} split").split("\n")[:-1]
+
+    def targets(self, split: str) -> list[str] | None:
+        """The target language of each line of an evaluation split of a multilingual dataset."""
+        names = self.pair_names(split)
+        return None if names is None else [parse_pair(name)[1] for name in names]
 
     def split(self, name: str) -> ParallelSplit:
         if name not in SPLITS:

@@ -53,11 +53,13 @@ from vaswani.data.clean import (
 from vaswani.data.corpora import (
     DEFAULT_MAX_LINE_BYTES,
     DING_PATH,
+    NUMBERS_MULTI_PAIRS,
     DataError,
     Pair,
     ding_de_en,
     grammar_en,
     numbers_de,
+    numbers_pair,
     pair_digest,
     read_text_files,
     read_tsv,
@@ -76,6 +78,7 @@ from vaswani.data.tokenizer import (
     load_tokenizers,
 )
 from vaswani.files import UnsafeFileError, member, read_json
+from vaswani.languages import LANGUAGE_TOKEN, Languages, check_token_form, pair_name, parse_pair
 from vaswani.progress import progress_bar
 
 FORMAT_VERSION = 1
@@ -84,6 +87,7 @@ SIDES = ("src", "tgt")
 BUILTIN_CORPORA = {  # name -> the task it is for
     "numbers-de": "translate",
     "ding-de-en": "translate",
+    "numbers-multi": "translate",
     "grammar-en": "lm",
     "sentiment-en": "classify",
 }
@@ -161,6 +165,18 @@ class PrepareOptions:
     under a directory given) is used `weight` times: 2 doubles a small in-domain corpus, 0.5
     keeps half of a large one (which half: by a hash of each pair). Valid and test are not
     weighted."""
+    pairs: tuple[str, ...] = ()
+    """Several language pairs in one multilingual dataset, each SRC-TGT=FILE (a TSV, TMX, XLIFF,
+    PO, MO or JSONL file, or two aligned files joined by a comma: de-en=corpus.de,corpus.en; a
+    region after _: pt_BR-en). Each source gets a token that asks for its target language."""
+    language_token: str = LANGUAGE_TOKEN
+    """multilingual: the token put before every source to ask for its target language, {lang}
+    standing for the target's code (<2fr>, as Johnson et al. 2017; OPUS-MT writes >>{lang}<<)."""
+    temperature: float = 5.0
+    """multilingual: training pairs are sampled in proportion to (pairs of the language
+    pair)^(1/T) (Arivazhagan et al. 2019): 1 keeps the corpus as it is; 5 gives a pair 100 times
+    smaller 40% of the larger one's share instead of 1%. Done by repeating the smaller pairs'
+    examples (at most 100 times); valid and test are not repeated."""
     tokenizer_sample: int = 1_000_000
     """Learn the BPE from at most this many training pairs, evenly spread; 0: all of them. A
     million pairs hold every frequent merge (on 1M pairs of ding-de-en phrases a 200k sample gave
@@ -176,6 +192,9 @@ class CorpusSource:
     parts: list[Corpus]
     valid_fraction: float = 0.01
     test_fraction: float = 0.01
+    generated: bool = False
+    """Made by rule (numbers-multi), so its lengths are right: no length-ratio filter (an English
+    number takes four times the tokens of its German one-word spelling)."""
 
     @property
     def dropped(self) -> Counter:
@@ -200,6 +219,8 @@ def open_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
     }
     if opts.task not in TASKS:
         raise DataError(f"--task {opts.task}: choose one of {', '.join(TASKS)}")
+    if opts.pairs:
+        return open_pairs(inputs, opts)
     if not inputs:
         if opts.task not in DEFAULT_CORPUS:
             raise DataError("give a corpus: a built-in name (numbers-de, ding-de-en) or files")
@@ -218,6 +239,8 @@ def open_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
                        "max_number": opts.numbers_max}  # fmt: skip
         pairs = numbers_de(opts.numbers_size, opts.seed, opts.numbers_max)
         return single(description, pairs, dropped, valid_fraction=0.05, test_fraction=0.05)
+    if len(inputs) == 1 and inputs[0] == "numbers-multi":
+        return numbers_multi(opts)
     if len(inputs) == 1 and inputs[0] == "ding-de-en":
         pairs = ding_de_en(Path(opts.ding_path), dropped)
         return single({"name": "ding-de-en", "path": str(opts.ding_path)}, pairs, dropped)
@@ -238,15 +261,60 @@ def open_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
             )
         pairs = read_tsv(paths[0], **read, column_names="text, label")
         return single({"name": "tsv", "path": str(paths[0])}, pairs, dropped)
-    fields = tuple(name.strip() for name in opts.fields.split(","))
-    if len(fields) != 2 or not all(fields):
-        raise DataError(f"--fields {opts.fields}: give two keys, source then target (de,en)")
-    how = ReadOptions(opts.format, opts.src_lang, opts.tgt_lang, opts.markup, fields,  # type: ignore[arg-type]
-                      opts.skip_invalid, opts.max_line_bytes)  # fmt: skip
-    parts = open_corpora(paths, how)
+    parts = open_corpora(paths, read_options(opts, opts.src_lang, opts.tgt_lang))
     if len(parts) == 1:
         return CorpusSource(parts[0].description, parts)
     return CorpusSource({"name": "several", "corpora": len(parts)}, parts)
+
+
+def numbers_multi(opts: PrepareOptions) -> CorpusSource:
+    """The built-in multilingual corpus: `numbers_size` numbers for each of its language pairs."""
+    parts = []
+    for name in NUMBERS_MULTI_PAIRS:
+        description = {"name": "numbers-multi", "pair": name, "size": opts.numbers_size,
+                       "seed": opts.seed, "max_number": opts.numbers_max}  # fmt: skip
+        pairs = numbers_pair(name, opts.numbers_size, opts.seed, opts.numbers_max)
+        parts.append(Corpus(description, pairs, Counter()))
+    return CorpusSource({"name": "numbers-multi", "pairs": list(NUMBERS_MULTI_PAIRS)}, parts,
+                        valid_fraction=0.05, test_fraction=0.05, generated=True)  # fmt: skip
+
+
+def read_options(opts: PrepareOptions, src_lang: str | None, tgt_lang: str | None) -> ReadOptions:
+    fields = tuple(name.strip() for name in opts.fields.split(","))
+    if len(fields) != 2 or not all(fields):
+        raise DataError(f"--fields {opts.fields}: give two keys, source then target (de,en)")
+    return ReadOptions(opts.format, src_lang, tgt_lang, opts.markup, fields,  # type: ignore[arg-type]
+                       opts.skip_invalid, opts.max_line_bytes)  # fmt: skip
+
+
+def open_pairs(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
+    """The corpora of a multilingual dataset, one or more per --pair SRC-TGT=FILE[,FILE]; each
+    part's description names its pair."""
+    if inputs:
+        raise DataError("give the corpora of a multilingual dataset with --pair SRC-TGT=FILE "
+                        f"only, not also as arguments ({' '.join(inputs)})")  # fmt: skip
+    if opts.task != "translate":
+        raise DataError("--pair is for translation (--task translate)")
+    parts, names = [], []
+    for spec in opts.pairs:
+        pair, equals, files = spec.partition("=")
+        try:
+            src, tgt = parse_pair(pair)
+        except ValueError as error:
+            raise DataError(f"--pair {spec}: {error}") from None
+        paths = [Path(p) for p in files.split(",") if p.strip()]
+        if not equals or not 1 <= len(paths) <= 2:
+            raise DataError(f"--pair {spec}: give SRC-TGT=FILE, or SRC-TGT=SOURCE,TARGET for "
+                            "two aligned files")  # fmt: skip
+        for path in paths:
+            if not path.exists():
+                raise DataError(f"--pair {spec}: {path}: no such file")
+        name = pair_name(src, tgt)
+        names.append(name)
+        for part in open_corpora(paths, read_options(opts, src, tgt)):
+            part.description["pair"] = name
+            parts.append(part)
+    return CorpusSource({"name": "pairs", "pairs": list(dict.fromkeys(names))}, parts)
 
 
 def length_stats(lengths: np.ndarray) -> dict:
@@ -294,6 +362,13 @@ def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = Fa
         raise DataError("--lang-id is for translation pairs (--task translate)")
     if opts.tokenizer_from is not None and opts.task != "translate":
         raise DataError("--tokenizer-from is for fine-tuning translation models (--task translate)")
+    try:
+        check_token_form(opts.language_token)
+    except ValueError as error:
+        raise DataError(f"--language-token: {error}") from None
+    if not (math.isfinite(opts.temperature) and opts.temperature >= 1):
+        raise DataError(f"--temperature must be 1 (as the corpus is) or more, got "
+                        f"{opts.temperature}")  # fmt: skip
     corpus = open_corpus(inputs, opts)
     valid_fraction = corpus.valid_fraction if opts.valid_fraction is None else opts.valid_fraction
     test_fraction = corpus.test_fraction if opts.test_fraction is None else opts.test_fraction
@@ -325,7 +400,13 @@ def _prepare_into(
     valid_fraction: float,
     test_fraction: float,
 ) -> dict:
-    raw = {(split, side): work / f"raw.{split}.{side}" for split in SPLITS for side in SIDES}
+    if corpus.generated:
+        opts = dataclasses.replace(opts, max_length_ratio=0.0)
+    languages = corpus_languages(corpus, opts)
+    # The index of a multilingual dataset's language pair of each line (uint16) beside its text.
+    columns = [*SIDES, "pair"] if languages is not None else SIDES
+    raw = {(split, column): work / f"raw.{split}.{column}" for split in SPLITS
+           for column in columns}  # fmt: skip
     records = work / "raw.train.pairs"
     counts, cleaned, corpora, held_out = _split_corpus(
         corpus, raw, records, valid_fraction, test_fraction, opts
@@ -337,25 +418,14 @@ def _prepare_into(
     keep = contamination_mask(records, held_out, excluded, cleaned, sides)
     if not keep.any():
         raise DataError("no training pairs left after reading; check the input files")
-    counts["train"] = int(keep.sum())
-
-    def pairs_of(split: str) -> Iterator[Pair]:  # the training pairs without those dropped
-        pairs = zip(iter_text_lines(raw[split, "src"]), iter_text_lines(raw[split, "tgt"]),
-                    strict=True)  # fmt: skip
-        return compress(pairs, keep) if split == "train" else pairs
-
-    if opts.tokenizer_from is None:
-        learnt = sides if opts.shared_vocab else sides[:1]  # (both sides of a shared vocabulary)
-        words = None if opts.vocab_size is not None else training_words(records, keep, learnt)
-        tokenizers, tokenizer_meta = _new_tokenizers(work, raw, partial(pairs_of, "train"),
-                                                     counts["train"], words, opts)  # fmt: skip
-    else:
-        tokenizers, tokenizer_meta = _copy_tokenizers(work, Path(opts.tokenizer_from))
-    tokenizer_meta["vocab_size"] = {side: tokenizers[side].vocab_size for side in SIDES}
+    text = KeptText(raw, keep, languages, opts.temperature)
+    tokenizers, tokenizer_meta, prefix = _tokenizers(work, raw, records, text, opts)
+    counts["train"] = text.training_pairs()
     largest = max(tokenizer_meta["vocab_size"].values())
     dtype = np.dtype("<u2") if largest <= 1 << 16 else np.dtype("<u4")
-    splits_meta = {split: _encode_split(work, split, pairs_of(split), counts[split], tokenizers,
-                                        dtype, opts) for split in SPLITS}  # fmt: skip
+    splits_meta = {split: _encode_split(work, split, text.pairs(split, sampled=True), counts[split],
+                                        tokenizers, dtype, opts, prefix, languages)
+                   for split in SPLITS}  # fmt: skip
     for path in [*raw.values(), records]:
         path.unlink()
 
@@ -376,8 +446,127 @@ def _prepare_into(
         "dtype": dtype.str,
         "splits": splits_meta,
     }
+    if languages is not None:
+        meta["languages"] = text.languages_record(opts.temperature, splits_meta)
     (work / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return meta
+
+
+def _tokenizers(
+    work: Path,
+    raw: dict[tuple[str, str], Path],
+    records: Path,
+    text: KeptText,
+    opts: PrepareOptions,
+) -> tuple[dict[str, Any], dict, list[int] | None]:
+    """The dataset's tokenizers (learnt, or --tokenizer-from a run) and their meta.json record;
+    for a multilingual dataset, also the target-language token id of each language pair."""
+    if opts.tokenizer_from is None:
+        sides = TEXT_SIDES[opts.task]
+        learnt = sides if opts.shared_vocab else sides[:1]  # (both sides of a shared vocabulary)
+        words = None if opts.vocab_size is not None else training_words(records, text.keep, learnt)
+        tokenizers, tokenizer_meta = _new_tokenizers(work, raw, partial(text.pairs, "train"),
+                                                     int(text.keep.sum()), words, opts)  # fmt: skip
+    else:
+        tokenizers, tokenizer_meta = _copy_tokenizers(work, Path(opts.tokenizer_from))
+    prefix = None
+    if text.languages is not None:
+        prefix = language_token_ids(text.languages, tokenizers["src"],
+                                    work / tokenizer_meta["files"]["src"], opts.tokenizer_from)  # fmt: skip
+    tokenizer_meta["vocab_size"] = {side: tokenizers[side].vocab_size for side in SIDES}
+    return tokenizers, tokenizer_meta, prefix
+
+
+class KeptText:
+    """The first pass's text read back for the later passes: each split's pairs, without the
+    training pairs the decontamination `keep` mask drops; for a multilingual dataset (`languages`)
+    each pair's language pair beside it, and the training pairs repeated by `temperature`."""
+
+    def __init__(self, raw: dict[tuple[str, str], Path], keep: np.ndarray,
+                 languages: Languages | None, temperature: float) -> None:  # fmt: skip
+        self.raw, self.keep, self.languages = raw, keep, languages
+        if languages is not None:
+            self.language_pair = {split: np.fromfile(self.raw[split, "pair"], np.uint16)
+                                  for split in SPLITS}  # fmt: skip
+            self.trained = np.bincount(self.language_pair["train"][self.keep],
+                                       minlength=len(languages.pairs))  # fmt: skip
+            self.weights = temperature_weights(self.trained, temperature)
+
+    def training_pairs(self) -> int:
+        """The training pairs kept; with sampling, about how many it gives (for progress)."""
+        if self.languages is None:
+            return int(self.keep.sum())
+        return int(round(float((self.trained * self.weights).sum())))
+
+    def pairs(self, split: str, sampled: bool = False) -> Iterator[Any]:
+        """The (source, target) pairs of a split, (source, target, language pair index) for a
+        multilingual dataset, whose training pairs are `sampled` by temperature if asked."""
+        columns = [iter_text_lines(self.raw[split, "src"]), iter_text_lines(self.raw[split, "tgt"])]
+        if self.languages is not None:
+            columns.append(iter(self.language_pair[split].tolist()))
+        pairs: Iterator[Any] = zip(*columns, strict=True)
+        if split == "train":
+            pairs = compress(pairs, self.keep)
+            if sampled and self.languages is not None:
+                pairs = repeated(pairs, self.weights)
+        return pairs
+
+    def languages_record(self, temperature: float, splits: dict) -> dict:
+        """meta.json's "languages": the pairs, the token form, the temperature, and per pair its
+        training weight and pairs by split."""
+        names = [pair_name(*pair) for pair in self.languages.pairs]  # type: ignore[union-attr]
+        by_pair = {
+            name: {"weight": round(float(self.weights[p]), 4),
+                   **{split: splits[split]["by_pair"].get(name, 0) for split in SPLITS}}
+            for p, name in enumerate(names)
+        }  # fmt: skip
+        return {**self.languages.record(), "temperature": temperature, "by_pair": by_pair}  # type: ignore[union-attr]
+
+
+def corpus_languages(corpus: CorpusSource, opts: PrepareOptions) -> Languages | None:
+    """The language pairs of a multilingual corpus (its parts name their pair), or None."""
+    names = corpus.description.get("pairs")
+    if not names:
+        return None
+    if len(names) > np.iinfo(np.uint16).max:
+        raise DataError(f"{len(names)} language pairs: at most {np.iinfo(np.uint16).max}")
+    return Languages([parse_pair(name) for name in names], opts.language_token)
+
+
+def temperature_weights(pairs: np.ndarray, temperature: float) -> np.ndarray:
+    """How many times each language pair's training pairs are used so that pair p's share of
+    the training data is proportional to pairs[p]^(1/T): the largest pair once, the others
+    (largest / pairs[p])^(1 - 1/T) times, at most MAX_WEIGHT; a pair without data: 0."""
+    largest = max(int(pairs.max()), 1)
+    with np.errstate(divide="ignore"):
+        weights = (largest / pairs.astype(np.float64)) ** (1 - 1 / temperature)
+    return np.where(pairs > 0, np.minimum(weights, MAX_WEIGHT), 0.0)
+
+
+def repeated(pairs: Iterator[tuple[str, str, int]], weights: np.ndarray
+             ) -> Iterator[tuple[str, str, int]]:  # fmt: skip
+    """Each (source, target, language pair) as many times as its pair's weight says
+    (`copies_of`: the whole part, and one more for a share of the pairs equal to the fraction)."""
+    for pair in pairs:
+        weight = float(weights[pair[2]])
+        copies = 1 if weight == 1 else copies_of(pair_digest(pair[0], pair[1]), weight)
+        for _ in range(copies):
+            yield pair
+
+
+def language_token_ids(languages: Languages, tokenizer: Any, file: Path, run: Path | None
+                       ) -> list[int]:  # fmt: skip
+    """The id of the target-language token of each language pair: the tokens are added to a new
+    tokenizer (and its file saved again); a tokenizer taken --tokenizer-from a run must have them."""
+    tokens = [languages.token_of(target) for target in languages.targets]
+    if run is None:
+        tokenizer.add_special_tokens(tokens)
+        tokenizer.save(file)
+    missing = [token for token in tokens if tokenizer.token_id(token) is None]
+    if missing:
+        raise DataError(f"--tokenizer-from {run}: its vocabulary has no {', '.join(missing)}; "
+                        "give the --language-token form that model uses (OPUS-MT: >>{lang}<<)")  # fmt: skip
+    return [tokenizer.token_id(languages.token_of(target)) for _, target in languages.pairs]
 
 
 def training_words(records: Path, keep: np.ndarray, sides: tuple[str, ...]) -> int:
@@ -415,10 +604,14 @@ class SplitWriter:
         self.stack = ExitStack()
 
     def __enter__(self) -> SplitWriter:
-        def text(path: Path) -> Any:
-            return open(path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed in __exit__
+        def opened(key: tuple[str, str], path: Path) -> Any:  # text, or a language pair index array
+            if key[1] == "pair":
+                return open(path, "wb")  # noqa: SIM115 - closed in __exit__
+            return open(path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - as above
 
-        self.out = {key: self.stack.enter_context(text(path)) for key, path in self.raw.items()}
+        self.out = {key: self.stack.enter_context(opened(key, path))
+                    for key, path in self.raw.items()}  # fmt: skip
+        self.language_pairs: dict[str, list[int]] = {split: [] for split in SPLITS}
         self.record_file = self.stack.enter_context(open(self.records, "wb"))
         return self
 
@@ -429,12 +622,18 @@ class SplitWriter:
     def flush(self) -> None:
         np.array(self.pending, PAIR_RECORD).tofile(self.record_file)
         self.pending.clear()
+        for split, pairs in self.language_pairs.items():
+            if (split, "pair") in self.out:
+                np.array(pairs, np.uint16).tofile(self.out[split, "pair"])
+            pairs.clear()
 
-    def add(self, split: str, src: str, tgt: str, norm: tuple[str, str], copies: int) -> None:
+    def add(self, split: str, src: str, tgt: str, norm: tuple[str, str], copies: int,
+            language_pair: int = 0) -> None:  # fmt: skip
         for _ in range(copies):
             self.out[split, "src"].write(src + "\n")
             self.out[split, "tgt"].write(tgt + "\n")
         self.counts[split] += copies
+        self.language_pairs[split] += [language_pair] * copies
         if split != "train":
             if self.keep_held_out:
                 self.held_out.update(text_key(norm[k]) for k in self.sides)
@@ -459,20 +658,27 @@ def _split_corpus(
     held-out sentences."""
     kept = PairFilter(opts.dedupe, drop_copies=opts.task == "translate" and opts.drop_copies)
     sides = [k for k, side in enumerate(SIDES) if side in TEXT_SIDES[opts.task]]
-    language = LanguageFilter(opts.src_lang, opts.tgt_lang) if opts.lang_id else None
+    filters: dict[tuple, LanguageFilter] = {}  # by language pair, built once each
     weights = corpus_weights(corpus.parts, opts.weights)
     corpora = []
     bar = progress_bar(enabled=opts.progress, desc="reading", unit=" pairs")
+    names = corpus.description.get("pairs", [])
     with SplitWriter(raw, records, sides, opts.drop_held_out) as out:
         for part, weight in zip(corpus.parts, weights, strict=True):
             before, written = kept.dropped.copy(), 0
+            # A multilingual dataset: the same texts in two language pairs are two examples.
+            scope = part.description.get("pair", "")
+            language_pair = names.index(scope) if scope else 0
             pairs = bar_counted(part.pairs, bar)
-            if language is not None:
-                pairs = language.filter(pairs, kept.dropped)
+            if opts.lang_id:  # a multilingual dataset's own pair, or --src-lang/--tgt-lang
+                langs = tuple(scope.split("-")) if scope else (opts.src_lang, opts.tgt_lang)
+                if langs not in filters:
+                    filters[langs] = LanguageFilter(*langs)
+                pairs = filters[langs].filter(pairs, kept.dropped)
             for src, tgt in pairs:
                 # The text files hold one segment a line, so a segment may not hold a newline.
                 src, tgt = " ".join(src.split("\n")), " ".join(tgt.split("\n"))
-                norm = kept.keep(src, tgt)
+                norm = kept.keep(src, tgt, scope)
                 if norm is None:
                     continue
                 digest = pair_digest(src, tgt)
@@ -481,7 +687,7 @@ def _split_corpus(
                 if not copies:
                     kept.dropped["left out by --weight"] += 1
                     continue
-                out.add(split, src, tgt, norm, copies)
+                out.add(split, src, tgt, norm, copies, language_pair)
                 written += 1
             dropped = part.dropped + (kept.dropped - before)
             # Every pair read is either written or dropped for a reason.
@@ -644,16 +850,22 @@ def cut_into_pieces(texts: list[list[int]], room: int) -> list[list[int]]:
 
 
 def encode_chunk(
-    chunk: list[tuple[str, str]],
+    chunk: list[Any],
     tokenizers: dict[str, SubwordTokenizer],
     room: dict[str, int],
     task: str,
+    prefix: list[int] | None = None,
 ) -> tuple[dict[str, list[list[int]]], list[int], int]:
     """Token ids of a chunk of pairs by side, the indices of those that fit their `room`, and how
-    many texts were cut into pieces (a language model's long texts are cut, not dropped)."""
+    many texts were cut into pieces (a language model's long texts are cut, not dropped). A
+    multilingual dataset's pairs are (source, target, language pair), and each source starts with
+    the id `prefix[language pair]`: the token that asks for its target language."""
     ids = {
         side: tokenizers[side].encode_batch([p[k] for p in chunk]) for k, side in enumerate(SIDES)
     }
+    if prefix is not None:
+        ids["src"] = [[prefix[pair[2]], *source] for pair, source in zip(chunk, ids["src"],
+                                                                         strict=True)]  # fmt: skip
     cut = 0
     if task == "lm":
         pieces = cut_into_pieces(ids["tgt"], room["tgt"])
@@ -671,19 +883,37 @@ def in_ratio(ids: dict[str, list[list[int]]], keep: list[int], max_ratio: float)
 
 
 def encoded_chunks(
-    pairs: Iterator[Pair], tokenizers: dict[str, SubwordTokenizer], room: dict[str, int], task: str
-) -> Iterator[tuple[list[Pair], tuple[dict[str, list[list[int]]], list[int], int]]]:
+    pairs: Iterator[Any],
+    tokenizers: dict[str, SubwordTokenizer],
+    room: dict[str, int],
+    task: str,
+    prefix: list[int] | None = None,
+) -> Iterator[tuple[list[Any], tuple[dict[str, list[list[int]]], list[int], int]]]:
     """Chunks of `pairs` with their `encode_chunk`, each encoded (by the tokenizer's threads,
     outside the GIL, on every core) while the caller writes the one before."""
     with ThreadPoolExecutor(1) as encoder:
         chunk = list(islice(pairs, ENCODE_CHUNK))
-        encoding = encoder.submit(encode_chunk, chunk, tokenizers, room, task)
+        encoding = encoder.submit(encode_chunk, chunk, tokenizers, room, task, prefix)
         while chunk:
             following = list(islice(pairs, ENCODE_CHUNK))
             done = encoding.result()
-            encoding = encoder.submit(encode_chunk, following, tokenizers, room, task)
+            encoding = encoder.submit(encode_chunk, following, tokenizers, room, task, prefix)
             yield chunk, done
             chunk = following
+
+
+def evaluation_text(stack: ExitStack, work: Path, split: str, task: str, multilingual: bool
+                    ) -> dict[str, Any]:  # fmt: skip
+    """The text files of an evaluation split, by side (and "pair": each line's language pair),
+    open in `stack`; none for the training split (its ids are enough) or a language model."""
+    if split == "train" or task == "lm":
+        return {}
+    return {
+        side: stack.enter_context(
+            open(work / f"{split}.{side}.txt", "w", encoding="utf-8", newline="\n")
+        )
+        for side in [*SIDES, *(["pair"] if multilingual else [])]
+    }
 
 
 def _encode_split(
@@ -694,9 +924,13 @@ def _encode_split(
     tokenizers: dict[str, SubwordTokenizer],
     dtype: np.dtype,
     opts: PrepareOptions,
+    prefix: list[int] | None = None,
+    languages: Languages | None = None,
 ) -> dict:
     """Encode one split in chunks, drop pairs over max_example_len (cut a language model's texts into
-    pieces instead), write ids (and evaluation text)."""
+    pieces instead), write ids (and evaluation text; for a multilingual dataset, the language pair
+    of each line in {split}.pair.txt)."""
+    by_pair: Counter = Counter()
     writers = {side: IdsWriter(work / f"{split}.{side}", dtype) for side in SIDES}
     lengths: dict[str, list[np.ndarray]] = {"src": [], "tgt": []}
     too_long = cut = off_ratio = 0
@@ -708,18 +942,12 @@ def _encode_split(
         "tgt": opts.max_example_len - 1,
     }
     with ExitStack() as stack:
-        text_out = {
-            side: stack.enter_context(
-                open(work / f"{split}.{side}.txt", "w", encoding="utf-8", newline="\n")
-            )
-            for side in SIDES
-            # The training text is not needed again (its ids are), nor a language model's text.
-            if split != "train" and opts.task != "lm"
-        }
+        text_out = evaluation_text(stack, work, split, opts.task, languages is not None)
         bar = progress_bar(
             total=count, enabled=opts.progress, desc=f"encoding {split}", unit=" pairs"
         )
-        for chunk, (ids, keep, pieces_cut) in encoded_chunks(pairs, tokenizers, room, opts.task):
+        chunks = encoded_chunks(pairs, tokenizers, room, opts.task, prefix)
+        for chunk, (ids, keep, pieces_cut) in chunks:
             cut += pieces_cut
             too_long += len(ids["src"]) - len(keep)
             if ratio_checked:
@@ -730,6 +958,11 @@ def _encode_split(
                 lengths[side].append(writers[side].add(kept))
                 if text_out:
                     text_out[side].writelines(chunk[i][k] + "\n" for i in keep)
+            if languages is not None:
+                found = [pair_name(*languages.pairs[chunk[i][2]]) for i in keep]
+                by_pair.update(found)
+                if text_out:
+                    text_out["pair"].writelines(name + "\n" for name in found)
             bar.update(len(chunk))
         bar.close()
     every = {side: np.concatenate([np.zeros(0, np.int32), *lengths[side]]) for side in SIDES}
@@ -741,4 +974,5 @@ def _encode_split(
         "src_lengths": length_stats(every["src"]),
         "tgt_lengths": length_stats(every["tgt"]),
         "sha256": {side: writers[side].close() for side in SIDES},
+        **({"by_pair": dict(sorted(by_pair.items()))} if languages is not None else {}),
     }

@@ -74,6 +74,10 @@ class SentencePieceTokenizer:
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return [self.encode(text) for text in texts]
 
+    def token_id(self, token: str) -> int | None:
+        """The id of a whole piece of the vocabulary (e.g. ">>fra<<"), or None."""
+        return self.vocab.get(token)
+
     def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids`; special ids and ids outside the vocabulary are dropped."""
         pieces = [self.pieces[i] for i in ids if i in self.pieces and i not in self.special_ids]

@@ -97,6 +97,15 @@ class SubwordTokenizer:
     def vocab_size(self) -> int:
         return self.tokenizer.get_vocab_size()
 
+    def add_special_tokens(self, tokens: list[str]) -> None:
+        """Append `tokens` (e.g. target-language tokens) to the vocabulary as special tokens: BPE
+        never makes them from text, text that spells one stays text, decoding drops them."""
+        self.tokenizer.add_special_tokens(tokens)
+
+    def token_id(self, token: str) -> int | None:
+        """The id of a whole token of the vocabulary, or None."""
+        return self.tokenizer.token_to_id(token)
+
     def encode(self, text: str) -> list[int]:
         """Subword ids of `text`, without BOS/EOS (the batching adds them)."""
         return self.tokenizer.encode(text, add_special_tokens=False).ids

@@ -35,7 +35,7 @@ from vaswani.serve.schemas import (
     TranslateResponse,
     json_body,
 )
-from vaswani.serve.worker import Worker
+from vaswani.serve.worker import Targeted, Worker
 from vaswani.shortlist import Shortlist
 from vaswani.tasks import task_of_model
 
@@ -52,6 +52,8 @@ class Served:
     target: str | None = None
     shortlist: Shortlist | None = None
     """A translation model's lexical shortlist (`serve --shortlist`)."""
+    prefix: list[int] | None = None
+    """A multilingual model's token for `target`, put before each text."""
 
 
 @dataclass
@@ -67,15 +69,16 @@ class State:
     def worker(self) -> Worker:
         return self.workers[0]
 
-    def translator(self, source: str | None, target: str | None) -> Worker:
-        """The worker of a native /translate request: the only one, or the named pair's."""
-        if source is None and target is None and len(self.workers) == 1:
-            return self.workers[0]
-        worker = self.pairs.workers.get((source, target))
+    def translator(self, source: str | None, target: str | None) -> tuple[Any, str | None]:
+        """The worker of a native /translate request (the only model, or the named pair's, or a
+        `Pivot` chain) and the middle language it goes through."""
+        if source is None and target is None and len(self.pairs.workers) <= 1:
+            return next(iter(self.pairs.workers.values()), self.workers[0]), None
+        worker, middle = self.pairs.route(source, target)
         if worker is None:
-            named = ", ".join(f"{s}:{t}" for s, t in self.pairs.workers) or "none"
+            named = ", ".join(f"{s}:{t}" for s, t in self.pairs.reachable()) or "none"
             raise HTTPException(422, f'give "source" and "target" of a pair served: {named}')
-        return worker
+        return worker, middle
 
 
 def create_app(
@@ -86,19 +89,28 @@ def create_app(
     *,
     served: list[Served] | None = None,
     access: Access | None = None,
+    pivot: bool = True,
 ) -> FastAPI:
     """The HTTP API over a loaded model and its tokenizers (for a classifier, its `LabelSet`), or
-    over several translation models named by language pair (`served`): GET /health, and POST
-    /translate (with the LibreTranslate API beside it), /generate or /classify by the kind of
-    model. `access`: API keys and a rate limit for the LibreTranslate endpoints."""
+    over several translation models named by language pair (`served`; a multilingual model
+    once per pair, with its target's `prefix`): GET /health, and POST /translate (with the
+    LibreTranslate API beside it), /generate or /classify by the kind of model. `access`: API
+    keys and a rate limit for the LibreTranslate endpoints. `pivot`: translate a pair no model
+    serves through a middle language when two served pairs chain (de->en, en->fr)."""
     settings = settings or ServeSettings()
     served = served or [Served(model, src_tok, tgt_tok)]
-    workers = [Worker(s.model.eval(), s.src_tok, s.tgt_tok, settings,
-                      ENDPOINTS[task_of_model(s.model).name], s.shortlist) for s in served]  # fmt: skip
+    by_model: dict[int, Worker] = {}  # one worker (one queue, one thread) per model
+    for s in served:
+        if id(s.model) not in by_model:
+            by_model[id(s.model)] = Worker(s.model.eval(), s.src_tok, s.tgt_tok, settings,
+                                           ENDPOINTS[task_of_model(s.model).name], s.shortlist)  # fmt: skip
+    workers = list(by_model.values())
     if len(workers) > 1 and {w.task for w in workers} != {"translate"}:
         raise ServeError("several models are served by language pair: translation models only")
-    pairs = Pairs({(s.source, s.target): w for s, w in zip(served, workers, strict=True)
-                   if s.source is not None and s.target is not None})  # fmt: skip
+    pairs = Pairs({(s.source, s.target): Targeted(by_model[id(s.model)], s.prefix)
+                   if s.prefix else by_model[id(s.model)]
+                   for s in served if s.source is not None and s.target is not None},
+                  pivot)  # fmt: skip
     libre = Libre(pairs, access or Access(), settings) if pairs.workers else None
     state = State(settings, workers, pairs, libre)
 
@@ -183,11 +195,13 @@ def translate_route(app: FastAPI, state: State) -> None:
             asked = TranslateRequest.model_validate(data)
         except ValidationError as error:
             return validation_response(error.errors())
-        return await native_translate(asked, state.translator(asked.source, asked.target),
-                                      settings)  # fmt: skip
+        worker, middle = state.translator(asked.source, asked.target)
+        answer = await native_translate(asked, worker, settings)
+        answer.pivot = middle
+        return answer
 
 
-async def native_translate(request: TranslateRequest, worker: Worker, settings: ServeSettings
+async def native_translate(request: TranslateRequest, worker: Any, settings: ServeSettings
                            ) -> TranslateResponse:  # fmt: skip
     texts, beam = request.all_texts(), request.beam_size or settings.beam_size
     problems, tokens = worker.problems(texts, worker.model.cfg.max_len)
@@ -248,8 +262,9 @@ class Endpoint:
 
     description: str
     route: Callable[[FastAPI, State], None]
-    call: Callable[[Worker, list[str], Any], list[Any]]
-    """The answers to a batch of texts with their (equal) settings."""
+    call: Callable[[Worker, list[str], Any, list[list[int]] | None], list[Any]]
+    """The answers to a batch of texts with their (equal) settings and each text's prefix ids
+    (a multilingual model's target-language token), if any."""
     check: Any
     """Settings of the request the model must answer before the server says it is healthy."""
 
@@ -257,21 +272,21 @@ class Endpoint:
 ENDPOINTS = {  # by task
     "translate": Endpoint(
         "Translate with", translate_route,
-        lambda w, texts, dc: (translate if dc.n_best == 1 else translate_nbest)(
-            w.model, w.src_tok, w.tgt_tok, texts, dc, shortlist=w.shortlist
+        lambda w, texts, dc, prefixes: (translate if dc.n_best == 1 else translate_nbest)(
+            w.model, w.src_tok, w.tgt_tok, texts, dc, shortlist=w.shortlist, prefixes=prefixes
         ),
         DecodeConfig(beam_size=1, max_new_tokens=4),
     ),
     "lm": Endpoint(
         "Generate text with", generate_route,
-        lambda w, texts, s: generate(w.model, w.src_tok, texts, s.max_new_tokens, s.temperature,
-                                     s.top_k, s.top_p, s.seed),
+        lambda w, texts, s, _: generate(w.model, w.src_tok, texts, s.max_new_tokens,
+                                        s.temperature, s.top_k, s.top_p, s.seed),
         Sampling(4, 1.0, 0, 1.0, 0),
     ),
     "classify": Endpoint(
         "Classify with", classify_route,
-        lambda w, texts, _: classify(w.model, w.src_tok, w.tgt_tok.labels, texts,
-                                     w.settings.batch_tokens),
+        lambda w, texts, _, __: classify(w.model, w.src_tok, w.tgt_tok.labels, texts,
+                                         w.settings.batch_tokens),
         None,
     ),
 }  # fmt: skip

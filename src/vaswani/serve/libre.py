@@ -40,7 +40,7 @@ from vaswani.errors import VaswaniError
 from vaswani.files import read_text
 from vaswani.languages import lingua_language
 from vaswani.serve.schemas import BodyError, json_body
-from vaswani.serve.worker import Worker, text_problems
+from vaswani.serve.worker import Pivot, Worker, text_problems
 
 FORMATS = ("text", "html")
 
@@ -98,20 +98,46 @@ class Access:
 
 @dataclass
 class Pairs:
-    """The translation models served, by (source, target) language code."""
+    """The translation models served, by (source, target) language code (a multilingual model
+    serves several, as `Targeted` views of one worker), and with `pivot` the pairs that two of
+    them chain through a middle language (de->en then en->fr for de->fr)."""
 
-    workers: dict[tuple[str, str], Worker]
+    workers: dict[tuple[str, str], Any]
+    pivot: bool = True
+
+    def route(self, source: Any, target: Any) -> tuple[Any, str | None]:
+        """The worker that translates source -> target and the middle language it goes
+        through: a model's own pair (middle None) before a chain of two (`Pivot`, the middle
+        language first in alphabetical order); (None, None) when there is neither."""
+        direct = self.workers.get((source, target))
+        if direct is not None or not self.pivot:
+            return direct, None
+        for (first_source, middle), first in sorted(self.workers.items()):
+            second = self.workers.get((middle, target))
+            if first_source == source and second is not None:
+                return Pivot(first, second, middle), middle
+        return None, None
+
+    def reachable(self) -> list[tuple[str, str]]:
+        """Every (source, target) translated here: the models' pairs, and with `pivot` the
+        chained ones."""
+        found = set(self.workers)
+        if self.pivot:
+            found |= {(s, t) for s, m in self.workers for m2, t in self.workers
+                      if m == m2 and s != t}  # fmt: skip
+        return sorted(found)
 
     def languages(self) -> list[dict]:
-        sources = sorted({source for source, _ in self.workers})
+        pairs = self.reachable()
+        sources = sorted({source for source, _ in pairs})
         return [
             {"code": source, "name": language_name(source),
-             "targets": sorted(t for s, t in self.workers if s == source)}
+             "targets": sorted(t for s, t in pairs if s == source)}
             for source in sources
         ]  # fmt: skip
 
     def sources_for(self, target: str) -> list[str]:
-        return sorted(source for source, t in self.workers if t == target)
+        return sorted(source for source, t in self.reachable() if t == target)
 
 
 def language_name(code: str) -> str:
@@ -343,12 +369,14 @@ class Libre:
         if source == "auto":
             detected = self.detector.detect(" ".join(texts), candidates)[0]
             source = detected["language"]
-        worker = self.pairs.workers.get((source, target))
+        worker, middle = self.pairs.route(source, target)
         if worker is None:
             raise LibreError(400, f"{source}:{target} is not served; see /languages")
         found = await self.run(worker, texts, fmt, alternatives)
         best = [options[0] for options in found]
         answer: dict[str, Any] = {"translatedText": best if many else best[0]}
+        if middle is not None:  # not LibreTranslate's: says the text went through `middle`
+            answer["pivot"] = middle
         if alternatives:
             rest = [options[1:] for options in found]
             answer["alternatives"] = rest if many else rest[0]
@@ -403,7 +431,8 @@ def client_of(request: Request) -> str:
 def attention_of(worker: Worker, text: str, translation: str) -> dict[str, Any]:
     """What /attention answers, from one teacher-forced pass over the text and its translation."""
     cfg = worker.model.cfg
-    src_ids = worker.src_tok.encode(text)[: cfg.max_len - 1] + [cfg.eos_id]
+    src_ids = [*(worker.prefix or []), *worker.src_tok.encode(text)][: cfg.max_len - 1]
+    src_ids.append(cfg.eos_id)
     out_ids = worker.tgt_tok.encode(translation)[: cfg.max_len - 1]
     tgt_ids = [cfg.bos_id, *out_ids]
     device = worker.device

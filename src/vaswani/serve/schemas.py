@@ -49,6 +49,8 @@ class TranslateResponse(BaseModel):
     translations: list[str]
     beam_size: int
     seconds: float
+    pivot: str | None = None
+    """The middle language of a pair no model serves, translated through two that chain."""
 
 
 class GenerateRequest(BaseModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import queue
 import threading
 import time
@@ -35,11 +36,16 @@ class Job:
     future: asyncio.Future
     loop: asyncio.AbstractEventLoop
     cancelled: bool = False
+    prefix: list[int] | None = None
+    """Ids before each of its texts: the target-language token of a multilingual model."""
 
 
 class Worker:
     """A model, the queue of requests waiting for it, and the thread that answers them in
-    batches. Its `endpoint` says how texts become answers."""
+    batches. Its `endpoint` says how texts become answers. A multilingual model has one worker
+    for all its pairs (`Targeted` views); a batch may mix target languages."""
+
+    prefix: list[int] | None = None  # a worker asked for no target language
 
     def __init__(
         self,
@@ -70,10 +76,11 @@ class Worker:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def run(self, texts: list[str], settings: Any) -> list[Any]:
+    def run(self, texts: list[str], settings: Any, prefixes: list[list[int]] | None = None
+            ) -> list[Any]:  # fmt: skip
         """The model's answer for each text: a translation, a `Generation`, a `Classification`."""
         with torch.no_grad(), autocast(self.device, self.precision):
-            return self.endpoint.call(self, texts, settings)
+            return self.endpoint.call(self, texts, settings, prefixes)
 
     def start(self) -> None:
         """Check the model with one request, then start the worker; on failure the server stays
@@ -108,25 +115,28 @@ class Worker:
             body.update(status="failed", error=self.error)
         return body
 
-    def problems(self, texts: list[str], positions: int) -> tuple[list[str], int]:
+    def problems(self, texts: list[str], positions: int, prefix: list[int] | None = None
+                 ) -> tuple[list[str], int]:  # fmt: skip
         """What is wrong with a request's texts (how many, how long, not Unicode, over the
-        model's `positions` once tokenized), and their tokens. A model that is not ready
-        answers nothing (503)."""
+        model's `positions` once tokenized, after `prefix`), and their tokens. A model that is
+        not ready answers nothing (503)."""
         if not self.healthy:
             raise HTTPException(status_code=503, detail="the model is not ready; see /health")
         problems = text_problems(texts, self.settings)
         if problems:
             return problems, 0
         try:
-            encoded = encode_sources(self.src_tok, texts, positions, "error", what="text")
+            prefixes = None if prefix is None else [prefix] * len(texts)
+            encoded = encode_sources(self.src_tok, texts, positions, "error", "text", prefixes)
         except InputTooLong as error:  # refused here, not in a shared batch
             return [str(error).split("; ")[0]], 0
         return [], sum(len(ids) + 1 for ids in encoded.values()) + len(texts) - len(encoded)
 
-    async def submit(self, texts: list[str], settings: Any, problems: list[str], tokens: int
-                     ) -> list[Any]:  # fmt: skip
+    async def submit(self, texts: list[str], settings: Any, problems: list[str], tokens: int,
+                     prefix: list[int] | None = None) -> list[Any]:  # fmt: skip
         """Refuse the request (422) if it has problems, or the queue is full (503); otherwise
-        queue it for the worker and wait for the answer, at most `timeout_s` (504)."""
+        queue it for the worker (each text after `prefix`) and wait for the answer, at most
+        `timeout_s` (504)."""
         if problems:
             raise HTTPException(status_code=422, detail="; ".join(problems))
         if not self.admit(len(texts)):
@@ -136,7 +146,7 @@ class Worker:
                 headers={"Retry-After": "1"},
             )
         loop = asyncio.get_running_loop()
-        job = Job(texts, settings, tokens, loop.create_future(), loop)
+        job = Job(texts, settings, tokens, loop.create_future(), loop, prefix=prefix)
         self.jobs.put(job)
         timeout = self.settings.timeout_s
         try:
@@ -203,8 +213,11 @@ class Worker:
         if not batch:
             return
         texts = [text for job in batch for text in job.texts]
+        prefixes = None
+        if any(job.prefix is not None for job in batch):
+            prefixes = [job.prefix or [] for job in batch for _ in job.texts]
         try:
-            out: list[Any] | Exception = self.run(texts, batch[0].settings)
+            out: list[Any] | Exception = self.run(texts, batch[0].settings, prefixes)
         except Exception as error:  # answered to the request, the server keeps serving
             out = error
         self.batches += 1
@@ -216,6 +229,44 @@ class Worker:
                 result = out[start : start + len(job.texts)]
                 start += len(job.texts)
             job.loop.call_soon_threadsafe(settle, job.future, result)
+
+
+class Targeted:
+    """A translation worker asked for one target language of its multilingual model: what it is
+    given to translate is led by `prefix`, the token of that language. Otherwise the worker."""
+
+    def __init__(self, worker: Worker, prefix: list[int]) -> None:
+        self.worker, self.prefix = worker, prefix
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.worker, name)
+
+    def problems(self, texts: list[str], positions: int) -> tuple[list[str], int]:
+        return self.worker.problems(texts, positions, self.prefix)
+
+    async def submit(self, texts: list[str], settings: Any, problems: list[str], tokens: int
+                     ) -> list[Any]:  # fmt: skip
+        return await self.worker.submit(texts, settings, problems, tokens, self.prefix)
+
+
+class Pivot:
+    """Translation through a middle language: `first` (source -> middle) then `second` (middle ->
+    target), for a pair no model serves directly. The middle translation is the first's best;
+    alternatives, when asked, are the second's."""
+
+    def __init__(self, first: Any, second: Any, middle: str) -> None:
+        self.first, self.second, self.middle = first, second, middle
+        self.model = first.model  # the position limit that checks the request's texts
+
+    def problems(self, texts: list[str], positions: int) -> tuple[list[str], int]:
+        return self.first.problems(texts, positions)
+
+    async def submit(self, texts: list[str], settings: DecodeConfig, problems: list[str],
+                     tokens: int) -> list[Any]:  # fmt: skip
+        one = dataclasses.replace(settings, n_best=1)
+        middle = await self.first.submit(texts, one, problems, tokens)
+        problems, tokens = self.second.problems(middle, self.second.model.cfg.max_len)
+        return await self.second.submit(middle, settings, problems, tokens)
 
 
 def settle(future: asyncio.Future, result: Any) -> None:
