@@ -23,7 +23,7 @@ from vaswani.config import DecodeConfig
 from vaswani.decode import translate
 from vaswani.marian import MarianImportError, import_marian
 from vaswani.plot import attention
-from vaswani.run import load_trained
+from vaswani.run import RunError, load_run, load_trained
 from vaswani.search import beam_search, greedy
 from vaswani.serve import ServeSettings, create_app
 from vaswani.train.checkpoint import CheckpointError
@@ -64,8 +64,9 @@ def train_sentencepiece(lines: list[str], path) -> list[str]:
     return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
 
 
-def build_marian(directory, activation="swish", steps=200) -> MarianMTModel:
-    """A trained toy MarianMTModel saved in Hugging Face's format, with its tokenizer files."""
+def build_marian(directory, activation="swish", steps=200, codes=(">>deu<<",)) -> MarianMTModel:
+    """A trained toy MarianMTModel saved in Hugging Face's format, with its tokenizer files;
+    `codes`: the language tokens of its vocabulary (two or more: a multilingual model)."""
     directory.mkdir(parents=True)
     pieces = train_sentencepiece(GERMAN, directory / "source.spm")
     pieces += train_sentencepiece(ENGLISH, directory / "target.spm")
@@ -73,7 +74,8 @@ def build_marian(directory, activation="swish", steps=200) -> MarianMTModel:
     vocab = {"</s>": 0, "<unk>": 1}
     for piece in pieces:
         vocab.setdefault(piece, len(vocab)) if piece not in ("<unk>", "<s>", "</s>") else None
-    vocab[">>deu<<"] = len(vocab)
+    for language in codes:
+        vocab[language] = len(vocab)
     vocab["<pad>"] = pad = len(vocab)
     (directory / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
     torch.manual_seed(0)
@@ -398,3 +400,34 @@ def test_fine_tuning_refuses_data_with_another_tokenizer(imported, numbers_data,
     tc = TrainConfig(data=str(numbers_data), out=str(tmp_path / "t"), init=run, max_steps=1)
     with pytest.raises(TrainingError, match="--tokenizer-from"):
         train(tc, progress=False)
+
+
+def test_a_multilingual_model_translates_into_each_language_as_generate_does(tmp_path, capsys):
+    directory = tmp_path / "opus-mt-toy-mul"
+    codes = (">>deu<<", ">>fra<<", ">>por_Latn<<")
+    model = build_marian(directory, steps=40, codes=codes)
+    tokenizer = MarianTokenizer(
+        str(directory / "source.spm"), str(directory / "target.spm"), str(directory / "vocab.json")
+    )
+    status = main(["import-marian", str(directory), "--out", str(tmp_path / "run"),
+                   "--source-lang", "de"])  # fmt: skip
+    assert status == 0 and "translates into deu, fra, por_latn" in capsys.readouterr().out
+    run = load_run(tmp_path / "run")
+    assert run.languages.pairs == [("de", "deu"), ("de", "fra"), ("de", "por_latn")]
+    texts = [*GERMAN[:4], "Zürich ist schön!"]
+    for code in codes:
+        target = code[2:-2]
+        ids, theirs = hf_generate((directory, model, tokenizer), [f"{code} {t}" for t in texts],
+                                  num_beams=4, max_new_tokens=20, length_penalty=0.6,
+                                  early_stopping=False)  # fmt: skip
+        expected = [tokenizer.decode(row, skip_special_tokens=True) for row in theirs.tolist()]
+        dc = DecodeConfig(beam_size=4, alpha=0.6, length_penalty="plain", max_new_tokens=20)
+        assert run.translate(texts, target.upper(), dc) == expected, code
+        # the token typed by the user, as OPUS-MT users do, is not doubled by --target
+        assert run.translate([f"{code} {texts[0]}"], target, dc) == expected[:1]
+    with pytest.raises(RunError, match="translates into deu, fra, por_latn: give the target"):
+        run.translate(texts)
+    assert main(["export", str(tmp_path / "run"), "--to", "huggingface",
+                 "--out", str(tmp_path / "hf")]) == 0  # fmt: skip
+    exported = json.loads((tmp_path / "hf" / "vocab.json").read_text())
+    assert all(code in exported for code in codes)

@@ -23,6 +23,7 @@ import torch
 from vaswani.config import ModelConfig
 from vaswani.errors import VaswaniError
 from vaswani.files import read_json
+from vaswani.languages import code, marian_languages
 from vaswani.model import Transformer, sinusoidal_encoding
 from vaswani.train import checkpoint as ckpt
 
@@ -251,10 +252,22 @@ def load_marian_model(hf_dir: Path, cfg: ModelConfig) -> Transformer:
     return model
 
 
-def import_marian(hf_dir: Path, out: Path) -> Path:
+def imported_meta(tokenizer_meta: dict[str, Any], src_tok: Any, source: str) -> dict[str, Any]:
+    """The data record of an imported model: its tokenizer and, for a multilingual OPUS-MT model,
+    its languages (`source` paired with each `>>xxx<<` token's)."""
+    meta: dict[str, Any] = {"tokenizer": tokenizer_meta}
+    if tokenizer_meta["kind"] == "marian":
+        languages = marian_languages(src_tok.vocab, source)
+        if languages is not None:
+            meta["languages"] = languages.record()
+    return meta
+
+
+def import_marian(hf_dir: Path, out: Path, source: str = "mul") -> Path:
     """Write a vaswani run directory at `out` from the Hugging Face Marian directory `hf_dir`.
 
-    The result has config.json, data.json (recording the import and the tokenizer), the
+    The result has config.json, data.json (recording the import, the tokenizer and, for a
+    multilingual model, its languages: `source` paired with each `>>xxx<<` token's), the
     SentencePiece models and vocabularies, and best/ weights: every command that takes
     `--checkpoint RUN_DIR` accepts it.
     """
@@ -262,6 +275,10 @@ def import_marian(hf_dir: Path, out: Path) -> Path:
     from vaswani.run import BEST, CONFIG, DATA_INFO
 
     hf_dir, out = Path(hf_dir), Path(out)
+    try:
+        source = code(source)
+    except ValueError as error:
+        raise MarianImportError(f"--source-lang: {error}") from None
     if not (hf_dir / "config.json").is_file():
         raise MarianImportError(f"{hf_dir}: no config.json; give a Hugging Face model directory")
     if out.exists() and any(out.iterdir()):
@@ -298,7 +315,7 @@ def import_marian(hf_dir: Path, out: Path) -> Path:
     info = {
         "path": None,
         "imported_from": {"format": "marian", "path": str(hf_dir.resolve())},
-        "meta": {"tokenizer": tokenizer_meta},
+        "meta": imported_meta(tokenizer_meta, src_tok, source),
     }
     (out / CONFIG).write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
     (out / DATA_INFO).write_text(json.dumps(info, indent=2) + "\n")
