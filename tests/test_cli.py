@@ -19,7 +19,7 @@ def test_demo_help_shows_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["demo", "--help"])
     out = " ".join(capsys.readouterr().out.split())  # undo argparse's line wrapping
-    assert "--steps" in out and "(default: 2000)" in out
+    assert "--steps" in out and "(default 2000 and, with --multilingual, 3000)" in out
 
 
 def test_bad_flag_value_is_one_clear_line(capsys):
