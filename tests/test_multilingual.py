@@ -172,7 +172,7 @@ def test_a_batch_mixing_targets_decodes_each_sentence_as_alone(multi_run):
                                 prefixes=run.prefixes(target, 1))[0]  # fmt: skip
         assert [h.text for h in found] == [h.text for h in alone]
         assert [h.score for h in found] == pytest.approx([h.score for h in alone], abs=1e-4)
-    assert run.translate(["12"], target="fr") == [together[2][0].text]
+    assert run.translate(["12"], "fr", dc) == [together[2][0].text]  # the Python API alike
 
 
 def test_cli_translate_and_evaluate_by_pair(multi_run, capsys, tmp_path):

@@ -5,8 +5,8 @@ worker. Named pairs also get the LibreTranslate API (POST /translate with q, GET
 --rate-limit guard it. A multilingual model serves every pair it was trained on (--model RUN_DIR or
 --checkpoint RUN_DIR), or the pairs named (--model de:fr=RUN_DIR). A pair no model serves but two
 served pairs chain (de->en, en->fr) is translated through the middle language, and the answer
-says so ("pivot": "en"); --no-pivot refuses such requests instead. A translation model: POST /translate with {"text": ...} or
-{"texts": [...]} and optional beam_size and max_length. A language model: POST /generate with
+says so ("pivot": "en"); --no-pivot refuses such requests instead. A translation model: POST
+/translate with {"text": ...} or {"texts": [...]} and optional beam_size and max_length. A language model: POST /generate with
 {"prompt": ...} or {"prompts": [...]} and optional max_new_tokens, temperature, top_k, top_p,
 seed. A classifier: POST /classify with {"text": ...} or {"texts": [...]}. GET /health; the OpenAPI
 schema at /openapi.json and /docs. Requests arriving together are batched into one model call.
@@ -127,9 +127,8 @@ def run(args: argparse.Namespace) -> int:
         served += served_pairs(loaded, source, target, run_dir, bool(args.model))
     pairs = [(s.source, s.target) for s in served if s.source is not None]
     if len(set(pairs)) < len(pairs):
-        raise CliError(
-            "a language pair is given twice (a multilingual model serves all its pairs); name each once with --model"
-        )
+        raise CliError("a language pair is given twice (a multilingual model serves all its "
+                       "pairs); name each once with --model")  # fmt: skip
     if pairs:
         print(f"pairs: {', '.join(f'{s}:{t}' for s, t in pairs)}"
               f"{'' if args.pivot else ' (no pivoting)'}", file=sys.stderr)  # fmt: skip
