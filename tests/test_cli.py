@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from vaswani.cli import main
+from vaswani.cli import COMMANDS, main
 from vaswani.demo import MARKER, claim_directory
 
 
@@ -13,6 +13,13 @@ def test_help_lists_the_subcommands(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "demo" in out and "presets" in out
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_explains_itself(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0 and "usage: vaswani" in capsys.readouterr().out
 
 
 def test_demo_help_shows_defaults(capsys):

@@ -264,3 +264,17 @@ def test_serving_asks_for_the_target_and_pivots_only_without_a_direct_pair(multi
     status, body = servers[False].request("POST", "/translate", {"q": "zwölf", "source": "de",
                                                                  "target": "fr"})  # fmt: skip
     assert status == 400 and "de:fr is not served" in body["error"]
+
+
+def test_export_and_import_keep_the_languages(multi_run, tmp_path, capsys):
+    status, _, _ = cli(capsys, "export", str(multi_run), "--to", "huggingface", "--out",
+                       str(tmp_path / "hf"))  # fmt: skip
+    assert status == 0 and (tmp_path / "hf" / "vaswani_languages.json").is_file()
+    status, out, _ = cli(
+        capsys, "import-marian", str(tmp_path / "hf"), "--out", str(tmp_path / "run")
+    )
+    assert status == 0 and "translates into de, en, es, fr" in out
+    original, again = load_run(multi_run), load_run(tmp_path / "run")
+    assert again.languages.record() == original.languages.record()
+    texts, dc = ["12", "345"], DecodeConfig(beam_size=2, max_new_tokens=12)
+    assert again.translate(texts, "es", dc) == original.translate(texts, "es", dc)

@@ -27,7 +27,14 @@ from torch import Tensor, nn
 from vaswani.config import ModelConfig
 from vaswani.errors import VaswaniError
 from vaswani.files import member
-from vaswani.marian import BPE_FILE, BPE_TARGET_FILE, FILES, TARGET_VOCAB, weight_names
+from vaswani.marian import (
+    BPE_FILE,
+    BPE_TARGET_FILE,
+    FILES,
+    LANGUAGES_FILE,
+    TARGET_VOCAB,
+    weight_names,
+)
 from vaswani.model import sinusoidal_encoding
 from vaswani.run import LoadedRun, load_run
 
@@ -192,15 +199,25 @@ def write_hf_tokenizer(run: LoadedRun, out: Path) -> None:
         for side, name in sides.items():
             source = member(run.path, files[side], "data.json")
             write_bpe_with_end(source, out / name, run.config.eos_id)
+        write_languages(run, out)
         config = {"tokenizer_class": "PreTrainedTokenizerFast", "pad_token": "<pad>",
                   "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}  # fmt: skip
     (out / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
 
 
 def copy_tokenizer_files(run: LoadedRun, to: Path) -> None:
-    """The tokenizer files the run's data record names (each checked to be inside the run)."""
+    """The tokenizer files the run's data record names (each checked to be inside the run), and
+    a multilingual model's languages (LANGUAGES_FILE: its pairs and target-language tokens)."""
     for name in set(run.info["meta"]["tokenizer"]["files"].values()):
         shutil.copyfile(member(run.path, name, "data.json"), to / name)
+    write_languages(run, to)
+
+
+def write_languages(run: LoadedRun, to: Path) -> None:
+    """A multilingual model's languages beside its tokenizer (`vaswani import-marian` reads
+    them back); nothing for a model of one pair."""
+    if run.languages is not None:
+        (to / LANGUAGES_FILE).write_text(json.dumps(run.languages.record(), indent=2) + "\n")
 
 
 def write_bpe_with_end(source: Path, target: Path, eos_id: int) -> None:

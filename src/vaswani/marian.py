@@ -23,7 +23,7 @@ import torch
 from vaswani.config import ModelConfig
 from vaswani.errors import VaswaniError
 from vaswani.files import read_json
-from vaswani.languages import code, marian_languages
+from vaswani.languages import Languages, code, marian_languages
 from vaswani.model import Transformer, sinusoidal_encoding
 from vaswani.train import checkpoint as ckpt
 
@@ -42,8 +42,10 @@ ARCHITECTURE_FIELDS = {
 
 FILES = {"src": "source.spm", "tgt": "target.spm", "vocab": "vocab.json"}
 TARGET_VOCAB = "target_vocab.json"
-# vaswani's own byte-level BPE, as `vaswani export --to huggingface` writes it.
+# vaswani's own byte-level BPE, as `vaswani export --to huggingface` writes it, and a multilingual
+# model's languages (meta.json's "languages" record).
 BPE_FILE, BPE_TARGET_FILE = "tokenizer.json", "target_tokenizer.json"
+LANGUAGES_FILE = "vaswani_languages.json"
 
 
 def bpe_tokenizer_meta(hf_dir: Path) -> dict[str, Any]:
@@ -252,11 +254,26 @@ def load_marian_model(hf_dir: Path, cfg: ModelConfig) -> Transformer:
     return model
 
 
-def imported_meta(tokenizer_meta: dict[str, Any], src_tok: Any, source: str) -> dict[str, Any]:
-    """The data record of an imported model: its tokenizer and, for a multilingual OPUS-MT model,
-    its languages (`source` paired with each `>>xxx<<` token's)."""
+def imported_meta(hf_dir: Path, tokenizer_meta: dict[str, Any], src_tok: Any, source: str
+                  ) -> dict[str, Any]:  # fmt: skip
+    """The data record of an imported model: its tokenizer and, for a multilingual model, its
+    languages: those `vaswani export` wrote (LANGUAGES_FILE), or for an OPUS-MT model `source`
+    paired with each `>>xxx<<` token's."""
     meta: dict[str, Any] = {"tokenizer": tokenizer_meta}
-    if tokenizer_meta["kind"] == "marian":
+    if (hf_dir / LANGUAGES_FILE).is_file():
+        record = read_json(hf_dir / LANGUAGES_FILE, "languages record", dict)
+        try:
+            languages = Languages.from_meta({"languages": record})
+            missing = [
+                t for t in languages.targets if src_tok.token_id(languages.token_of(t)) is None
+            ]
+        except (KeyError, TypeError, ValueError) as error:
+            raise MarianImportError(f"{hf_dir / LANGUAGES_FILE}: damaged ({error})") from None
+        if missing:
+            raise MarianImportError(f"{hf_dir / LANGUAGES_FILE}: the tokenizer has no token for "
+                                    f"{', '.join(missing)}")  # fmt: skip
+        meta["languages"] = languages.record()
+    elif tokenizer_meta["kind"] == "marian":
         languages = marian_languages(src_tok.vocab, source)
         if languages is not None:
             meta["languages"] = languages.record()
@@ -315,7 +332,7 @@ def import_marian(hf_dir: Path, out: Path, source: str = "mul") -> Path:
     info = {
         "path": None,
         "imported_from": {"format": "marian", "path": str(hf_dir.resolve())},
-        "meta": imported_meta(tokenizer_meta, src_tok, source),
+        "meta": imported_meta(hf_dir, tokenizer_meta, src_tok, source),
     }
     (out / CONFIG).write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
     (out / DATA_INFO).write_text(json.dumps(info, indent=2) + "\n")

@@ -84,6 +84,7 @@ def add_field_flags(
         if default is dataclasses.MISSING:
             default = None
         help_text = " ".join((docs.get(name, ""), (notes or {}).get(name, ""))).strip()
+        help_text = help_text.replace("%", "%%")  # argparse formats help with %
         kinds = field.type.split(" | ")
         options: dict[str, Any] = {"dest": name, "help": help_text}
         if "bool" in kinds:
