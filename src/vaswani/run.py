@@ -95,7 +95,9 @@ class LoadedRun:
         if targets is None:
             raise RunError(f"{self.path} translates into {', '.join(languages.targets)}: give "
                            "the target language (--target)")  # fmt: skip
-        asked = [targets] * count if isinstance(targets, str) else targets
+        asked = [targets] * count if isinstance(targets, str) else list(targets)
+        if len(asked) != count:
+            raise ValueError(f"{len(asked)} target languages for {count} texts")
         try:
             return languages.prefixes([languages.target(t) for t in asked], self.src_tokenizer)
         except ValueError as error:
