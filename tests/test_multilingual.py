@@ -280,3 +280,30 @@ def test_export_and_import_keep_the_languages(multi_run, tmp_path, capsys):
     assert again.languages.record() == original.languages.record()
     texts, dc = ["12", "345"], DecodeConfig(beam_size=2, max_new_tokens=12)
     assert again.translate(texts, "es", dc) == original.translate(texts, "es", dc)
+
+
+def test_a_translation_memory_of_three_languages_gives_two_pairs(tmp_path):
+    units = "".join(
+        f'<tu><tuv xml:lang="en-US"><seg>open file {i}</seg></tuv>'
+        f'<tuv xml:lang="de-DE"><seg>Datei {i} öffnen</seg></tuv>'
+        f'<tuv xml:lang="fr-FR"><seg>ouvrir le fichier {i}</seg></tuv></tu>'
+        for i in range(60)
+    )
+    memory = tmp_path / "memory.tmx"
+    memory.write_text('<?xml version="1.0" encoding="UTF-8"?><tmx version="1.4"><header '
+                      'srclang="en-US" segtype="sentence" datatype="plaintext" adminlang="en" '
+                      f'creationtool="t" creationtoolversion="1" o-tmf="t"/><body>{units}</body></tmx>',
+                      encoding="utf-8")  # fmt: skip
+    opts = PrepareOptions(vocab_size=300, progress=False, valid_fraction=0.2,
+                          pairs=(f"en-de={memory}", f"en-fr={memory}"))  # fmt: skip
+    meta = prepare([], tmp_path / "data", opts)
+    assert [(c["pair"], c["kept"]) for c in meta["corpora"]] == [("en-de", 60), ("en-fr", 60)]
+    # what a pair holds out, the other does not train on (the English sources are shared)
+    held_out = meta["dropped_while_reading"]["in the valid or test split"]
+    found = meta["languages"]["by_pair"].values()
+    assert sum(f[s] for f in found for s in ("train", "valid", "test")) + held_out == 120
+    data = PreparedData(tmp_path / "data")
+    references = data.text("valid")[1]
+    assert len(references) >= 10
+    for name, reference in zip(data.pair_names("valid"), references, strict=True):
+        assert ("öffnen" in reference) == (name == "en-de")
