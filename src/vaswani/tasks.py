@@ -113,7 +113,6 @@ class Translate(Task):
         else:  # a multilingual model: a sample spread over the pairs (the split is by pair), each
             # source asking for its language
             picked = sorted({i * len(sources) // eval_sentences for i in range(eval_sentences)})
-            picked = [i for i in picked if i < len(sources)]
             sources, references = [sources[i] for i in picked], [references[i] for i in picked]
             prefixes = data.languages.prefixes([targets[i] for i in picked], data.src_tokenizer)
         device = next(model.parameters()).device

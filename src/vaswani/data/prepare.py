@@ -611,7 +611,10 @@ class SplitWriter:
 
         self.out = {key: self.stack.enter_context(opened(key, path))
                     for key, path in self.raw.items()}  # fmt: skip
-        self.language_pairs: dict[str, list[int]] = {split: [] for split in SPLITS}
+        # A multilingual dataset's language pair of each line, by split (kept only for one).
+        self.language_pairs: dict[str, list[int]] = {
+            split: [] for split in SPLITS if (split, "pair") in self.out
+        }
         self.record_file = self.stack.enter_context(open(self.records, "wb"))
         return self
 
@@ -623,8 +626,7 @@ class SplitWriter:
         np.array(self.pending, PAIR_RECORD).tofile(self.record_file)
         self.pending.clear()
         for split, pairs in self.language_pairs.items():
-            if (split, "pair") in self.out:
-                np.array(pairs, np.uint16).tofile(self.out[split, "pair"])
+            np.array(pairs, np.uint16).tofile(self.out[split, "pair"])
             pairs.clear()
 
     def add(self, split: str, src: str, tgt: str, norm: tuple[str, str], copies: int,
@@ -633,7 +635,8 @@ class SplitWriter:
             self.out[split, "src"].write(src + "\n")
             self.out[split, "tgt"].write(tgt + "\n")
         self.counts[split] += copies
-        self.language_pairs[split] += [language_pair] * copies
+        if self.language_pairs:
+            self.language_pairs[split] += [language_pair] * copies
         if split != "train":
             if self.keep_held_out:
                 self.held_out.update(text_key(norm[k]) for k in self.sides)
@@ -671,7 +674,7 @@ def _split_corpus(
             language_pair = names.index(scope) if scope else 0
             pairs = bar_counted(part.pairs, bar)
             if opts.lang_id:  # a multilingual dataset's own pair, or --src-lang/--tgt-lang
-                langs = tuple(scope.split("-")) if scope else (opts.src_lang, opts.tgt_lang)
+                langs = parse_pair(scope) if scope else (opts.src_lang, opts.tgt_lang)
                 if langs not in filters:
                     filters[langs] = LanguageFilter(*langs)
                 pairs = filters[langs].filter(pairs, kept.dropped)
