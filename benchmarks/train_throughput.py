@@ -1,11 +1,16 @@
 """Training-step throughput of vaswani's Transformer next to torch.nn.Transformer, in one run.
 
 Both models have the same shape (the `small` preset unless told otherwise), the same embeddings and
-output layer, the same batch, optimiser and loss; only the encoder-decoder stacks differ. Reports
-target tokens per second of a full step (forward, backward, Adam) in fp32 and in the precision
-`--precision auto` picks on this machine (bf16 autocast only where the hardware computes it),
-the speed-up, and the share of the machine's measured matmul peak that each step reaches (matmul
-FLOPs of the step counted by PyTorch's FlopCounterMode).
+output layer, the same batch (a quarter of its sentences half padding, source and target), optimiser
+and loss (label smoothing 0.1). Three rows per precision:
+- torch.nn.Transformer: its stacks, then the logits of every position and the loss;
+- vaswani.Transformer, logits + loss: the same output layer and loss, so only the stacks differ;
+- vaswani.Transformer, its training step: what `vaswani train` runs, the output layer and its loss
+  fused (`vaswani.train.loss.linear_cross_entropy`: no logits held, padding rows skipped).
+Reports target tokens per second of a full step (forward, backward, Adam) in fp32 and in the
+precision `--precision auto` picks on this machine (bf16 autocast only where the hardware computes
+it), the speed-up over torch.nn.Transformer, and the share of the machine's measured matmul peak
+that each step reaches (matmul FLOPs of the step counted by PyTorch's FlopCounterMode).
 
     python benchmarks/train_throughput.py [--preset small] [--batch 64] [--length 32] [--steps 20]
 """
@@ -24,7 +29,7 @@ from vaswani import ModelConfig, Transformer
 from vaswani.device import DTYPES, autocast, benchmark_setting, grad_scaler
 from vaswani.model import causal_mask
 from vaswani.train import label_smoothed_cross_entropy
-from vaswani.train.loss import mean_loss
+from vaswani.train.loss import LossHead, mean_loss
 
 
 class TorchReference(nn.Module):
@@ -64,8 +69,21 @@ class TorchReference(nn.Module):
         return self.output_projection(out)
 
 
+SMOOTHING = 0.1
+
+
+def step_loss(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, fused: bool) -> torch.Tensor:
+    """The mean loss of a batch: through the logits, or through vaswani's fused training head."""
+    pad_id = model.cfg.pad_id
+    if fused:
+        head = LossHead(model.output_projection, tgt[:, 1:], pad_id, SMOOTHING)
+        return mean_loss(*model(src, tgt[:, :-1], head=head))
+    logits = model(src, tgt[:, :-1])
+    return mean_loss(*label_smoothed_cross_entropy(logits, tgt[:, 1:], pad_id, SMOOTHING))
+
+
 def time_training(
-    model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, precision: str, steps: int
+    model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, precision: str, steps: int, fused: bool
 ) -> float:
     """Median seconds per training step (forward, loss, backward, Adam) after two warm-up steps."""
     device_type = src.device.type
@@ -76,8 +94,7 @@ def time_training(
     for i in range(steps + 2):
         start = time.perf_counter()
         with autocast(src.device, precision):
-            logits = model(src, tgt[:, :-1])
-        loss = mean_loss(*label_smoothed_cross_entropy(logits, tgt[:, 1:], 0))
+            loss = step_loss(model, src, tgt, fused)
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.step(optimizer)
@@ -103,14 +120,16 @@ def matmul_peak(dtype: torch.dtype, device: torch.device, n: int = 2048) -> floa
     return 2 * n**3 / best
 
 
-def step_flops(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, precision: str) -> int:
+def step_flops(
+    model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, precision: str, fused: bool
+) -> int:
     """Matmul and attention FLOPs of one forward + backward pass."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:
         with autocast(src.device, precision):
-            logits = model(src, tgt[:, :-1])
-        mean_loss(*label_smoothed_cross_entropy(logits, tgt[:, 1:], 0)).backward()
+            loss = step_loss(model, src, tgt, fused)
+        loss.backward()
     model.zero_grad(set_to_none=True)
     return counter.get_total_flops()
 
@@ -134,6 +153,7 @@ def main() -> None:
     src = torch.randint(3, cfg.vocab_size, (args.batch, args.length), device=device)
     tgt = torch.randint(3, cfg.vocab_size, (args.batch, args.length + 1), device=device)
     src[: args.batch // 4, args.length // 2 :] = cfg.pad_id  # some padding, as in real batches
+    tgt[: args.batch // 4, args.length // 2 + 1 :] = cfg.pad_id
     tokens = args.batch * args.length
     setting, precisions = benchmark_setting(args.device)
     precisions = args.precisions or precisions
@@ -146,21 +166,22 @@ def main() -> None:
         + ", ".join(f"{p} {peak / 1e9:.0f} GFLOP/s" for p, peak in peaks.items())
     )
     print(
-        f"{'precision':<10} {'model':<22} {'ms/step':>9} {'tgt tok/s':>10} {'speed-up':>9} {'of peak':>8}"
+        f"{'precision':<10} {'model':<42} {'ms/step':>9} {'tgt tok/s':>10} {'speed-up':>9} {'of peak':>8}"
     )
     for precision in precisions:
         baseline = None
-        for name, build in (
-            ("torch.nn.Transformer", TorchReference),
-            ("vaswani.Transformer", Transformer),
+        for name, build, fused in (
+            ("torch.nn.Transformer", TorchReference, False),
+            ("vaswani.Transformer, logits + loss", Transformer, False),
+            ("vaswani.Transformer, its training step", Transformer, True),
         ):
             torch.manual_seed(0)
             model = build(cfg).to(device)
-            flops = step_flops(model, src, tgt, precision)
-            seconds = time_training(model, src, tgt, precision, args.steps)
+            flops = step_flops(model, src, tgt, precision, fused)
+            seconds = time_training(model, src, tgt, precision, args.steps, fused)
             baseline = baseline or seconds
             print(
-                f"{precision:<10} {name:<22} {seconds * 1e3:>9.1f} {tokens / seconds:>10.0f} "
+                f"{precision:<10} {name:<42} {seconds * 1e3:>9.1f} {tokens / seconds:>10.0f} "
                 f"{baseline / seconds:>8.2f}x {flops / seconds / peaks[precision]:>7.1%}"
             )
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
 
 from vaswani.config import DecodeConfig
 from vaswani.data import Batch, PreparedData, TokenBatchSampler, collate
@@ -28,7 +29,7 @@ from vaswani.device import autocast
 from vaswani.metrics import perplexity_of, score
 from vaswani.model import DecoderOnly, EncoderClassifier, Transformer
 from vaswani.search import sample
-from vaswani.train.loss import classification_loss, label_smoothed_cross_entropy
+from vaswani.train.loss import LossHead, classification_loss, label_smoothed_cross_entropy
 
 
 @contextlib.contextmanager
@@ -74,6 +75,23 @@ class Task:
     ) -> tuple[Tensor, Tensor]:
         """Summed loss and what it sums over."""
         return label_smoothed_cross_entropy(logits, batch.tgt_out, pad_id, smoothing)
+
+    def training_loss(
+        self, net: nn.Module, batch: Batch, pad_id: int, smoothing: float
+    ) -> tuple[Tensor, Tensor]:
+        """`loss(forward(...))` of a training step, through DDP's `forward` when `net` is wrapped.
+        Here the model's output projection and its loss are one step that never holds the logits
+        of every position (`LossHead`): the same values and gradients in less time."""
+        return self._forward(net, batch, LossHead(self._projection(net), batch.tgt_out, pad_id,
+                                                  smoothing))  # fmt: skip
+
+    @staticmethod
+    def _projection(net: nn.Module) -> nn.Module:
+        model = net.module if isinstance(net, DistributedDataParallel) else net
+        return model.output_projection
+
+    def _forward(self, net: nn.Module, batch: Batch, head: Any) -> Any:
+        return net(batch.src, batch.tgt_in, head=head)
 
     def batch_size(self, split: ParallelSplit, indices: Any) -> tuple[int, int]:
         """What a micro-batch's loss is averaged over (target tokens with EOS, here), and the
@@ -140,6 +158,9 @@ class LanguageModel(Task):
     def forward(self, net: nn.Module, batch: Batch) -> Tensor:
         return net(batch.tgt_in)  # the text is on the target side; the source is empty
 
+    def _forward(self, net: nn.Module, batch: Batch, head: Any) -> Any:
+        return net(batch.tgt_in, head=head)
+
     def validate(self, model: nn.Module, data: PreparedData, batch_tokens: int, precision: str,
                  seed: int = 0, **options: Any) -> dict:  # fmt: skip
         """Loss and perplexity, and one sampled text to read."""
@@ -171,6 +192,11 @@ class Classify(Task):
         self, logits: Tensor, batch: Batch, pad_id: int, smoothing: float
     ) -> tuple[Tensor, Tensor]:
         return classification_loss(logits, batch.tgt_out[:, 0], smoothing)  # tgt_out: label, EOS
+
+    def training_loss(
+        self, net: nn.Module, batch: Batch, pad_id: int, smoothing: float
+    ) -> tuple[Tensor, Tensor]:
+        return self.loss(self.forward(net, batch), batch, pad_id, smoothing)
 
     def batch_size(self, split: ParallelSplit, indices: Any) -> tuple[int, int]:
         """Examples (the loss is per example), and the text tokens processed."""

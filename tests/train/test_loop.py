@@ -197,15 +197,15 @@ def test_two_process_ddp_equals_one_process_with_the_same_global_batch(numbers_d
 def test_nan_loss_stops_with_the_step_and_no_poisoned_checkpoint(
     numbers_data, tmp_path, monkeypatch
 ):
-    real = tasks.label_smoothed_cross_entropy
+    real = tasks.Translate.training_loss
     calls = {"n": 0}
 
-    def poisoned(logits, target, pad_id, smoothing):
+    def poisoned(self, net, batch, pad_id, smoothing):
         calls["n"] += 1
-        loss, n = real(logits, target, pad_id, smoothing)
+        loss, n = real(self, net, batch, pad_id, smoothing)
         return (loss * float("nan"), n) if calls["n"] == 4 else (loss, n)
 
-    monkeypatch.setattr(tasks, "label_smoothed_cross_entropy", poisoned)
+    monkeypatch.setattr(tasks.Translate, "training_loss", poisoned)
     with pytest.raises(TrainingError, match="non-finite loss \\(nan\\).* at step 4"):
         train(config(numbers_data, tmp_path / "stop"), progress=False)
     assert ckpt.latest_valid(tmp_path / "stop/checkpoints").name == ckpt.step_name(3)

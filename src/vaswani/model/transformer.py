@@ -6,12 +6,15 @@ Notation (used in every shape comment):
 `Transformer` is the paper's encoder-decoder (§3, Figure 1). `EncoderOnly` (BERT-style),
 `EncoderClassifier` (an encoder with a pooled classification head) and `DecoderOnly` (GPT-style
 language model) are built from the same `EncoderLayer` and `DecoderLayer`.
-Every `forward` returns logits; losses live in training code and search lives in `vaswani.decode`.
+Every `forward` returns logits (training may pass a head that turns the last states into its loss
+instead); losses live in training code and search lives in `vaswani.decode`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -22,6 +25,10 @@ from vaswani.model.cache import BeamCache, KVCache
 from vaswani.model.embeddings import Embeddings
 from vaswani.model.layers import DecoderLayer, EncoderLayer, padding_mask
 from vaswani.model.output import OutputLayer
+
+Head = Callable[[Tensor], Any]
+"""What turns the decoder's last states into a forward pass's result (the output projection's logits
+by default)."""
 
 
 def check_ids(
@@ -48,7 +55,7 @@ def check_ids(
             f"{what} reaches position {end} but the model's position limit is max_len={max_len}; "
             "shorten the input or use a model configured with a larger max_len"
         )
-    if not values:
+    if not values or torch.compiler.is_compiling():
         return
     low, high = torch.aminmax(ids)
     if low.item() < 0 or high.item() >= vocab_size:
@@ -170,10 +177,12 @@ class Transformer(nn.Module):
         if cfg.tie_embeddings == "all":
             self.encoder.embed.token.weight = self.decoder.embed.token.weight
 
-    def forward(self, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
+    def forward(self, src_ids: Tensor, tgt_ids: Tensor, head: Head | None = None) -> Any:
+        """Logits, or what `head` makes of the decoder's states instead of the output projection
+        (training's loss: `vaswani.train.loss.LossHead`)."""
         check_ids(tgt_ids, self.cfg.target_vocab_size, self.cfg.max_len, "target")
         memory, src_mask = self.encode(src_ids)
-        logits, _ = self.decode_step(tgt_ids, self.init_cache(memory, src_mask))
+        logits, _ = self.decode_step(tgt_ids, self.init_cache(memory, src_mask), head)
         return logits
 
     def encode(self, src_ids: Tensor) -> tuple[Tensor, Tensor]:
@@ -202,8 +211,8 @@ class Transformer(nn.Module):
         return BeamCache(empty, cross_kv, src_mask, 0, capacity, beams, ancestry)
 
     def decode_step(
-        self, tgt_ids: Tensor, cache: KVCache, output: OutputLayer | None = None
-    ) -> tuple[Tensor, KVCache]:
+        self, tgt_ids: Tensor, cache: KVCache, output: OutputLayer | Head | None = None
+    ) -> tuple[Any, KVCache]:
         """Logits of the next positions and the cache to go on from; `output`: the output
         projection to apply instead of `output_projection` (search's, over a shortlist or into
         a reused buffer)."""
@@ -268,8 +277,8 @@ class DecoderOnly(nn.Module):
         return KVCache([None] * len(self.decoder.layers), capacity=capacity)
 
     def decode_step(
-        self, ids: Tensor, cache: KVCache, output: OutputLayer | None = None
-    ) -> tuple[Tensor, KVCache]:
+        self, ids: Tensor, cache: KVCache, output: OutputLayer | Head | None = None
+    ) -> tuple[Any, KVCache]:
         """Logits of the next positions and the cache to go on from; `output`: the output
         projection to apply instead of `output_projection` (search's, over a shortlist or into
         a reused buffer)."""
@@ -278,9 +287,10 @@ class DecoderOnly(nn.Module):
         h, cache = self.decoder(ids, cache)
         return (self.output_projection if output is None else output)(h), cache
 
-    def forward(self, ids: Tensor) -> Tensor:
+    def forward(self, ids: Tensor, head: Head | None = None) -> Any:
+        """Logits, or what `head` makes of the states (as `Transformer.forward`)."""
         check_ids(ids, self.cfg.target_vocab_size, self.cfg.max_len, "input")
-        return self.decode_step(ids, self.init_cache())[0]
+        return self.decode_step(ids, self.init_cache(), head)[0]
 
     @torch.no_grad()
     def attention_maps(self, ids: Tensor) -> AttentionMaps:

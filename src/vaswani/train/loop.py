@@ -213,8 +213,7 @@ def train_update(
         sync = j == len(mine) - 1 or not dist.enabled  # DDP all-reduces on the last one only
         with contextlib.nullcontext() if sync else net.no_sync():
             with autocast(device, tc.precision):
-                logits = task.forward(net, batch)
-            loss_sum, _ = task.loss(logits, batch, cfg.pad_id, tc.label_smoothing)
+                loss_sum, _ = task.training_loss(net, batch, cfg.pad_id, tc.label_smoothing)
             # Mean over the update's target tokens (or examples); DDP then averages over
             # processes.
             scaler.scale(loss_sum * dist.world_size / update_count).backward()
