@@ -145,6 +145,10 @@ class ModelConfig:
     """Dropout on attention weights; not in the paper (0), used by some reimplementations."""
     activation_dropout: float = 0.0
     """Dropout after the feed-forward activation; not in the paper (0)."""
+    word_dropout: float = 0.0
+    """In training, the share of source and target tokens whose embedding is zeroed, the word
+    dropped as a whole (its position stays; Gal & Ghahramani 2016, Sennrich & Zhang 2019); not in
+    the paper (0)."""
     max_len: int = 1024
     """Position limit: the longest source or target sequence the model accepts."""
     positions: str = "sinusoidal"
@@ -204,7 +208,7 @@ class ModelConfig:
             f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
             "choose n_heads that divides d_model (e.g. 8 for 512)",
         )
-        for name in ("dropout", "attention_dropout", "activation_dropout"):
+        for name in ("dropout", "attention_dropout", "activation_dropout", "word_dropout"):
             value = getattr(self, name)
             require(0.0 <= value < 1.0, f"{name} must be in [0, 1), got {value!r}")
         require(self.layer_norm_eps > 0, f"layer_norm_eps must be > 0, got {self.layer_norm_eps!r}")

@@ -1,3 +1,4 @@
+import dataclasses
 import math
 
 import pytest
@@ -53,3 +54,19 @@ def test_learned_positions_are_parameters_sized_by_max_len():
 def test_sinusoidal_table_is_not_saved_in_checkpoints():
     cfg = ModelConfig.from_preset("tiny")
     assert not any("sinusoid" in key for key in Embeddings(10, cfg).state_dict())
+
+
+def test_word_dropout_zeroes_whole_tokens_in_training_only():
+    cfg = dataclasses.replace(
+        ModelConfig.from_preset("tiny"), word_dropout=0.25, dropout=0.0, positions="learned"
+    )
+    embed = Embeddings(cfg.vocab_size, cfg)
+    torch.nn.init.zeros_(embed.learned.weight)  # the token part alone
+    ids = torch.randint(3, cfg.vocab_size, (200, 50))
+    plain = embed.token(ids) * embed.scale
+    out = embed.train()(ids)
+    dropped = (out == 0).all(dim=-1)  # (B, L): a token is dropped whole, or not at all
+    assert ((out == 0).any(dim=-1) == dropped).all()
+    assert dropped.float().mean().item() == pytest.approx(0.25, abs=0.01)
+    torch.testing.assert_close(out[~dropped], plain[~dropped] / 0.75)  # the rest scaled up
+    torch.testing.assert_close(embed.eval()(ids), plain)  # never at evaluation or inference

@@ -33,7 +33,9 @@ def sinusoidal_encoding(length: int, d_model: int, layout: str = "interleaved") 
 
 
 class Embeddings(nn.Module):
-    """Token embedding scaled by sqrt(d_model) plus positional encoding, then dropout (§3.4, §5.4).
+    """Token embedding scaled by sqrt(d_model) plus positional encoding, then dropout (§3.4, §5.4);
+    in training, with `cfg.word_dropout`, whole token embeddings are zeroed first (kept ones scaled
+    by 1 / (1 - p)).
 
     Shapes:
         ids: (B, L) int64, positions start at `offset`
@@ -59,6 +61,7 @@ class Embeddings(nn.Module):
                 persistent=False,
             )
         self.dropout = Dropout(cfg.dropout)
+        self.word_dropout = Dropout(cfg.word_dropout)  # on a (B, L, 1) mask: whole tokens
 
     def position_table(self, offset: int, length: int) -> Tensor:
         """Positions offset .. offset+length-1 as (length, D)."""
@@ -68,4 +71,6 @@ class Embeddings(nn.Module):
 
     def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
         x = self.token(ids) * self.scale  # (B, L, D)
+        if self.training and self.word_dropout.p > 0:
+            x = x * self.word_dropout(x.new_ones(*ids.shape, 1))
         return self.dropout(x + self.position_table(offset, ids.size(1)))  # (L, D) broadcasts
