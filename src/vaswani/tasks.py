@@ -66,9 +66,9 @@ class Task:
     extra_positions = 0
     """Positions the model adds to the longest sequence of the data (a classifier's start token)."""
 
-    def forward(self, net: nn.Module, batch: Batch) -> Tensor:
-        """The model's logits for a batch."""
-        return net(batch.src, batch.tgt_in)
+    def forward(self, net: nn.Module, batch: Batch, head: Any = None) -> Any:
+        """The model's logits for a batch, or what `head` makes of its last states."""
+        return net(batch.src, batch.tgt_in, head=head)
 
     def loss(
         self, logits: Tensor, batch: Batch, pad_id: int, smoothing: float
@@ -82,16 +82,9 @@ class Task:
         """`loss(forward(...))` of a training step, through DDP's `forward` when `net` is wrapped.
         Here the model's output projection and its loss are one step that never holds the logits
         of every position (`LossHead`): the same values and gradients in less time."""
-        return self._forward(net, batch, LossHead(self._projection(net), batch.tgt_out, pad_id,
-                                                  smoothing))  # fmt: skip
-
-    @staticmethod
-    def _projection(net: nn.Module) -> nn.Module:
         model = net.module if isinstance(net, DistributedDataParallel) else net
-        return model.output_projection
-
-    def _forward(self, net: nn.Module, batch: Batch, head: Any) -> Any:
-        return net(batch.src, batch.tgt_in, head=head)
+        head = LossHead(model.output_projection, batch.tgt_out, pad_id, smoothing)
+        return self.forward(net, batch, head)
 
     def batch_size(self, split: ParallelSplit, indices: Any) -> tuple[int, int]:
         """What a micro-batch's loss is averaged over (target tokens with EOS, here), and the
@@ -155,11 +148,8 @@ class LanguageModel(Task):
     def model_fields(self, vocab: dict[str, int], shared: bool) -> dict[str, Any]:
         return {"vocab_size": vocab["src"], "n_encoder_layers": 0}  # the preset's decoder only
 
-    def forward(self, net: nn.Module, batch: Batch) -> Tensor:
-        return net(batch.tgt_in)  # the text is on the target side; the source is empty
-
-    def _forward(self, net: nn.Module, batch: Batch, head: Any) -> Any:
-        return net(batch.tgt_in, head=head)
+    def forward(self, net: nn.Module, batch: Batch, head: Any = None) -> Any:
+        return net(batch.tgt_in, head=head)  # the text is on the target side; the source is empty
 
     def validate(self, model: nn.Module, data: PreparedData, batch_tokens: int, precision: str,
                  seed: int = 0, **options: Any) -> dict:  # fmt: skip
@@ -185,8 +175,8 @@ class Classify(Task):
         # The target "vocabulary" is the label set; the preset's encoder only.
         return {"vocab_size": vocab["src"], "n_decoder_layers": 0, "n_labels": vocab["tgt"]}
 
-    def forward(self, net: nn.Module, batch: Batch) -> Tensor:
-        return net(batch.src)  # (B, n_labels)
+    def forward(self, net: nn.Module, batch: Batch, head: Any = None) -> Tensor:
+        return net(batch.src)  # (B, n_labels); a classifier's head is its own
 
     def loss(
         self, logits: Tensor, batch: Batch, pad_id: int, smoothing: float
