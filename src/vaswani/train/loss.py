@@ -54,6 +54,28 @@ GPU_LOGITS = 1 << 26
 UNDERFLOW = 1e-30
 
 
+def _chunk(hc, tc, w, bias, w_mean, b_mean, smoothing):
+    """The summed loss of a chunk of rows, and d loss / d logits without the -eps/V term.
+
+    Shapes: hc (R, D), tc (R, 1), w (V, D) -> float64 scalar, (R, V) float32
+    """
+    x = (hc @ w.T).float()
+    if bias is not None:
+        x += bias.float()
+    x_t = x.gather(1, tc).squeeze(1)
+    p = torch.softmax(x, dim=1)
+    p_t = p.gather(1, tc).squeeze(1)
+    lse = x_t - p_t.log()
+    lost = p_t < UNDERFLOW
+    if lost.any():
+        lse[lost] = torch.logsumexp(x[lost], dim=1)
+    del x
+    x_mean = hc.float() @ w_mean + b_mean
+    row_loss = lse - (1.0 - smoothing) * x_t - smoothing * x_mean
+    p.scatter_add_(1, tc, p.new_full(tc.shape, smoothing - 1.0))
+    return row_loss.sum(dtype=torch.float64), p
+
+
 class _LinearCrossEntropy(torch.autograd.Function):
     """`label_smoothed_cross_entropy(hidden @ weight.T + bias, target)` without the (N, V) logits:
     rows are projected, scored and differentiated a chunk at a time, and the gradients are
@@ -89,23 +111,10 @@ class _LinearCrossEntropy(torch.autograd.Function):
             grad_b = torch.zeros(vocab, **fp32) if need_b else None
             for start in range(0, n, rows):
                 hc, tc = h[start : start + rows], t[start : start + rows, None]
-                x = (hc @ w.T).float()
-                if bias is not None:
-                    x += bias.float()
-                x_t = x.gather(1, tc).squeeze(1)
-                p = torch.softmax(x, dim=1)
-                p_t = p.gather(1, tc).squeeze(1)
-                lse = x_t - p_t.log()
-                lost = p_t < UNDERFLOW
-                if lost.any():
-                    lse[lost] = torch.logsumexp(x[lost], dim=1)
-                del x
-                x_mean = hc.float() @ w_mean + b_mean
-                row_loss = lse - (1.0 - smoothing) * x_t - smoothing * x_mean
-                total += row_loss.sum(dtype=torch.float64)
+                loss_sum, p = _chunk(hc, tc, w, bias, w_mean, b_mean, smoothing)
+                total += loss_sum
                 if not (need_h or need_w or need_b):
                     continue
-                p.scatter_add_(1, tc, p.new_full(tc.shape, smoothing - 1.0))
                 if grad_b is not None:
                     grad_b += p.sum(0)
                 p_low = p.to(dtype)
