@@ -46,7 +46,7 @@ def test_short_demo_runs_end_to_end_through_the_console_script(tmp_path):
     # The real entry point in a child process: prepare, train, evaluate, translate, plot.
     result = subprocess.run(
         [sys.executable, "-m", "vaswani.cli", "demo", "--steps", "30", "--precision", "fp32",
-         "--min-accuracy", "0", "--numbers", "3000"],
+         "--min-accuracy", "0", "--numbers", "1000"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
