@@ -123,7 +123,7 @@ def table(results: list[dict]) -> str:
                 if found
                 else "-"
             )
-        lines.append(f"| {corpus} | {minutes:g} | " + " | ".join(cells) + " |")
+        lines.append(f"| {Path(corpus).name} | {minutes:g} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -141,8 +141,9 @@ def plot(results: list[dict], path: Path) -> None:
             if not points:
                 continue
             minutes, bleu, chrf = zip(*points, strict=True)
-            axes[0].plot(minutes, bleu, marker="o", label=f"{corpus}: {arm}")
-            axes[1].plot(minutes, chrf, marker="o", label=f"{corpus}: {arm}")
+            label = f"{Path(corpus).name}: {arm}"
+            axes[0].plot(minutes, bleu, marker="o", label=label)
+            axes[1].plot(minutes, chrf, marker="o", label=label)
     for axis, name in zip(axes, ("test BLEU", "test chrF"), strict=True):
         axis.set_xlabel("training minutes")
         axis.set_ylabel(name)
