@@ -55,7 +55,7 @@ UNDERFLOW = 1e-30
 
 
 def _chunk(hc, tc, w, bias, w_mean, b_mean, smoothing):
-    """The summed loss of a chunk of rows, and d loss / d logits without the -eps/V term.
+    """The summed loss of a chunk of rows, and the softmax of their logits.
 
     Shapes: hc (R, D), tc (R, 1), w (V, D) -> float64 scalar, (R, V) float32
     """
@@ -72,7 +72,6 @@ def _chunk(hc, tc, w, bias, w_mean, b_mean, smoothing):
     del x
     x_mean = hc.float() @ w_mean + b_mean
     row_loss = lse - (1.0 - smoothing) * x_t - smoothing * x_mean
-    p.scatter_add_(1, tc, p.new_full(tc.shape, smoothing - 1.0))
     return row_loss.sum(dtype=torch.float64), p
 
 
@@ -115,6 +114,8 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 total += loss_sum
                 if not (need_h or need_w or need_b):
                     continue
+                # d loss / d logits, but for the -eps/V of every class (added below)
+                p.scatter_add_(1, tc, p.new_full(tc.shape, smoothing - 1.0))
                 if grad_b is not None:
                     grad_b += p.sum(0)
                 p_low = p.to(dtype)
