@@ -20,6 +20,9 @@ from typing import Any
 
 from vaswani.errors import ConfigError
 
+MAX_BATCH_TOKENS = 1 << 24  # 16M tokens: beyond any GPU's memory for one batch of the big preset
+MAX_MINUTES = 525_600  # a year: a larger budget is a typo, and time arithmetic overflows later
+
 
 def requirement(what: str) -> Callable[[bool, str], None]:
     """A check that raises `ConfigError("invalid WHAT: message")` when its condition is false."""
@@ -438,6 +441,16 @@ class TrainConfig:
         require(0 <= self.label_smoothing < 1, "label_smoothing must be in [0, 1)")
         require(self.clip_norm >= 0, "clip_norm must be >= 0 (0 = off)")
         require(self.keep_last >= 1, "keep_last must be >= 1")
+        require(0 <= self.seed < 2**32, "seed must be in 0 .. 2**32-1")
+        require(
+            self.batch_tokens is None or self.batch_tokens <= MAX_BATCH_TOKENS,
+            f"batch_tokens must be at most {MAX_BATCH_TOKENS:,} (one batch is held in memory)",
+        )
+        require(self.max_steps is None or self.max_steps >= 1, "max_steps must be >= 1")
+        require(
+            self.max_minutes is None or 0 < self.max_minutes <= MAX_MINUTES,
+            f"max_minutes must be in (0, {MAX_MINUTES:,}] (a year)",
+        )
         require(
             self.max_steps is not None or self.max_minutes is not None,
             "give a budget: max_steps and/or max_minutes",

@@ -149,11 +149,44 @@ def read_records(path: Path) -> list[dict]:
     return records
 
 
+def not_a_link(path: Path, what: str = "file") -> Path:
+    """`path`, after checking that it is not a symbolic link: vaswani never writes through one
+    inside a run, data or output directory (a link planted there would lead the write elsewhere)."""
+    path = Path(path)
+    if path.is_symlink():
+        raise UnsafeFileError(
+            f"{path}: the {what} is a symbolic link; vaswani does not write through links in a run, "
+            "data or output directory (remove the link)"
+        )
+    return path
+
+
+def inner_directory(path: Path, what: str = "directory") -> Path:
+    """The directory `path` inside a run or data directory, created if missing; a symbolic link
+    there (to a directory elsewhere) is refused rather than written into."""
+    not_a_link(path, what).mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def open_no_follow(path: Path, flags: int) -> int:
+    """os.open(path, flags) that refuses a final symbolic link (O_NOFOLLOW) in one line."""
+    try:
+        return os.open(
+            path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o666
+        )
+    except OSError as error:
+        if error.errno == errno.ELOOP or Path(path).is_symlink():
+            not_a_link(path)
+        raise
+
+
 def append_record(path: Path, record: dict) -> None:
     """One line of a JSON-lines log such as metrics.jsonl (NaN is written as NaN: visible, never
-    dropped); `read_records` reads them back."""
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    dropped); `read_records` reads them back. A link at `path` is refused, never followed."""
+    line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    fd = open_no_follow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    with os.fdopen(fd, "ab") as handle:
+        handle.write(line)
 
 
 def fsync(path: Path) -> None:
@@ -167,6 +200,11 @@ def fsync(path: Path) -> None:
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so that readers see the old or the new content, never a mix."""
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
-    tmp.write_bytes(data)
-    fsync(tmp)
-    os.replace(tmp, path)
+    if tmp.is_symlink():
+        tmp.unlink()  # a leftover of this name is never written through
+    fd = open_no_follow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)  # replaces a link at `path` itself, never what it points to

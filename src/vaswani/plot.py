@@ -8,6 +8,7 @@ module chooses no backend and changes nothing in a notebook or GUI that imports 
 
 from __future__ import annotations
 
+import io
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import torch
 from matplotlib.figure import Figure
 
 from vaswani.config import DecodeConfig
-from vaswani.files import read_records
+from vaswani.files import read_records, write_atomic
 from vaswani.model import sinusoidal_encoding
 from vaswani.run import METRICS
 from vaswani.search import decode
@@ -36,7 +37,9 @@ def save(fig: Figure, path: Path) -> Figure:
     if path.suffix.lower() not in (".png", ".svg"):
         raise ValueError(f"{path}: write .png or .svg")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=path.suffix[1:].lower(), dpi=110, bbox_inches="tight")
+    write_atomic(path, buffer.getvalue())  # a link at `path` is replaced, never written through
     return fig
 
 

@@ -64,12 +64,17 @@ def build_parser() -> argparse.ArgumentParser:
         prog="vaswani",
         description='The Transformer of "Attention Is All You Need": train, translate, inspect.',
         formatter_class=HelpFormatter,
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"vaswani {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, command in COMMANDS.items():
         command_parser = sub.add_parser(
-            name, help=command.HELP, description=command.__doc__, formatter_class=HelpFormatter
+            name,
+            help=command.HELP,
+            description=command.__doc__,
+            formatter_class=HelpFormatter,
+            allow_abbrev=False,  # `--max-len 1` must not be taken as --max-length-ratio 1
         )
         command.add_arguments(command_parser)
         if name in CONFIG_COMMANDS:

@@ -96,13 +96,48 @@ def template(parser: argparse.ArgumentParser) -> str:
     return "\n".join(lines)
 
 
+MAX_ALIASES = 10  # a settings file needs few; 8 levels of 9 aliases make 9^9 values
+
+
+def settings_loader() -> type:
+    """PyYAML's SafeLoader, refusing a key given twice in one mapping (which would silently win)
+    and more than MAX_ALIASES aliases (a "billion laughs" file)."""
+    import yaml
+
+    class SettingsLoader(yaml.SafeLoader):
+        aliases = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                self.aliases += 1
+                if self.aliases > MAX_ALIASES:
+                    mark = self.peek_event().start_mark
+                    problem = f"more than {MAX_ALIASES} aliases (*name)"
+                    raise yaml.constructor.ConstructorError(None, None, problem, mark)
+            return super().compose_node(parent, index)
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[str] = set()
+            for key_node, _ in node.value:
+                key = str(self.construct_object(key_node, deep=True))
+                if key in seen:
+                    problem = f"the key {key!r} is given twice"
+                    raise yaml.constructor.ConstructorError(
+                        None, None, problem, key_node.start_mark
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep)
+
+    return SettingsLoader
+
+
 def config_argv(parser: argparse.ArgumentParser, path: Path) -> tuple[list[str], list[str]]:
     """The flags and the positional values a config file stands for."""
     import yaml
 
     text = read_text(path, "config file")
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=settings_loader())  # noqa: S506 - a SafeLoader, bounded
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
@@ -147,14 +182,16 @@ def flag_tokens(action: argparse.Action, key: str, value: Any, path: Path) -> li
     if key == "model":
         if not isinstance(value, dict):
             raise wrong("a mapping of model settings (d_ff: 2048)")
-        return [token for item, setting in value.items()
-                for token in (flag, f"{item}={setting}")]  # fmt: skip
+        return [f"{flag}={item}={setting}" for item, setting in value.items()]
     if takes_list(action):
         values = value if isinstance(value, list) else None
         if values is None or any(isinstance(v, dict | list) for v in values):
             raise wrong("a list")
         items = [str(v) for v in values]
-        return items if flag is None else [t for item in items for t in (flag, item)]
+        if flag is None and any(item.startswith("-") for item in items):
+            # A value read as a flag would let a file switch on actions (--force): refused.
+            raise wrong("file names (one starting with '-' is read as a flag: write ./-NAME)")
+        return items if flag is None else [f"{flag}={item}" for item in items]
     if isinstance(value, dict | list) or (isinstance(value, bool) and action.type is not None):
         raise wrong("one value")
     text = str(value)
@@ -165,14 +202,14 @@ def flag_tokens(action: argparse.Action, key: str, value: Any, path: Path) -> li
             raise wrong(getattr(action, "metavar", None) or "another value") from None
     if action.choices is not None and text not in map(str, action.choices):
         raise wrong(f"one of {', '.join(map(str, action.choices))}")
-    return [flag, text]
+    return [f"{flag}={text}"]  # one token: a value such as "--force" stays a value
 
 
 def expand_config(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
     """`argv` (a command's arguments) with `--config FILE` replaced by the flags it stands for,
     placed first so that the command line's own flags override them; positional values of the
     file are used only when the command line gives none."""
-    probe = argparse.ArgumentParser(add_help=False)
+    probe = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     probe.add_argument("--config", type=Path)
     found, rest = probe.parse_known_args(argv)
     if found.config is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import random
 import re
 import zlib
@@ -44,6 +45,28 @@ def open_binary(path: Path) -> BinaryIO:
     if handle.peek(2)[:2] == b"\x1f\x8b":
         return gzip.open(handle, "rb")  # type: ignore[return-value]
     return handle
+
+
+MAX_DEPTH = 64  # directory levels under a corpus directory
+
+
+def walk_files(directory: Path) -> Iterator[Path]:
+    """The regular files under `directory`, without following links to directories (a link loop
+    cannot trap it) and without recursion; deeper than MAX_DEPTH levels is a DataError."""
+    pending = [(Path(directory), 0)]
+    while pending:
+        folder, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise DataError(f"{directory}: directories nested deeper than {MAX_DEPTH} levels")
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as error:
+            raise DataError(f"{folder}: cannot list the directory ({error.strerror})") from None
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                pending.append((Path(entry.path), depth + 1))
+            elif entry.is_file():
+                yield Path(entry.path)
 
 
 def split_lines(handle: BinaryIO, name: str | Path, max_line_bytes: int) -> Iterator[bytes]:

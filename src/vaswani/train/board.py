@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vaswani.errors import VaswaniError
+from vaswani.files import inner_directory
 
 DIRECTORY = "tensorboard"
 TRAINING = ("loss", "lr", "grad_norm", "tokens_per_s", "scale")
@@ -44,7 +45,8 @@ class Board:
 
         # After a resume at step T, events a killed run wrote at steps above T are hidden.
         purge = None if resumed_at is None else resumed_at + 1
-        self.writer = SummaryWriter(log_dir=str(run / DIRECTORY), purge_step=purge)
+        directory = inner_directory(run / DIRECTORY, "TensorBoard directory")  # never a link
+        self.writer = SummaryWriter(log_dir=str(directory), purge_step=purge)
         self.sentence: str | None = None
 
     def record(self, record: dict[str, Any]) -> None:

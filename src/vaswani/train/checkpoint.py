@@ -26,7 +26,15 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from vaswani.errors import VaswaniError
-from vaswani.files import DamagedFileError, UnsafeFileError, fsync, member, read_json, write_atomic
+from vaswani.files import (
+    DamagedFileError,
+    UnsafeFileError,
+    fsync,
+    inner_directory,
+    member,
+    read_json,
+    write_atomic,
+)
 
 WEIGHTS = "model.safetensors"
 OPTIMIZER = "optimizer.pt"
@@ -137,7 +145,7 @@ def write_checkpoint(
 
     `writers` maps file names to functions that write that file. The manifest comes last.
     """
-    directory.mkdir(parents=True, exist_ok=True)
+    inner_directory(directory, "checkpoint directory")
     tmp = directory / f".tmp-{name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
@@ -149,6 +157,8 @@ def write_checkpoint(
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         fsync(tmp / MANIFEST)
         final = directory / name
+        if final.is_symlink():  # a link planted where a checkpoint goes: replaced, not followed
+            final.unlink()
         if final.exists():  # the same name saved again: move the old one aside, then replace it
             old = directory / f".tmp-old-{name}-{os.getpid()}"
             os.rename(final, old)

@@ -11,13 +11,15 @@ it skips; chosen by `--format` or by the file's extension (a trailing .gz is loo
 
 from __future__ import annotations
 
-import os
+import re
+import struct
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vaswani.data.corpora import DataError, Pair, read_parallel_files, read_tsv
+from vaswani.data.corpora import DataError, Pair, read_parallel_files, read_tsv, walk_files
 
 FORMATS = ("tsv", "moses", "tmx", "xliff", "po", "mo", "jsonl")
 SUFFIXES = {".tsv": "tsv", ".tmx": "tmx", ".xlf": "xliff", ".xliff": "xliff", ".po": "po",
@@ -55,12 +57,7 @@ def format_of(path: Path) -> str | None:
 def files_under(directory: Path, fmt: str) -> list[Path]:
     """Every file of format `fmt` under `directory`, sorted (so the dataset does not depend on
     directory order); links to directories are not followed, so a link loop cannot trap it."""
-    found = [
-        Path(root) / name
-        for root, _, names in os.walk(directory)
-        for name in names
-        if format_of(Path(name)) == fmt and (Path(root) / name).is_file()
-    ]
+    found = [path for path in walk_files(directory) if format_of(path) == fmt]
     if not found:
         raise DataError(f"{directory}: a directory without any {fmt} file")
     return sorted(found)
@@ -95,19 +92,67 @@ def open_corpora(paths: list[Path], opts: ReadOptions) -> list[Corpus]:
 
 
 def read_file(path: Path, fmt: str, opts: ReadOptions, dropped: Counter) -> Iterator[Pair]:
-    """The pairs of one file of format `fmt`, read lazily (a reader's errors come as it is read)."""
+    """The pairs of one file of format `fmt`, read lazily (a reader's errors come as it is read),
+    through `checked`."""
+    return checked(reader(path, fmt, opts, dropped), path, fmt, opts, dropped)
+
+
+BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")  # NUL, and halves of a surrogate pair
+DAMAGE = (RecursionError, MemoryError, UnicodeError, LookupError, ValueError, OverflowError,
+          struct.error, OSError, EOFError, zlib.error)  # fmt: skip
+
+
+def text_problem(text: str, limit: int) -> str | None:
+    """What makes `text` unusable as a segment, or None."""
+    if len(text) > limit // 4 and len(text.encode("utf-8", "surrogatepass")) > limit:
+        return f"a segment longer than --max-line-bytes {limit:,}"
+    bad = BAD_CHARACTER.search(text)
+    if bad:
+        return "a NUL character" if bad.group() == "\x00" else "half of a UTF-16 surrogate pair"
+    return None
+
+
+def checked(
+    pairs: Iterator[Pair], path: Path, fmt: str, opts: ReadOptions, dropped: Counter
+) -> Iterator[Pair]:
+    """The error boundary of every reader: a pair with a NUL, a lone surrogate or more than
+    --max-line-bytes on a side is an error (with --skip-invalid: dropped and counted), and
+    whatever else a damaged file makes a reader raise is one line naming the file."""
+    try:
+        for number, (source, target) in enumerate(pairs, 1):
+            problem = text_problem(source, opts.max_line_bytes) or text_problem(
+                target, opts.max_line_bytes
+            )
+            if problem is None:
+                yield source, target
+            elif opts.skip_invalid:
+                dropped["invalid text"] += 1
+            else:
+                raise DataError(
+                    f"{path}: pair {number:,}: {problem}; fix it, or pass --skip-invalid"
+                )
+    except DataError:
+        raise
+    except DAMAGE as error:
+        what = type(error).__name__
+        raise DataError(f"{path}: a damaged {fmt} file ({what}: {str(error)[:200]})") from None
+
+
+def reader(path: Path, fmt: str, opts: ReadOptions, dropped: Counter) -> Iterator[Pair]:
+    """The reader of format `fmt` over `path`."""
     from vaswani.data.formats import gettext, jsonl, xml
 
+    limit = opts.max_line_bytes
     if fmt == "tsv":
         return read_tsv(path, dropped, opts.skip_invalid, opts.max_line_bytes)
     if fmt == "tmx":
-        return xml.read_tmx(path, opts.src_lang, opts.tgt_lang, dropped, opts.markup)
+        return xml.read_tmx(path, opts.src_lang, opts.tgt_lang, dropped, opts.markup, limit)
     if fmt == "xliff":
-        return xml.read_xliff(path, dropped, opts.markup)
+        return xml.read_xliff(path, dropped, opts.markup, limit)
     if fmt == "po":
-        return gettext.read_po(path, dropped)
+        return gettext.read_po(path, dropped, limit)
     if fmt == "mo":
-        return gettext.read_mo(path, dropped)
+        return gettext.read_mo(path, dropped, limit)
     if fmt == "jsonl":
         return jsonl.read_jsonl(path, dropped, opts.fields, opts.skip_invalid, opts.max_line_bytes)
     raise DataError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")

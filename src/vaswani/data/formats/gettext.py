@@ -14,12 +14,24 @@ skipped and counted. MO files hold neither: msgfmt leaves them out.
 
 from __future__ import annotations
 
+import codecs
+import re
 import struct
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from vaswani.data.corpora import DataError, Pair
+from vaswani.data.corpora import (
+    BOM,
+    DEFAULT_MAX_LINE_BYTES,
+    DataError,
+    Pair,
+    open_binary,
+    read_lines,
+    walk_files,
+)
+from vaswani.files import regular_file
 
 MAGIC_LE = 0x950412DE
 CONTEXT_SEPARATOR = "\x04"
@@ -34,11 +46,29 @@ def _charset(header: str) -> str:
     return "utf-8"
 
 
-def mo_entries(path: Path) -> Iterator[tuple[bytes, bytes, int]]:
+MAX_MO_BYTES = 1 << 30  # 1 GiB: LibreOffice's largest catalog is under 1 MB
+
+
+def mo_bytes(path: Path) -> bytes:
+    """The bytes of an MO catalog (through gzip), refused past MAX_MO_BYTES: /dev/zero or a
+    gzip bomb is one line, not a MemoryError."""
+    with open_binary(regular_file(path, "MO catalog")) as handle:
+        try:
+            data = handle.read(MAX_MO_BYTES + 1)
+        except (OSError, EOFError, zlib.error) as error:
+            raise DataError(f"{path}: cannot read the catalog ({error})") from None
+    if len(data) > MAX_MO_BYTES:
+        raise DataError(f"{path}: larger than {MAX_MO_BYTES:,} bytes, not an MO catalog")
+    return data
+
+
+def mo_entries(
+    path: Path, limit: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[tuple[bytes, bytes, int]]:
     """(msgid bytes, msgstr bytes, offset of the msgid) of every entry of the MO file `path`, in
-    file order. A file that is not an MO catalog, or is cut short, is a DataError naming the
-    offset."""
-    data = Path(path).read_bytes()
+    file order. A file that is not an MO catalog, is cut short, or holds a string longer than
+    `limit` bytes is a DataError naming the offset."""
+    data = mo_bytes(path)
     if len(data) < 20:
         raise DataError(f"{path}: not an MO catalog ({len(data)} bytes, shorter than its header)")
     for order in ("<", ">"):
@@ -57,6 +87,11 @@ def mo_entries(path: Path) -> Iterator[tuple[bytes, bytes, int]]:
         id_len, id_at = struct.unpack_from(order + "2I", data, ids_at + 8 * i)
         str_len, str_at = struct.unpack_from(order + "2I", data, strs_at + 8 * i)
         for length, at in ((id_len, id_at), (str_len, str_at)):
+            if length > limit:
+                raise DataError(
+                    f"{path}: entry {i} at byte {at} holds {length:,} bytes, more than "
+                    f"--max-line-bytes {limit:,}"
+                )
             if at + length > len(data):
                 raise DataError(
                     f"{path}: truncated MO catalog: entry {i} points to bytes {at}..{at + length}, "
@@ -65,16 +100,29 @@ def mo_entries(path: Path) -> Iterator[tuple[bytes, bytes, int]]:
         yield data[id_at : id_at + id_len], data[str_at : str_at + str_len], id_at
 
 
-def read_mo(path: Path, dropped: Counter) -> Iterator[Pair]:
+def text_charset(name: str, path: Path) -> str:
+    """The codec of a catalog's declared charset; one that is unknown, or not a text encoding
+    of bytes (punycode, idna, rot13), is a DataError."""
+    try:
+        codec = codecs.lookup(name)
+    except LookupError:
+        raise DataError(f"{path}: declares the unknown charset {name!r}") from None
+    if codec.name in ("punycode", "idna") or not getattr(codec, "_is_text_encoding", True):
+        raise DataError(f"{path}: declares the charset {name!r}, which is not a text encoding")
+    return codec.name
+
+
+def read_mo(path: Path, dropped: Counter, limit: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Pair]:
     """The (msgid, msgstr) pairs of one MO catalog; skipped entries counted in `dropped`."""
-    charset = "utf-8"
-    for raw_id, raw_str, offset in mo_entries(path):
+    charset = codec = "utf-8"
+    for raw_id, raw_str, offset in mo_entries(path, limit):
         if not raw_id:  # the header: metadata, not a message
             charset = _charset(raw_str.decode("ascii", "replace"))
+            codec = text_charset(charset, path)
             continue
         try:
-            msgid, msgstr = raw_id.decode(charset), raw_str.decode(charset)
-        except (UnicodeDecodeError, LookupError) as error:
+            msgid, msgstr = raw_id.decode(codec), raw_str.decode(codec)
+        except (UnicodeError, LookupError) as error:
             raise DataError(
                 f"{path}: entry at byte offset {offset} is not valid {charset} ({error}); "
                 "the catalog's declared charset is wrong"
@@ -102,52 +150,63 @@ ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "a": "\a", "b"
 KEYWORDS = ("msgctxt", "msgid_plural", "msgid", "msgstr")
 
 
+ESCAPE = re.compile(r'\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.?)|"', re.DOTALL)
+
+
 def po_string(text: str, where: str) -> str:
-    """The value of one quoted PO string ("a\\tb" -> a<TAB>b), C escapes decoded; an unclosed
-    string or an unknown escape is a DataError at `where` (file:line)."""
+    """The value of one quoted PO string ("a\\tb" -> a<TAB>b), C escapes decoded in linear time;
+    an unclosed string or an unknown escape is a DataError at `where` (file:line)."""
     text = text.strip()
     if len(text) < 2 or text[0] != '"' or text[-1] != '"':
         raise DataError(f"{where}: expected a quoted string, found {text[:40]!r}")
-    out, i, body = [], 0, text[1:-1]
-    while i < len(body):
-        char = body[i]
-        if char == '"':
+
+    def unescape(found: re.Match) -> str:
+        code = found.group(1)
+        if code is None:
             raise DataError(f"{where}: an unescaped quote inside a string")
-        if char != "\\":
-            out.append(char)
-            i += 1
-            continue
-        code = body[i + 1 : i + 2]
         if code in ESCAPES:
-            out.append(ESCAPES[code])
-            i += 2
-        elif code.isdigit() and code < "8":  # octal, up to three digits
-            digits = body[i + 1 : i + 4]
-            digits = digits[: len(digits) - len(digits.lstrip("01234567"))] or digits[:1]
-            out.append(chr(int(digits, 8)))
-            i += 1 + len(digits)
-        elif code == "x" and body[i + 2 : i + 4].strip("0123456789abcdefABCDEF") == "":
-            out.append(chr(int(body[i + 2 : i + 4], 16)))
-            i += 4
-        else:
-            raise DataError(f"{where}: bad escape \\{code or '(end of string)'} in a string")
-    return "".join(out)
+            return ESCAPES[code]
+        if code[:1].isdigit():
+            return chr(int(code, 8))
+        if code[:1] == "x" and len(code) > 1:
+            return chr(int(code[1:], 16))
+        raise DataError(f"{where}: bad escape \\{code or '(end of string)'} in a string")
+
+    return ESCAPE.sub(unescape, text[1:-1])
 
 
-def po_entries(path: Path, text: str) -> Iterator[tuple[dict[str, str], set[str], bool]]:
-    """Each entry of PO `text` as its fields (msgctxt, msgid, msgid_plural, msgstr, msgstr[N];
-    continuation lines joined), its flags (#, fuzzy) and whether it is obsolete (#~)."""
-    fields: dict[str, str] = {}
+def po_lines(path: Path, limit: int) -> Iterator[tuple[str, str]]:
+    """("file:line", text) of each line of a PO file (through gzip), streamed; a line longer than
+    `limit` bytes or not UTF-8 is a DataError naming the line."""
+    for number, raw in enumerate(read_lines(regular_file(path, "PO catalog"), limit), 1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise DataError(
+                f"{path}:{number}: not UTF-8 at byte {error.start} of the line; convert the "
+                "catalog (msgconv --to-code=UTF-8)"
+            ) from None
+        yield f"{path}:{number}", text.removeprefix(BOM) if number == 1 else text
+
+
+def po_entries(
+    lines: Iterator[tuple[str, str]], limit: int
+) -> Iterator[tuple[dict[str, str], set[str], bool]]:
+    """Each entry of a PO file's `lines` as its fields (msgctxt, msgid, msgid_plural, msgstr,
+    msgstr[N]; continuation lines joined, each field at most `limit` characters), its flags
+    (#, fuzzy) and whether it is obsolete (#~)."""
+    fields: dict[str, list[str]] = {}
+    sizes: dict[str, int] = {}
     flags: set[str] = set()
     obsolete, key = False, None
-    for number, line in enumerate(text.split("\n"), 1):
-        where, stripped = f"{path}:{number}", line.strip()
+    for where, line in lines:
+        stripped = line.strip()
         content = stripped[2:].strip() if stripped.startswith("#~") else stripped
         comment = stripped.startswith("#") and not stripped.startswith("#~")
         starts_entry = comment or content.split(" ", 1)[0] in ("msgctxt", "msgid")
         if starts_entry and any(k.startswith("msgstr") for k in fields):
-            yield fields, flags, obsolete  # the entry before is complete
-            fields, flags, obsolete, key = {}, set(), False, None
+            yield {k: "".join(v) for k, v in fields.items()}, flags, obsolete
+            fields, sizes, flags, obsolete, key = {}, {}, set(), False, None
         if stripped.startswith("#~"):  # an obsolete entry: its lines, commented out
             obsolete, stripped = True, stripped[2:].strip()
         elif stripped.startswith("#,"):
@@ -158,30 +217,24 @@ def po_entries(path: Path, text: str) -> Iterator[tuple[dict[str, str], set[str]
         if stripped.startswith('"'):
             if key is None:
                 raise DataError(f"{where}: a string outside any msgid/msgstr")
-            fields[key] += po_string(stripped, where)
-            continue
-        word, _, rest = stripped.partition(" ")
-        if word.split("[", 1)[0] not in KEYWORDS:
-            raise DataError(f"{where}: expected msgctxt, msgid or msgstr, found {word[:40]!r}")
-        key = word
-        fields[key] = po_string(rest, where)
+            part = po_string(stripped, where)
+        else:
+            key, _, rest = stripped.partition(" ")
+            if key.split("[", 1)[0] not in KEYWORDS:
+                raise DataError(f"{where}: expected msgctxt, msgid or msgstr, found {key[:40]!r}")
+            fields[key], sizes[key], part = [], 0, po_string(rest, where)
+        fields[key].append(part)  # joined once the entry is complete: linear, not quadratic
+        sizes[key] += len(part)
+        if sizes[key] > limit:
+            raise DataError(f"{where}: a {key} longer than --max-line-bytes {limit:,}")
     if fields:
-        yield fields, flags, obsolete
+        yield {k: "".join(v) for k, v in fields.items()}, flags, obsolete
 
 
-def read_po(path: Path, dropped: Counter) -> Iterator[Pair]:
+def read_po(path: Path, dropped: Counter, limit: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Pair]:
     """The (msgid, msgstr) pairs of one PO file (plural forms paired as in `read_mo`); the
     header, fuzzy, obsolete and untranslated entries skipped and counted."""
-    data = Path(path).read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise DataError(
-            f"{path}:{line}: not UTF-8 at byte {error.start}; convert the catalog "
-            "(msgconv --to-code=UTF-8)"
-        ) from None
-    for fields, flags, obsolete in po_entries(path, text):
+    for fields, flags, obsolete in po_entries(po_lines(path, limit), limit):
         if "msgid" not in fields:
             raise DataError(f"{path}: an entry without msgid ({sorted(fields)})")
         if not fields["msgid"]:
@@ -203,7 +256,7 @@ def catalogs(path: Path, suffix: str) -> list[Path]:
     that the corpus, and so the prepared data, does not depend on directory order)."""
     path = Path(path)
     if path.is_dir():
-        found = sorted(p for p in path.rglob(f"*{suffix}") if p.is_file())
+        found = sorted(p for p in walk_files(path) if p.name.endswith(suffix))
         if not found:
             raise DataError(f"{path}: a directory without any {suffix} file")
         return found

@@ -43,7 +43,7 @@ def pair_of(line: str, fields: tuple[str, str], where: str) -> Pair | DataError:
     """The two fields of one JSON line, or the DataError saying what is wrong with it."""
     try:
         record = json.loads(line)
-    except (json.JSONDecodeError, RecursionError) as error:
+    except (ValueError, RecursionError) as error:  # ValueError: also a 5,000-digit number
         return DataError(f"{where}: not a JSON object ({error}); fix it, or pass --skip-invalid")
     if not isinstance(record, dict):
         return DataError(f"{where}: a JSON {type(record).__name__}, not an object")
