@@ -430,6 +430,10 @@ def task_servers(server, lm_run, classify_run):
         ("libre", b'{"q": "12", "source": "en", "target": "de", "alternatives": -1e400}'),
         ("libre", b'{"q": "12", "source": "en", "target": "de", "alternatives": 99999999999999999999}'),
         ("libre", b'{"text": "12", "target": "de", "beam_size": 99999999999999999999}'),
+        ("libre", b'{"q": "12", "source": ["en"], "target": "de"}'),
+        ("libre", b'{"q": "12", "source": {"a": 1}, "target": "de"}'),
+        ("libre", b'{"q": "12", "source": "en", "target": ["de"]}'),
+        ("libre", b'{"q": "12", "source": "en", "target": "de", "format": ["html"]}'),
     ],
 )  # fmt: skip
 def test_deep_bodies_and_huge_numbers_are_refused_not_500(task_servers, path, body):
@@ -477,3 +481,321 @@ def test_a_port_in_use_is_an_error_before_serving(numbers_run, capsys):
         assert code == 2 and "serving" not in out and "cannot listen" in err
     finally:
         taken.close()
+
+
+@pytest.mark.parametrize("source", [["en"], {"a": 1}, 12])
+def test_attention_with_a_source_of_the_wrong_type_is_400(task_servers, source):
+    server = task_servers["libre"]
+    status, answer = server.request("POST", "/attention", {"q": "12", "source": source,
+                                                          "target": "de"})  # fmt: skip
+    assert status == 400 and "source must be a string" in answer["error"], answer
+    assert (
+        server.request("POST", "/attention", {"q": "12", "source": "en", "target": "de"})[0] == 200
+    )
+
+
+# 4. Round 3's features: run directories with links, config files, corpus readers, run files.
+
+
+def outside_file(tmp_path, content=b"OUTSIDE"):
+    target = tmp_path / "outside.bin"
+    target.write_bytes(content)
+    return target
+
+
+def test_an_evaluation_is_not_appended_through_a_link(numbers_run, tmp_path):
+    from vaswani.runs import EVALUATIONS, record_evaluation
+
+    run, target = copy_run(numbers_run, tmp_path), outside_file(tmp_path)
+    (run / EVALUATIONS).symlink_to(target)
+    with pytest.warns(UserWarning, match="symbolic link"):
+        assert record_evaluation(run, {"split": "test", "bleu": 1.0}) is False
+    assert target.read_bytes() == b"OUTSIDE"
+
+
+def test_metrics_are_not_appended_through_a_link(numbers_run, tmp_path):
+    from vaswani.files import UnsafeFileError
+    from vaswani.run import METRICS, append_metrics
+
+    run, target = copy_run(numbers_run, tmp_path), outside_file(tmp_path)
+    (run / METRICS).unlink()
+    (run / METRICS).symlink_to(target)
+    with pytest.raises(UnsafeFileError, match="symbolic link"):
+        append_metrics(run, {"step": 1, "loss": 1.0})
+    assert target.read_bytes() == b"OUTSIDE"
+
+
+def test_a_plot_replaces_a_link_instead_of_writing_through_it(numbers_run, tmp_path, capsys):
+    run, target = copy_run(numbers_run, tmp_path), outside_file(tmp_path)
+    (run / "training.png").symlink_to(target)
+    code, _, err = cli(capsys, "plot", "training", str(run))
+    assert code == 0, err
+    assert target.read_bytes() == b"OUTSIDE"
+    assert not (run / "training.png").is_symlink()
+    assert (run / "training.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_tensorboard_and_checkpoints_never_write_into_a_linked_directory(numbers_run, tmp_path):
+    from vaswani.files import UnsafeFileError
+    from vaswani.train.board import Board
+
+    run, elsewhere = copy_run(numbers_run, tmp_path), tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (run / "tensorboard").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(UnsafeFileError, match="symbolic link"):
+        Board(run, resumed_at=None)
+    shutil.rmtree(run / "checkpoints")
+    (run / "checkpoints").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(UnsafeFileError, match="symbolic link"):
+        ckpt.write_checkpoint(run / "checkpoints", "step-1", {"a": lambda p: p.write_text("x")})
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_checkpoint_saved_over_a_link_replaces_the_link(tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "keep").write_text("kept")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "best").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    saved = ckpt.write_checkpoint(tmp_path / "run", "best", {"a": lambda p: p.write_text("x")})
+    assert not saved.is_symlink() and (saved / "a").read_text() == "x"
+    assert (tmp_path / "elsewhere" / "keep").read_text() == "kept"
+
+
+BOMB = "exclude: [" + ", ".join(f"&a{i} [" + ", ".join([f"*a{i - 1}" if i else "x"] * 9) + "]"
+                                for i in range(9)) + "]\n"  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("inputs: [good.tsv, --force]\nout: out\n", "starting with '-'"),
+        ("inputs: [good.tsv]\nout: out\nexclude: [--force]\n", "already exists"),
+        ("inputs: [good.tsv]\nout: out\nseed: 1\nout: other\n", "'out' is given twice"),
+        ("inputs: [good.tsv]\nout: other\n" + BOMB, "more than 10 aliases"),
+    ],
+)
+def test_a_prepare_config_cannot_force_or_bomb(tmp_path, capsys, monkeypatch, text, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "good.tsv").write_text("ein\tone\n")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep").write_text("mine")
+    (tmp_path / "c.yaml").write_text(text)
+    code, _, err = cli(capsys, "prepare", "--config", "c.yaml")
+    assert code == 2 and message in err and len(err.splitlines()) == 1, err
+    assert (tmp_path / "out" / "keep").read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("max_minutes: -1", "max_minutes must be in (0"),
+        ("seed: -1", "seed must be in 0"),
+        (f"seed: {10**30}", "seed must be in 0"),
+        (f"batch_tokens: {10**30}", "batch_tokens must be at most"),
+        ("max_steps: 0", "max_steps must be >= 1"),
+    ],
+)
+def test_train_config_values_are_checked_as_flags(numbers_data, tmp_path, capsys, setting, message):
+    (tmp_path / "c.yaml").write_text(f"data: {numbers_data}\nout: {tmp_path / 'r'}\n{setting}\n")
+    code, _, err = cli(capsys, "train", "--config", str(tmp_path / "c.yaml"))
+    assert code == 2 and message in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_flag_is_never_abbreviated(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit:
+        cli(capsys, "prepare", "numbers-de", "--out", str(tmp_path / "o"), "--max-len", "1")
+    assert exit.value.code == 2 and "unrecognized arguments: --max-len" in capsys.readouterr().err
+
+
+TU = '<tu><tuv xml:lang="de"><seg>{}</seg></tuv><tuv xml:lang="en"><seg>{}</seg></tuv></tu>'
+
+
+def tmx(units, declaration='<?xml version="1.0" encoding="UTF-8"?>', attribute=""):
+    return (f'{declaration}<tmx version="1.4"><header srclang="de"{attribute}/><body>'
+            + "".join(TU.format(de, en) for de, en in units) + "</body></tmx>")  # fmt: skip
+
+
+def po(msgid, msgstr):
+    return f'msgid "{msgid}"\nmsgstr "{msgstr}"\n'
+
+
+def deep_catalogs(tmp_path):
+    deep = tmp_path / "cats"
+    os.makedirs(deep / "/".join(["d"] * 70))
+    return deep
+
+
+def big_msgid_lines(tmp_path):
+    return (
+        'msgid ""\n' + '"' + "x" * 99 + '"\n' * 1 + ('"' + "x" * 99 + '"\n') * 700 + 'msgstr "y"\n'
+    )
+
+
+HOSTILE_FILES = [
+    ("long.tmx", tmx([("a" * 300_000, "b")]), "longer than"),
+    ("attribute.tmx", tmx([("a", "b")], attribute=' x="' + "y" * 300_000 + '"'), "longer than"),
+    ("deep.tmx", tmx([("<hi>" * 100_000 + "x" + "</hi>" * 100_000, "b")]), "nested deeper"),
+    ("unknown.tmx", tmx([("a", "b")], '<?xml version="1.0" encoding="no-such-code"?>'),
+     "unknown encoding 'no-such-code'"),
+    ("latin.tmx", tmx([("Käse", "cheese")], '<?xml version="1.0" encoding="ISO-8859-1"?>'),
+     "declares the encoding iso8859-1 but its bytes are UTF-8"),
+    ("long.po", po("a" * 300_000, "b"), "longer than"),
+    ("lines.po", "LINES", "msgid longer than"),
+    ("x.po", po("a\\x", "b"), "bad escape \\x in"),
+    ("nul.po", po("a", "b\\0c"), "a NUL character"),
+    ("nul.jsonl", '{"src": "a", "tgt": "b\\u0000"}\n', "a NUL character"),
+    ("half.jsonl", '{"src": "a", "tgt": "\\ud800"}\n', "surrogate"),
+    ("digits.jsonl", '{"src": ' + "1" * 5000 + ', "tgt": "b"}\n', "not a JSON object"),
+    ("zero.po", "/dev/zero", "not a regular file"),
+    ("zero.mo", "/dev/zero", "not a regular file"),
+    ("idna.mo", "IDNA", "not a text encoding"),
+    ("cats", "DEEP", "nested deeper than 64"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "content", "message"), HOSTILE_FILES)
+def test_hostile_corpus_files_are_one_line(tmp_path, capsys, name, content, message):
+    from data.test_gettext import write_mo
+
+    path = tmp_path / name
+    if content == "DEEP":
+        path = deep_catalogs(tmp_path)
+        write_mo(path / "/".join(["d"] * 70) / "x.mo", {"a": "b"})
+    elif content == "IDNA":
+        write_mo(path, {"a": "b"}, charset="idna")
+    elif content == "LINES":
+        path.write_text(big_msgid_lines(tmp_path))
+    elif content.startswith("/dev/"):
+        path.symlink_to(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    args = ["prepare", str(path), "--out", str(tmp_path / "out"), "--tgt-lang", "en",
+            "--max-line-bytes", "65536", *(["--format", "mo"] if name == "cats" else [])]  # fmt: skip
+    code, _, err = cli(capsys, *args)
+    assert code == 2 and message in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_skip_invalid_drops_and_counts_nul_surrogates_and_huge_numbers(tmp_path):
+    from collections import Counter
+
+    from vaswani.data.formats import ReadOptions, read_file
+
+    path = tmp_path / "x.jsonl"
+    lines = ['{"src": "a", "tgt": "b\\u0000"}', '{"src": "\\udfff", "tgt": "b"}',
+             '{"src": ' + "9" * 5000 + ', "tgt": "b"}', '{"src": "gut", "tgt": "good"}']  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    dropped = Counter()
+    pairs = list(read_file(path, "jsonl", ReadOptions(skip_invalid=True), dropped))
+    assert pairs == [("gut", "good")] and sum(dropped.values()) == 3
+
+
+def test_every_format_is_read_through_gzip(tmp_path):
+    from collections import Counter
+
+    from data.test_gettext import write_mo
+    from vaswani.data.formats import ReadOptions, read_file
+
+    files = {"x.tmx": tmx([("Haus", "house")]), "x.po": po("house", "Haus")}
+    for name, text in files.items():
+        (tmp_path / f"{name}.gz").write_bytes(gzip.compress(text.encode()))
+    write_mo(tmp_path / "m.mo", {"house": "Haus"})
+    (tmp_path / "x.mo.gz").write_bytes(gzip.compress((tmp_path / "m.mo").read_bytes()))
+    xlf = ('<xliff version="2.0" xmlns="urn:oasis:names:tc:xliff:document:2.0"><file><unit id="1">'
+           "<segment><source>house</source><target>Haus</target></segment></unit></file></xliff>")  # fmt: skip
+    (tmp_path / "x.xlf.gz").write_bytes(gzip.compress(xlf.encode()))
+    opts = ReadOptions(src_lang="de", tgt_lang="en")
+    for name, fmt in (
+        ("x.tmx.gz", "tmx"),
+        ("x.po.gz", "po"),
+        ("x.mo.gz", "mo"),
+        ("x.xlf.gz", "xliff"),
+    ):
+        found = list(read_file(tmp_path / name, fmt, opts, Counter()))
+        assert found in ([("Haus", "house")], [("house", "Haus")]), (name, found)
+
+
+def test_xliff_2_units_are_released_as_they_are_read(tmp_path):
+    import tracemalloc
+    from collections import Counter
+
+    from vaswani.data.formats.xml import read_xliff
+
+    unit = ('<unit id="u"><notes><note>' + "n" * 2000 + "</note></notes><segment><source>a"
+            "</source><target>b</target></segment></unit>")  # fmt: skip
+    path = tmp_path / "big.xlf"
+    path.write_text('<xliff version="2.0" xmlns="urn:oasis:names:tc:xliff:document:2.0"><file>'
+                    + unit * 5000 + "</file></xliff>")  # fmt: skip
+    tracemalloc.start()
+    count = sum(1 for _ in read_xliff(path, Counter()))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert count == 5000 and peak < 3_000_000, peak  # the notes alone are 10 MB
+
+
+def write_metrics(run, lines):
+    (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+
+
+DAMAGED_METRICS = [
+    ['{"step": 1, "loss": 2.0, "lr": 0.001, "tokens_per_s": 5, "elapsed_seconds": 1}',
+     '{"step": 2, "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+     '{"step": 3, "loss": 1.5}',  # no elapsed_seconds, lr or tokens_per_s
+     '{"step": 4, "loss": ' + "9" * 400 + "}",
+     '{"step": 5, "loss": null, "valid_loss": null}',
+     '{"step": 6, "loss": 1.0, "elapsed_seconds": null, "valid_loss": 1.1, "valid_chrf": null}'],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("lines", DAMAGED_METRICS)
+def test_damaged_metrics_still_list_plot_and_resume(numbers_run, tmp_path, capsys, lines):
+    run = copy_run(numbers_run, tmp_path)
+    write_metrics(run, lines)
+    code, out, err = cli(capsys, "runs", str(run))
+    assert code == 0 and "damaged record" in err and "Traceback" not in err, err
+    for args in (["plot", "training", str(run)],
+                 ["plot", "compare", str(run), str(numbers_run), "--by", "minute",
+                  "--out", str(tmp_path / "c.png")]):  # fmt: skip
+        code, out, err = cli(capsys, *args)  # (the warning is shown once per process)
+        assert code == 0 and "Traceback" not in err, (args, err)
+    train(resume_config(run, max_steps=401), resume=True, progress=False)
+    assert json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])["step"] == 401
+
+
+def test_a_huge_metrics_file_is_ignored_not_read(numbers_run, tmp_path, capsys):
+    run = copy_run(numbers_run, tmp_path)
+    with open(run / "metrics.jsonl", "wb") as handle:
+        handle.truncate(3 << 30)  # sparse: 3 GiB of zeros, no disk used
+    code, _, err = cli(capsys, "runs", str(run))
+    assert code == 0 and "ignored" in err
+
+
+def test_a_run_of_an_unknown_task_is_skipped_by_runs(numbers_run, tmp_path, capsys):
+    good, bad = copy_run(numbers_run, tmp_path, "good"), copy_run(numbers_run, tmp_path, "bad")
+    edit_json(bad / "data.json", lambda d: d["meta"].update(task="poetry"))
+    code, out, err = cli(capsys, "runs", str(good), str(bad))
+    assert code == 0 and "good" in out and "bad" not in out and "unknown task" in err, err
+
+
+@pytest.mark.parametrize(
+    "record",
+    [{"pairs": ["de-en", "de-fr"]}, {"pairs": [], "token": "<2{lang}>"},
+     {"pairs": ["garbage"], "token": "<2{lang}>"}, {"pairs": "de-en", "token": "<2{lang}>"},
+     {"pairs": ["de-en"], "token": "<2{lang}>", "tokens": ["x"]}],
+)  # fmt: skip
+def test_damaged_language_records_are_one_line(numbers_run, tmp_path, capsys, record):
+    run = copy_run(numbers_run, tmp_path)
+    edit_json(run / "data.json", lambda d: d["meta"].update(languages=record))
+    code, _, err = cli(capsys, "translate", "--checkpoint", str(run), "12")
+    assert code == 2 and "damaged languages record" in err.splitlines()[-1], err
+
+
+def test_a_language_token_that_is_a_special_token_is_refused(tmp_path, capsys):
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.tsv").write_text("".join(f"{i} x\t{i} y\n" for i in range(50)))
+    code, _, err = cli(capsys, "prepare", "--pair", f"en-pad={tmp_path / 'a.tsv'}", "--pair",
+                       f"en-de={tmp_path / 'b.tsv'}", "--language-token", "<{lang}>",
+                       "--out", str(tmp_path / "out"))  # fmt: skip
+    assert code == 2 and "<pad>" in err and "special token" in err, err
+    assert not (tmp_path / "out").exists()

@@ -128,24 +128,60 @@ def json_name(kind: type) -> str:
     return names.get(kind, kind.__name__)
 
 
+MAX_RECORD_BYTES = 1 << 20  # one line of metrics.jsonl is ~300 bytes
+MAX_LOG_BYTES = 1 << 30  # a million logged steps make ~300 MB
+
+
+def is_number(value: Any) -> bool:
+    """A JSON number a figure can be (not a bool, not an int too large for a float)."""
+    return isinstance(value, float) or (
+        isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**63
+    )
+
+
+def record_of(line: bytes) -> dict | None:
+    """One JSON-lines record with an int "step" and numbers a float can hold, or None."""
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):  # torn by a kill, nested 100,000 deep, 5,000 digits
+        return None
+    if not isinstance(record, dict) or not is_number(record.get("step")):
+        return None
+    if isinstance(record["step"], float) or record["step"] < 0:
+        return None
+    numbers = [v for v in record.values() if isinstance(v, int | float) and not is_number(v)]
+    return None if numbers else record
+
+
 def read_records(path: Path) -> list[dict]:
     """The records of a JSON-lines log such as metrics.jsonl, each an object with an int "step".
-    A line that does not parse (a run killed while appending leaves half a line) is dropped with a
-    warning: a crash must never make a run unreadable or unresumable."""
-    records = []
-    for number, line in enumerate(Path(path).read_bytes().split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            if not isinstance(record, dict) or not isinstance(record.get("step"), int):
-                raise ValueError("not a step record")
-        except ValueError:
-            warnings.warn(
-                f"{path}:{number}: a damaged record (torn by a kill?), dropped", stacklevel=2
-            )
-            continue
-        records.append(record)
+    A line that does not parse (a run killed while appending leaves half a line), is too long or
+    holds a number no float can is dropped with one warning: a crash or a damaged line must never
+    make a run unreadable or unresumable. A file larger than any run writes is ignored."""
+    path = Path(path)
+    if regular_file(path, "log").stat().st_size > MAX_LOG_BYTES:
+        warnings.warn(f"{path}: larger than {MAX_LOG_BYTES:,} bytes, ignored", stacklevel=2)
+        return []
+    records, damaged = [], []
+    with open(path, "rb") as handle:
+        for number, line in enumerate(iter(lambda: handle.readline(MAX_RECORD_BYTES + 1), b""), 1):
+            if len(line) > MAX_RECORD_BYTES:  # skip the rest of an over-long line
+                while line and not line.endswith(b"\n"):
+                    line = handle.readline(MAX_RECORD_BYTES)
+                damaged.append(number)
+                continue
+            if not line.strip():
+                continue
+            record = record_of(line)
+            if record is None:
+                damaged.append(number)
+            else:
+                records.append(record)
+    if damaged:
+        warnings.warn(
+            f"{path}:{damaged[0]}: {len(damaged)} damaged record(s) dropped (torn by a kill?)",
+            stacklevel=2,
+        )
     return records
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from vaswani.errors import VaswaniError
+
 
 def normal(code: str) -> str:
     """A language tag in one spelling: lower case, "-" between subtags ("es_MX" -> "es-mx")."""
@@ -61,6 +63,10 @@ def parse_pair(text: str) -> tuple[str, str]:
     return src, tgt
 
 
+class LanguageError(VaswaniError, ValueError):
+    """A language, a pair or a languages record vaswani cannot use; the message names it."""
+
+
 def pair_name(src: str, tgt: str) -> str:
     return f"{src}-{tgt}"
 
@@ -99,7 +105,7 @@ class Languages:
         except ValueError:
             found = ""
         if found not in self.targets:
-            raise ValueError(
+            raise LanguageError(
                 f"--target {asked}: this model translates into {', '.join(self.targets)}"
             )
         return found
@@ -113,17 +119,33 @@ class Languages:
         ids = {target: tokenizer.token_id(self.token_of(target)) for target in set(targets)}
         missing = sorted(target for target, found in ids.items() if found is None)
         if missing:
-            raise ValueError(f"the tokenizer has no token for {', '.join(missing)}")
+            raise LanguageError(f"the tokenizer has no token for {', '.join(missing)}")
         return [[ids[target]] for target in targets]
 
     @classmethod
     def from_meta(cls, meta: dict) -> Languages | None:
-        """The languages of a meta.json record; None for a dataset of one pair."""
+        """The languages of a meta.json record; None for a dataset of one pair. A damaged
+        record (no token, pairs that are not SRC-TGT names, tokens not a mapping of strings) is
+        a LanguageError: meta.json and data.json may have been edited by hand."""
         record = meta.get("languages")
         if not record:
             return None
-        return cls([parse_pair(name) for name in record["pairs"]], record["token"],
-                   record.get("tokens"))  # fmt: skip
+        pairs, token, tokens = (record.get(k) if isinstance(record, dict) else None
+                                for k in ("pairs", "token", "tokens"))  # fmt: skip
+        if not (isinstance(pairs, list) and pairs and all(isinstance(p, str) for p in pairs)):
+            raise LanguageError(
+                f"damaged languages record: pairs {str(pairs)[:80]} (SRC-TGT names)"
+            )
+        if not isinstance(token, str):
+            raise LanguageError(f"damaged languages record: token {str(token)[:80]}")
+        if tokens is not None and not (
+            isinstance(tokens, dict) and all(isinstance(v, str) for v in tokens.values())
+        ):
+            raise LanguageError(f"damaged languages record: tokens {str(tokens)[:80]}")
+        try:
+            return cls([parse_pair(name) for name in pairs], token, tokens)
+        except ValueError as error:
+            raise LanguageError(f"damaged languages record: {error}") from None
 
 
 def marian_languages(vocabulary: dict[str, int], source: str = "mul") -> Languages | None:

@@ -8,8 +8,9 @@ module chooses no backend and changes nothing in a notebook or GUI that imports 
 
 from __future__ import annotations
 
+import bisect
 import io
-from functools import partial
+import math
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,16 @@ import torch
 from matplotlib.figure import Figure
 
 from vaswani.config import DecodeConfig
-from vaswani.files import read_records, write_atomic
+from vaswani.errors import VaswaniError
+from vaswani.files import is_number, read_records, write_atomic
 from vaswani.model import sinusoidal_encoding
 from vaswani.run import METRICS
 from vaswani.search import decode
+
+
+class PlotError(VaswaniError, ValueError):
+    """A run or an input that cannot be plotted; the message names it."""
+
 
 PANEL_INCHES_PER_TOKEN = 0.16  # room for one token label at font size 7
 MIN_PANEL_INCHES = 2.2
@@ -157,7 +164,7 @@ def positional_encoding(d_model: int, length: int, out: Path) -> Figure:
 def read_metrics(run: Path) -> list[dict]:
     path = Path(run) / METRICS
     if not path.is_file():
-        raise ValueError(f"{run}: no metrics.jsonl; give a run directory of `vaswani train`")
+        raise PlotError(f"{run}: no metrics.jsonl; give a run directory of `vaswani train`")
     return read_records(path)
 
 
@@ -172,32 +179,28 @@ VALIDATION_PANELS = [
 def training(run: Path, out: Path) -> Figure:
     """Loss, learning rate, a validation figure (BLEU of a translation model, accuracy of a
     classifier, perplexity of a language model) and tokens/s from a run's metrics.jsonl."""
-    records = read_metrics(run)
-    train = [r for r in records if "loss" in r]
-    valid = [r for r in records if "valid_loss" in r]
-    if not train:
-        raise ValueError(f"{run}: metrics.jsonl has no training steps yet")
+    train, valid = curves(run)
     fig, axes = subplots(2, 2, figsize=(11, 7))
     (loss_ax, lr_ax), (bleu_ax, speed_ax) = axes
     steps = [r["step"] for r in train]
-    loss_ax.plot(steps, [r["loss"] for r in train], label="training (label-smoothed)", lw=0.8)
+    loss_ax.plot(steps, figures(train, "loss"), label="training (label-smoothed)", lw=0.8)
     if valid:
-        loss_ax.plot([r["step"] for r in valid], [r["valid_loss"] for r in valid], "o-",
+        loss_ax.plot([r["step"] for r in valid], figures(valid, "valid_loss"), "o-",
                      label="validation")  # fmt: skip
     loss_ax.set(title="Loss", xlabel="step", ylabel="cross-entropy per token (nats)")
     loss_ax.legend()
-    lr_ax.plot(steps, [r["lr"] for r in train])
+    lr_ax.plot(steps, figures(train, "lr"))
     lr_ax.set(title="Learning rate (§5.3)", xlabel="step", ylabel="learning rate")
     key, title, unit, scale = next(
         (panel for panel in VALIDATION_PANELS if valid and panel[0] in valid[0]),
         VALIDATION_PANELS[0],
     )
     if valid:
-        bleu_ax.plot([r["step"] for r in valid], [scale * r[key] for r in valid], "o-")
+        bleu_ax.plot([r["step"] for r in valid], [scale * v for v in figures(valid, key)], "o-")
     else:
         bleu_ax.text(0.5, 0.5, "no evaluation yet", ha="center", transform=bleu_ax.transAxes)
     bleu_ax.set(title=title, xlabel="step", ylabel=unit)
-    speed_ax.plot(steps, [r["tokens_per_s"] for r in train], lw=0.8)
+    speed_ax.plot(steps, figures(train, "tokens_per_s"), lw=0.8)
     speed_ax.set(
         title="Throughput",
         xlabel="step",
@@ -210,13 +213,28 @@ def training(run: Path, out: Path) -> Figure:
     return save(fig, out)
 
 
-def position(record: dict, by: str, train: list[dict]) -> float:
-    """Where a record lies on the x axis: its update, or its training minute (a validation's is
-    that of the last update logged before it)."""
+def figures(records: list[dict], key: str) -> list[float]:
+    """The value of `key` in each record; NaN where a damaged or older record lacks it."""
+    return [float(r[key]) if is_number(r.get(key)) else math.nan for r in records]
+
+
+def curves(run: Path) -> tuple[list[dict], list[dict]]:
+    """A run's training records and validation records, each in step order."""
+    records = sorted(read_metrics(run), key=lambda r: r["step"])
+    train = [r for r in records if is_number(r.get("loss"))]
+    valid = [r for r in records if is_number(r.get("valid_loss"))]
+    if not train:
+        raise PlotError(f"{run}: metrics.jsonl has no training steps yet")
+    return train, valid
+
+
+def positions(records: list[dict], by: str, train: list[dict]) -> list[float]:
+    """Where records lie on the x axis: their update, or their training minute (a validation's
+    is that of the last update logged before it), found by bisection: linear in the records."""
     if by == "step":
-        return record["step"]
-    before = [r for r in train if r["step"] <= record["step"]] or train[:1]
-    return before[-1]["elapsed_seconds"] / 60
+        return [r["step"] for r in records]
+    steps, minutes = [r["step"] for r in train], [m / 60 for m in figures(train, "elapsed_seconds")]
+    return [minutes[max(bisect.bisect_right(steps, r["step"]) - 1, 0)] for r in records]
 
 
 def compare(runs: list[Path], out: Path, by: str = "step") -> Figure:
@@ -224,19 +242,14 @@ def compare(runs: list[Path], out: Path, by: str = "step") -> Figure:
     validation chrF (accuracy, perplexity for other tasks), by update or by training minute."""
     fig, axes = subplots(1, 3, figsize=(15, 4.5))
     for run in runs:
-        records = read_metrics(run)
-        train = [r for r in records if "loss" in r]
-        valid = [r for r in records if "valid_loss" in r]
-        if not train:
-            raise ValueError(f"{run}: metrics.jsonl has no training steps yet")
-
-        x = partial(position, by=by, train=train)
+        train, valid = curves(run)
         label = Path(run).name
-        axes[0].plot([x(r) for r in train], [r["loss"] for r in train], lw=0.8, label=label)
-        axes[1].plot([x(r) for r in valid], [r["valid_loss"] for r in valid], "o-", label=label)
+        at_train, at_valid = positions(train, by, train), positions(valid, by, train)
+        axes[0].plot(at_train, figures(train, "loss"), lw=0.8, label=label)
+        axes[1].plot(at_valid, figures(valid, "valid_loss"), "o-", label=label)
         key = next((k for k in ("valid_chrf", "valid_accuracy", "valid_ppl") if valid
                     and k in valid[0]), "valid_chrf")  # fmt: skip
-        axes[2].plot([x(r) for r in valid], [r.get(key) for r in valid], "o-", label=label)
+        axes[2].plot(at_valid, figures(valid, key), "o-", label=label)
     xlabel = "update" if by == "step" else "training minute"
     axes[0].set(title="Training loss (label-smoothed)", xlabel=xlabel, ylabel="nats per token")
     axes[1].set(title="Validation loss", xlabel=xlabel, ylabel="nats per token")

@@ -34,7 +34,7 @@ from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
 from vaswani.decode import translate
 from vaswani.errors import VaswaniError
 from vaswani.files import append_record, member, read_json, read_records, write_atomic
-from vaswani.languages import Languages
+from vaswani.languages import LanguageError, Languages
 from vaswani.model import build_model
 from vaswani.shortlist import FILE as SHORTLIST
 from vaswani.shortlist import Shortlist
@@ -79,7 +79,10 @@ class LoadedRun:
     @property
     def languages(self) -> Languages | None:
         """The language pairs of a multilingual model; None for a model of one pair."""
-        return Languages.from_meta(self.info["meta"])
+        try:
+            return Languages.from_meta(self.info["meta"])
+        except LanguageError as error:
+            raise RunError(f"{self.path / DATA_INFO}: {error}") from None
 
     def prefixes(self, targets: str | list[str] | None, count: int) -> list[list[int]] | None:
         """What to put before each of `count` sources to ask a multilingual model for `targets`

@@ -20,7 +20,7 @@ import torch
 
 from vaswani.config import ModelConfig
 from vaswani.data.prepare import BUILTIN_CORPORA
-from vaswani.files import UnsafeFileError, append_record, read_json, read_records
+from vaswani.files import UnsafeFileError, append_record, is_number, read_json, read_records
 from vaswani.model import build_model
 from vaswani.run import CONFIG, DATA_INFO, ENVIRONMENT, METRICS, TRAIN_CONFIG, RunError
 from vaswani.train.recipe import RECORD as RECIPE
@@ -52,8 +52,18 @@ def find_runs(paths: list[Path]) -> list[Path]:
 def best(records: list[dict], key: str) -> float | None:
     """The highest value of `key` or of a weight variant's (`ema_key`, `last_key`) over records."""
     values = [record[name] for record in records for name in (key, f"ema_{key}", f"last_{key}")
-              if isinstance(record.get(name), int | float)]  # fmt: skip
+              if is_number(record.get(name))]  # fmt: skip
     return max(values) if values else None
+
+
+def text(value: Any) -> str | None:
+    """A cell of the table from a JSON value of a run file (which anyone may have edited)."""
+    return None if value is None else str(value)[:80]
+
+
+def minutes(record: dict) -> float | None:
+    seconds = record.get("elapsed_seconds")
+    return round(seconds / 60, 1) if is_number(seconds) else None
 
 
 def data_name(corpus: dict) -> str:
@@ -73,8 +83,8 @@ def optional_json(path: Path, what: str) -> dict:
 def summary(run: Path) -> dict[str, Any]:
     """One row of `vaswani runs` for `run`."""
     info = read_json(run / DATA_INFO, "run record", dict)
-    meta = info.get("meta", {})
-    corpus = meta.get("corpus", {})
+    meta = info.get("meta") if isinstance(info.get("meta"), dict) else {}
+    corpus = meta.get("corpus") if isinstance(meta.get("corpus"), dict) else {}
     cfg = ModelConfig.from_dict(read_json(run / CONFIG, "model settings", dict))
     with torch.device("meta"):
         parameters = sum(p.numel() for p in build_model(meta.get("task", "translate"),
@@ -83,22 +93,26 @@ def summary(run: Path) -> dict[str, Any]:
     recipe = optional_json(run / RECIPE, "recipe")
     environment = optional_json(run / ENVIRONMENT, "environment")
     records = read_records(run / METRICS) if (run / METRICS).is_file() else []
-    steps = [r for r in records if "loss" in r]
+    steps = [r for r in records if is_number(r.get("loss"))]
     evaluations = read_records(run / EVALUATIONS) if (run / EVALUATIONS).is_file() else []
     tests = [r for r in evaluations if r.get("split") == "test"]
     return {
         "run": str(run),
         "data": data_name(corpus),
-        "model": recipe.get("choice", {}).get("preset") or asked.get("preset") or "imported",
+        "model": text(
+            choice.get("preset") if isinstance(choice := recipe.get("choice"), dict) else None
+        )
+        or text(asked.get("preset"))
+        or "imported",  # fmt: skip
         "parameters": parameters,
         "steps": steps[-1]["step"] if steps else None,
-        "minutes": round(steps[-1]["elapsed_seconds"] / 60, 1) if steps else None,
-        "precision": environment.get("precision"),
-        "machine": environment.get("machine"),
+        "minutes": minutes(steps[-1]) if steps else None,
+        "precision": text(environment.get("precision")),
+        "machine": text(environment.get("machine")),
         "valid_chrf": best(records, "valid_chrf"),
         "valid_bleu": best(records, "valid_bleu"),
-        "test_chrf": tests[-1]["chrf"] if tests else None,
-        "test_bleu": tests[-1]["bleu"] if tests else None,
+        "test_chrf": best(tests[-1:], "chrf"),
+        "test_bleu": best(tests[-1:], "bleu"),
     }
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import warnings
 from pathlib import Path
 
+from vaswani.errors import VaswaniError
 from vaswani.runs import COLUMNS, find_runs, summary
 
 HELP = "compare training runs in one table (or --json)"
@@ -24,6 +26,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per run instead")
 
 
+def listed(run: Path) -> dict | None:
+    """The row of `run`, or None with a warning naming what is damaged: one damaged run does
+    not hide the others."""
+    try:
+        return summary(run)
+    except (VaswaniError, ValueError, TypeError, KeyError, AttributeError) as error:
+        warnings.warn(f"{run}: skipped, a damaged run ({str(error)[:200]})", stacklevel=1)
+        return None
+
+
 def cell(value: object) -> str:
     if value is None:
         return "-"
@@ -35,10 +47,10 @@ def cell(value: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    rows = [summary(path) for path in find_runs(args.runs)]
-    numeric = any(isinstance(row[args.sort], int | float) for row in rows)
-    rows.sort(key=lambda row: (row[args.sort] is None, row[args.sort] if not numeric else
-                               -(row[args.sort] or 0)))  # fmt: skip
+    rows = [row for path in find_runs(args.runs) if (row := listed(path)) is not None]
+    numeric = args.sort in NUMBERS
+    rows.sort(key=lambda row: (row[args.sort] is None, -(row[args.sort] or 0) if numeric else
+                               str(row[args.sort])))  # fmt: skip
     if args.json:
         for row in rows:
             print(json.dumps(row))

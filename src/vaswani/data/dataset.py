@@ -10,7 +10,7 @@ from vaswani.data.corpora import DataError
 from vaswani.data.prepare import FORMAT_VERSION, SIDES, SPLITS
 from vaswani.data.tokenizer import load_tokenizers
 from vaswani.files import check_keys, read_json, read_text
-from vaswani.languages import Languages, parse_pair
+from vaswani.languages import LanguageError, Languages, pair_name, parse_pair
 
 
 def _map(path: Path, dtype: np.dtype) -> np.ndarray:
@@ -111,14 +111,28 @@ class PreparedData:
     @property
     def languages(self) -> Languages | None:
         """The language pairs of a multilingual dataset; None for one of one pair."""
-        return Languages.from_meta(self.meta)
+        try:
+            return Languages.from_meta(self.meta)
+        except LanguageError as error:
+            raise DataError(f"{self.directory / 'meta.json'}: {error}") from None
 
     def pair_names(self, split: str) -> list[str] | None:
         """The language pair ("de-en") of each line of an evaluation split of a multilingual
         dataset; None for a dataset of one pair."""
-        if self.languages is None:
+        languages = self.languages
+        if languages is None:
             return None
-        return read_text(self.directory / f"{split}.pair.txt", f"{split} split").split("\n")[:-1]
+        path = self.directory / f"{split}.pair.txt"
+        names = read_text(path, f"{split} split").split("\n")[:-1]
+        known = {pair_name(*pair) for pair in languages.pairs}
+        lines = len(self.text(split)[0])
+        if len(names) != lines:
+            raise DataError(f"{path}: damaged: {len(names)} language pairs for {lines} sentences")
+        for number, name in enumerate(names, 1):
+            if name not in known:
+                raise DataError(f"{path}:{number}: damaged: {name[:40]!r} is not a pair of "
+                                f"this dataset ({', '.join(sorted(known))})")  # fmt: skip
+        return names
 
     def targets(self, split: str) -> list[str] | None:
         """The target language of each line of an evaluation split of a multilingual dataset."""

@@ -71,6 +71,7 @@ from vaswani.data.formats.xml import MARKUP
 from vaswani.data.ids import IdsWriter
 from vaswani.data.langid import LanguageFilter
 from vaswani.data.tokenizer import (
+    SPECIAL_TOKENS,
     LabelSet,
     SubwordTokenizer,
     auto_vocab_size,
@@ -559,6 +560,10 @@ def language_token_ids(languages: Languages, tokenizer: Any, file: Path, run: Pa
     """The id of the target-language token of each language pair: the tokens are added to a new
     tokenizer (and its file saved again); a tokenizer taken --tokenizer-from a run must have them."""
     tokens = [languages.token_of(target) for target in languages.targets]
+    taken = sorted(set(tokens) & set(SPECIAL_TOKENS))
+    if taken:
+        raise DataError(f"--language-token {languages.token}: {', '.join(taken)} would be the "
+                        "tokenizer's own special token; choose another form")  # fmt: skip
     if run is None:
         tokenizer.add_special_tokens(tokens)
         tokenizer.save(file)

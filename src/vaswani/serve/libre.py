@@ -244,6 +244,18 @@ class HtmlText(HTMLParser):
         return "".join(out)
 
 
+STRING_FIELDS = ("source", "target", "format", "api_key")
+
+
+def string_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` after checking that those of STRING_FIELDS are strings: a list or an object there
+    would reach the lookups of served pairs and end in a 500."""
+    for key in STRING_FIELDS:
+        if fields.get(key) is not None and not isinstance(fields[key], str):
+            raise LibreError(400, f"Invalid request: {key} must be a string")
+    return fields
+
+
 async def request_fields(request: Request, body: bytes) -> dict[str, Any]:
     """A LibreTranslate request's fields, from JSON or form data; q may repeat in a form."""
     content_type = request.headers.get("content-type", "")
@@ -254,7 +266,7 @@ async def request_fields(request: Request, body: bytes) -> dict[str, Any]:
             raise LibreError(400, f"Invalid request: {error}") from None
         if not isinstance(data, dict):
             raise LibreError(400, "Invalid request: expected a JSON object")
-        return data
+        return string_fields(data)
     form = await request.form()
     fields: dict[str, Any] = {key: form.get(key) for key in form}
     if len(form.getlist("q")) > 1:
@@ -344,7 +356,7 @@ class Libre:
 
     async def translate(self, request: Request, fields: dict[str, Any]) -> JSONResponse:
         try:
-            self.access.check(fields.get("api_key"), client_of(request))
+            self.access.check(string_fields(fields).get("api_key"), client_of(request))
             return JSONResponse(await self.translated(fields))
         except LibreError as error:
             return error.response()
