@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -218,7 +217,7 @@ def create_run_dir(tc: TrainConfig, cfg: ModelConfig, data: PreparedData) -> Pat
     write_atomic(run / TRAIN_CONFIG, json.dumps(tc.to_dict(), indent=2).encode())
     write_atomic(run / CONFIG_YAML, config_yaml(tc, run).encode())
     for name in sorted(set(data.meta["tokenizer"]["files"].values())):
-        shutil.copyfile(data.directory / name, run / name)
+        write_atomic(run / name, (data.directory / name).read_bytes())  # never through a link
     info = {
         "path": str(data.directory.resolve()),  # evaluate may run from elsewhere
         "fingerprint": data_fingerprint(data.meta),
