@@ -150,7 +150,9 @@ def units(
         for data, last in chunks(path, limit, found):
             if offset == 0:
                 declared = declared_encoding(data[:256], path)
-            if declared and not declared.startswith("utf") and declared != "ascii":
+                if declared and (declared.startswith("utf") or declared == "ascii"):
+                    declared = None  # only a one-byte encoding can be mistaken for UTF-8
+            if declared:
                 sniffer.feed(data)
             offset, found[0] = offset + len(data), 0
             pull.feed(data)
@@ -174,7 +176,7 @@ def units(
         line, column = error.position
         reason = str(error).split(":", 1)[0]
         raise DataError(f"{path}:{line}:{column + 1}: damaged XML ({reason})") from None
-    if declared and not declared.startswith("utf") and declared != "ascii":
+    if declared:
         sniffer.check(path, declared)
 
 
