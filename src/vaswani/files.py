@@ -145,9 +145,8 @@ def record_of(line: bytes) -> dict | None:
         record = json.loads(line)
     except (ValueError, RecursionError):  # torn by a kill, nested 100,000 deep, 5,000 digits
         return None
-    if not isinstance(record, dict) or not is_number(record.get("step")):
-        return None
-    if isinstance(record["step"], float) or record["step"] < 0:
+    step = record.get("step") if isinstance(record, dict) else None
+    if not (is_number(step) and isinstance(step, int) and step >= 0):
         return None
     numbers = [v for v in record.values() if isinstance(v, int | float) and not is_number(v)]
     return None if numbers else record

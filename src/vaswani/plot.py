@@ -230,7 +230,7 @@ def curves(run: Path) -> tuple[list[dict], list[dict]]:
 
 def positions(records: list[dict], by: str, train: list[dict]) -> list[float]:
     """Where records lie on the x axis: their update, or their training minute (a validation's
-    is that of the last update logged before it), found by bisection: linear in the records."""
+    is that of the last update logged before it), found by bisection, not by a scan per record."""
     if by == "step":
         return [r["step"] for r in records]
     steps, minutes = [r["step"] for r in train], [m / 60 for m in figures(train, "elapsed_seconds")]

@@ -96,14 +96,11 @@ def summary(run: Path) -> dict[str, Any]:
     steps = [r for r in records if is_number(r.get("loss"))]
     evaluations = read_records(run / EVALUATIONS) if (run / EVALUATIONS).is_file() else []
     tests = [r for r in evaluations if r.get("split") == "test"]
+    choice = recipe.get("choice") if isinstance(recipe.get("choice"), dict) else {}
     return {
         "run": str(run),
         "data": data_name(corpus),
-        "model": text(
-            choice.get("preset") if isinstance(choice := recipe.get("choice"), dict) else None
-        )
-        or text(asked.get("preset"))
-        or "imported",  # fmt: skip
+        "model": text(choice.get("preset")) or text(asked.get("preset")) or "imported",
         "parameters": parameters,
         "steps": steps[-1]["step"] if steps else None,
         "minutes": minutes(steps[-1]) if steps else None,

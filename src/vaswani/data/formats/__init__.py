@@ -97,6 +97,12 @@ def read_file(path: Path, fmt: str, opts: ReadOptions, dropped: Counter) -> Iter
     return checked(reader(path, fmt, opts, dropped), path, fmt, opts, dropped)
 
 
+# Readers whose text is whole UTF-8 lines through `corpora.decode_line`: NUL is refused there, UTF-8
+# has no surrogates and a side is no longer than its line, so `checked` need not look at the text
+# again (that look cost 0.8 s a million TSV pairs, half the reading time).
+LINE_CHECKED = ("tsv",)
+
+
 BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")  # NUL, and halves of a surrogate pair
 DAMAGE = (RecursionError, MemoryError, UnicodeError, LookupError, ValueError, OverflowError,
           struct.error, OSError, EOFError, zlib.error)  # fmt: skip
@@ -117,13 +123,13 @@ def checked(
 ) -> Iterator[Pair]:
     """The error boundary of every reader: a pair with a NUL, a lone surrogate or more than
     --max-line-bytes on a side is an error (with --skip-invalid: dropped and counted), and
-    whatever else a damaged file makes a reader raise is one line naming the file."""
+    whatever else a damaged file makes a reader raise is one line naming the file. The text of a
+    LINE_CHECKED format was checked line by line as it was read."""
+    look, limit = fmt not in LINE_CHECKED, opts.max_line_bytes
     try:
         for number, (source, target) in enumerate(pairs, 1):
-            problem = text_problem(source, opts.max_line_bytes) or text_problem(
-                target, opts.max_line_bytes
-            )
-            if problem is None:
+            problem = look and (text_problem(source, limit) or text_problem(target, limit))
+            if not problem:
                 yield source, target
             elif opts.skip_invalid:
                 dropped["invalid text"] += 1
