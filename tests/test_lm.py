@@ -18,11 +18,10 @@ from vaswani.config import TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.corpora import DataError, grammar_en
 from vaswani.decode import InputTooLong, generate
-from vaswani.model import build_model
 from vaswani.run import load_trained
 from vaswani.search import sample
 from vaswani.serve import ServeSettings, create_app
-from vaswani.tasks import split_loss
+from vaswani.tasks import LANGUAGE_MODEL, split_loss
 from vaswani.train.loop import resume_config, train
 
 VENV_BIN = Path(sys.executable).parent
@@ -81,7 +80,7 @@ def test_validation_loss_falls_far_below_the_untrained_model(lm_data, lm_run):
     data = PreparedData(lm_data)
     model, *_ = load_trained(lm_run)
     torch.manual_seed(0)
-    untrained = build_model("lm", model.cfg)
+    untrained = LANGUAGE_MODEL.build_model(model.cfg)
     before, _ = split_loss(untrained, data.split("valid"), "lm", 4096, "fp32")
     after = evaluations(lm_run)
     assert before > 5.5  # about ln(500): the untrained model knows nothing

@@ -22,7 +22,7 @@ def test_loading_a_run_for_inference_imports_no_training_and_no_pyplot():
 
 def test_load_run_gives_a_typed_run(numbers_run):
     loaded = run_dir.load_run(numbers_run, weights="latest")
-    assert loaded.task == "translate" and loaded.path == numbers_run
+    assert loaded.task.name == "translate" and loaded.path == numbers_run
     assert loaded.config == loaded.model.cfg and not loaded.model.training
     assert loaded.src_tokenizer.vocab_size == loaded.config.vocab_size
     with pytest.raises(run_dir.RunError, match="choose best, latest or averaged"):

@@ -1,10 +1,38 @@
 """Rules the whole source tree keeps: nothing unpickles code on load, the model package stays free
-of training, data and CLI code, and functions and modules stay short enough to read."""
+of training, data and CLI code, no module imports another that imports it back, only the tasks
+compare task names, and modules stay short enough to read (functions: ruff's complexity rules,
+configured in pyproject.toml)."""
 
+import ast
 import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "vaswani"
+TASK_NAMES = ("translate", "lm", "classify")
+
+
+def module_name(path: Path, root: Path = SRC) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path, modules: set[str], root: Path = SRC) -> set[str]:
+    """The vaswani modules `path` imports, at its top or inside functions: `from vaswani.x import
+    y` counts as importing vaswani.x.y when that is a module, else vaswani.x."""
+    found = set()
+    package = module_name(path, root).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            for alias in node.names:
+                inner = f"{module}.{alias.name}"
+                found.add(inner if inner in modules else module)
+    return {name for name in found if name in modules}
 
 
 def test_every_torch_load_is_weights_only():
@@ -23,23 +51,84 @@ def test_the_model_never_imports_training_data_or_cli_code():
         assert match is None, f"{path.name} imports {match.group(0).strip()}"
 
 
-def test_functions_and_modules_stay_short_enough_to_read():
-    import ast
-
-    long_functions, long_modules = [], []
+def test_modules_stay_short_enough_to_read():
+    long_modules = []
     for path in SRC.rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         lines = text.count("\n")
         docstring = ast.get_docstring(ast.parse(text)) or ""
         if lines > 500 and "Over 500 lines on purpose" not in docstring:
             long_modules.append(f"{path.relative_to(SRC)} ({lines})")
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                length = node.end_lineno - node.lineno + 1
-                if length > 60:
-                    long_functions.append(f"{path.relative_to(SRC)}:{node.name} ({length})")
-    assert not long_functions, f"functions over 60 lines: {long_functions}"
     assert not long_modules, f"modules over 500 lines without a reason at the top: {long_modules}"
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    """No import cycle, counting imports inside functions (which only hide one)."""
+    paths = {module_name(path): path for path in SRC.rglob("*.py")}
+    graph = {name: imported_modules(path, set(paths)) - {name} for name, path in paths.items()}
+    done: set[str] = set()
+
+    def visit(name: str, trail: list[str]) -> None:
+        if name in trail:
+            raise AssertionError(
+                "import cycle: " + " -> ".join([*trail[trail.index(name) :], name])
+            )
+        if name in done:
+            return
+        for imported in sorted(graph[name]):
+            visit(imported, [*trail, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+
+
+def test_the_cycle_finder_sees_a_cycle_hidden_in_a_function(tmp_path):
+    package = tmp_path / "vaswani"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from vaswani.b import f\n")
+    (package / "b.py").write_text("def f():\n    from vaswani import a\n")
+    modules = {"vaswani", "vaswani.a", "vaswani.b"}
+    assert imported_modules(package / "a.py", modules, package) == {"vaswani.b"}
+    assert imported_modules(package / "b.py", modules, package) == {"vaswani.a"}
+
+
+def task_name_comparisons(text: str) -> list[int]:
+    """Lines of `text` that compare something with a task's name (==, !=, in, not in)."""
+    lines = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Compare):
+            for operand in (node.left, *node.comparators):
+                elements = (
+                    operand.elts
+                    if isinstance(operand, ast.Tuple | ast.List | ast.Set)
+                    else [operand]
+                )
+                if any(isinstance(e, ast.Constant) and e.value in TASK_NAMES for e in elements):
+                    lines.append(node.lineno)
+        elif isinstance(node, ast.Dict) and len(node.keys) > 1:
+            keys = {key.value if isinstance(key, ast.Constant) else None for key in node.keys}
+            if keys <= set(TASK_NAMES):  # a table keyed by task (not the commands' table)
+                lines.append(node.lineno)
+    return lines
+
+
+def test_only_the_tasks_compare_task_names():
+    """What differs between translate, lm and classify is asked of the `Task` objects
+    (`vaswani.tasks`), never decided by comparing a name."""
+    offenders = [
+        f"{path.relative_to(SRC)}:{line}"
+        for path in SRC.rglob("*.py")
+        if path.name != "tasks.py"
+        for line in task_name_comparisons(path.read_text(encoding="utf-8"))
+    ]
+    assert not offenders, f"compare the Task instead of its name: {offenders}"
+
+
+def test_the_task_rule_sees_comparisons_and_tables():
+    text = 'if task == "lm": pass\nok = kind in ("translate",)\nTABLE = {"classify": 1, "lm": 2}\nCOMMANDS = {"translate": 1, "train": 2}\nx = "lm"\n'
+    assert task_name_comparisons(text) == [1, 2, 3]
 
 
 def test_files_vaswani_reads_from_directories_go_through_one_reader():

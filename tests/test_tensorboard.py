@@ -74,13 +74,13 @@ def test_without_tensorboard_installed_it_is_one_line_and_nothing_starts(numbers
 def test_tensorboard_draws_the_first_and_the_last_layer(numbers_data):
     from vaswani.config import ModelConfig
     from vaswani.data import PreparedData
-    from vaswani.model import build_model
     from vaswani.plot import attention_figures
+    from vaswani.tasks import TRANSLATE
 
     data = PreparedData(numbers_data)
     cfg = ModelConfig.from_preset("tiny", vocab_size=data.src_tokenizer.vocab_size, n_heads=2,
                                   n_encoder_layers=3, n_decoder_layers=3, max_len=16)  # fmt: skip
-    model = build_model("translate", cfg).eval()
+    model = TRANSLATE.build_model(cfg).eval()
     figures = attention_figures(model, data.src_tokenizer, data.tgt_tokenizer, "123",
                                 first_and_last=True)  # fmt: skip
     titles = [ax.get_title() for ax in figures["cross"].axes if ax.get_title()]

@@ -120,9 +120,6 @@ NORMS = ("post", "pre")
 ACTIVATIONS = ("relu", "gelu", "silu")
 TIE_EMBEDDINGS = ("none", "decoder", "all")
 POOLINGS = ("mean", "first")
-TASKS = ("translate", "lm", "classify")
-"""What a dataset and a run are for: translation (encoder-decoder `Transformer`), language modelling
-(`DecoderOnly`), or sequence classification (`EncoderClassifier`)."""
 
 
 @dataclass(frozen=True)
@@ -342,8 +339,9 @@ class TrainConfig:
     (`vaswani.train.recipe`); the choice is printed and kept in the run (recipe.json)."""
     model: dict[str, Any] = dataclasses.field(default_factory=dict)
     """ModelConfig fields that override the preset (vocabulary sizes come from the data)."""
-    task: str | None = one_of(None, TASKS)
-    """The task the data must have been prepared for (`prepare --task`); None: whichever it was."""
+    task: str | None = None
+    """The task the data must have been prepared for (`prepare --task`: translate, lm or
+    classify, `vaswani.tasks`); None: whichever it was."""
     init: str | None = None
     """Fine-tune: a run directory (e.g. an imported OPUS-MT model) whose model and best weights
     training starts from, instead of the preset and random weights; `model` may still override

@@ -22,13 +22,13 @@ from vaswani.config import DecodeConfig
 from vaswani.data import PreparedData
 from vaswani.data.corpora import read_text_files, read_tsv
 from vaswani.data.dataset import EncodedSplit, ParallelSplit
-from vaswani.data.prepare import cut_into_pieces
+from vaswani.data.pipeline import cut_into_pieces
 from vaswani.data.tokenizer import LabelSet
 from vaswani.decode import Tokenizer, encode_each, encode_sources, translate
 from vaswani.errors import VaswaniError
 from vaswani.metrics import Scores, perplexity_of, score
 from vaswani.shortlist import Shortlist
-from vaswani.tasks import get_task, split_loss
+from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, split_loss
 
 
 class EvaluationError(VaswaniError):
@@ -118,7 +118,7 @@ def perplexity(
     if len(part) == 0:
         raise EvaluationError("nothing to evaluate: no texts")
     start = time.perf_counter()
-    loss, tokens = _split_loss(model, part, "lm", batch_tokens, precision)
+    loss, tokens = _split_loss(model, part, LANGUAGE_MODEL, batch_tokens, precision)
     return PerplexityReport(loss, tokens, time.perf_counter() - start)
 
 
@@ -164,13 +164,13 @@ def classification_report(
         raise EvaluationError("nothing to evaluate: no examples")
     confusion = torch.zeros(len(labels), len(labels), dtype=torch.long)
     start = time.perf_counter()
-    loss, _ = _split_loss(model, part, "classify", batch_tokens, precision, confusion)
+    loss, _ = _split_loss(model, part, CLASSIFY, batch_tokens, precision, confusion)
     return ClassificationReport(labels, confusion, loss, time.perf_counter() - start)
 
 
 def _split_loss(model, part, task, batch_tokens, precision, confusion=None):  # noqa: ANN001, ANN202
     try:
-        return split_loss(model, part, get_task(task), batch_tokens, precision, confusion)
+        return split_loss(model, part, task, batch_tokens, precision, confusion)
     except ValueError as error:  # an example over the batch budget
         raise EvaluationError(str(error)) from None
 

@@ -55,7 +55,7 @@ def export(
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ExportError(f"{out}: exists and is not an empty directory; choose a new one")
     run = load_run(Path(run_dir), weights)
-    if run.task != "translate":
+    if not run.task.parallel:
         raise ExportError(f"{run_dir}: only translation models can be exported (task {run.task})")
     if to == "huggingface":
         if quantization is not None:

@@ -34,9 +34,9 @@ from vaswani.decode import translate
 from vaswani.errors import VaswaniError
 from vaswani.files import append_record, member, read_json, read_records, write_atomic
 from vaswani.languages import LanguageError, Languages
-from vaswani.model import build_model
 from vaswani.shortlist import FILE as SHORTLIST
 from vaswani.shortlist import Shortlist
+from vaswani.tasks import Task, get_task
 from vaswani.train import checkpoint as ckpt
 
 CONFIG = "config.json"
@@ -62,8 +62,8 @@ class LoadedRun:
     """A trained model (in eval mode, on the CPU) with what it needs to read and write text."""
 
     path: Path
-    task: str
-    """"translate", "lm" or "classify" (the task its data was prepared for)."""
+    task: Task
+    """The task its data was prepared for (`vaswani.tasks`)."""
     config: ModelConfig
     model: nn.Module
     """A `Transformer`, `DecoderOnly` or `EncoderClassifier`, by the task."""
@@ -124,6 +124,25 @@ class LoadedRun:
         return self.shortlist
 
 
+def weights_path(run: Path, weights: str) -> Path:
+    """The checkpoint directory of `run` that `weights` (best, latest, averaged) names."""
+    if weights == "best" and not (run / BEST).is_dir():
+        weights = "latest"
+    if weights == "latest":
+        path = ckpt.latest_valid(run / CHECKPOINTS)
+        if path is None:
+            raise RunError(f"{run}: no valid checkpoint")
+        return path
+    if weights not in ("best", AVERAGED):
+        raise RunError(f"--weights {weights!r}: choose best, latest or averaged")
+    path = run / (BEST if weights == "best" else AVERAGED)
+    if path.is_symlink() or (path.exists() and path.resolve().parent != run.resolve()):
+        raise RunError(f"{path}: leads outside {run}; refusing to load weights from it")
+    if not path.is_dir():
+        raise RunError(f"{run}: no {path.name}/ weights (for averaged: run `vaswani average`)")
+    return path
+
+
 def load_run(run: Path, weights: str = "best") -> LoadedRun:
     """The trained model of run directory `run`, with its tokenizers and data record.
 
@@ -150,23 +169,10 @@ def load_run(run: Path, weights: str = "best") -> LoadedRun:
             f"{run}: cannot use {CONFIG} / {DATA_INFO}, damaged or written by an incompatible "
             f"version of vaswani ({type(error).__name__}: {error})"
         ) from None
-    if weights == "best" and not (run / BEST).is_dir():
-        weights = "latest"
-    if weights == "latest":
-        path = ckpt.latest_valid(run / CHECKPOINTS)
-        if path is None:
-            raise RunError(f"{run}: no valid checkpoint")
-    elif weights in ("best", AVERAGED):
-        path = run / (BEST if weights == "best" else AVERAGED)
-        if path.is_symlink() or (path.exists() and path.resolve().parent != run.resolve()):
-            raise RunError(f"{path}: leads outside {run}; refusing to load weights from it")
-        if not path.is_dir():
-            raise RunError(f"{run}: no {path.name}/ weights (for averaged: run `vaswani average`)")
-    else:
-        raise RunError(f"--weights {weights!r}: choose best, latest or averaged")
-    task = task_of(info["meta"])
+    path = weights_path(run, weights)
     try:
-        model = build_model(task, cfg)
+        task = get_task(task_of(info["meta"]))
+        model = task.build_model(cfg)
     except ValueError as error:
         raise RunError(f"{run}: cannot build its model: {error}") from None
     ckpt.load_checkpoint_weights(model, path)
@@ -174,8 +180,7 @@ def load_run(run: Path, weights: str = "best") -> LoadedRun:
         src_tok, tgt_tok = load_tokenizers(run, tokenizer_meta)
     except ValueError as error:
         raise RunError(f"{run}: incomplete run directory: {error}") from None
-    targets = cfg.n_labels if task == "classify" else cfg.target_vocab_size
-    mismatch = vocab_mismatch(src_tok, tgt_tok, cfg.vocab_size, targets)
+    mismatch = vocab_mismatch(src_tok, tgt_tok, cfg.vocab_size, task.output_size(cfg))
     if mismatch:
         raise RunError(f"{run}: {mismatch}")
     return LoadedRun(run, task, cfg, model.eval(), src_tok, tgt_tok, info)

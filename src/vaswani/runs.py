@@ -19,10 +19,10 @@ from typing import Any
 import torch
 
 from vaswani.config import ModelConfig
-from vaswani.data.prepare import BUILTIN_CORPORA
+from vaswani.data.dataset import task_of
 from vaswani.files import UnsafeFileError, append_record, is_number, read_json, read_records
-from vaswani.model import build_model
 from vaswani.run import CONFIG, DATA_INFO, ENVIRONMENT, METRICS, TRAIN_CONFIG, RunError
+from vaswani.tasks import builtin_corpora, get_task
 from vaswani.train.recipe import RECORD as RECIPE
 
 EVALUATIONS = "evaluations.jsonl"
@@ -70,7 +70,7 @@ def data_name(corpus: dict) -> str:
     """A built-in corpus's name, a file's name, or how many corpora."""
     if corpus.get("name") == "several":
         return f"{corpus.get('corpora')} corpora"
-    if corpus.get("path") and corpus.get("name") not in BUILTIN_CORPORA:
+    if corpus.get("path") and corpus.get("name") not in builtin_corpora():
         return Path(corpus["path"]).name
     return str(corpus.get("name", "?"))
 
@@ -87,8 +87,8 @@ def summary(run: Path) -> dict[str, Any]:
     corpus = meta.get("corpus") if isinstance(meta.get("corpus"), dict) else {}
     cfg = ModelConfig.from_dict(read_json(run / CONFIG, "model settings", dict))
     with torch.device("meta"):
-        parameters = sum(p.numel() for p in build_model(meta.get("task", "translate"),
-                                                        cfg).parameters())  # fmt: skip
+        model = get_task(task_of(meta)).build_model(cfg)
+        parameters = sum(p.numel() for p in model.parameters())
     asked = optional_json(run / TRAIN_CONFIG, "training settings")
     recipe = optional_json(run / RECIPE, "recipe")
     environment = optional_json(run / ENVIRONMENT, "environment")

@@ -7,23 +7,27 @@ comparing strings.
     lm          DecoderOnly        tgt_in (no source)    target tokens          validation loss
     classify    EncoderClassifier  src                   examples (one label)   validation accuracy
 
-A prepared dataset records its task in meta.json; a run inherits it. To add a task, subclass
-`Task` here, register it in `TASKS_BY_NAME`, and give `prepare` a way to write its data.
+A prepared dataset records its task in meta.json; a run inherits it. Nothing outside this module
+compares a task's name (a source rule checks it): the rest of vaswani asks the `Task` its traits
+(`parallel`, `labelled`, `cuts_long_texts`, `sides`, its corpora) or keys its own tables by the
+`Task` objects. To add a task, subclass `Task` here and list it in `TASKS_BY_NAME`.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from vaswani.config import DecodeConfig
-from vaswani.data import Batch, PreparedData, TokenBatchSampler, collate
-from vaswani.data.dataset import EncodedSplit, ParallelSplit
+from vaswani.config import DecodeConfig, ModelConfig
+from vaswani.data.batching import Batch, TokenBatchSampler, collate
+from vaswani.data.corpora import DataError, Pair, read_text_files, read_tsv
+from vaswani.data.dataset import EncodedSplit, ParallelSplit, PreparedData
 from vaswani.decode import translate
 from vaswani.device import autocast
 from vaswani.metrics import perplexity_of, score
@@ -49,12 +53,49 @@ class Task:
 
     name = ""
     model_class: type[nn.Module] = nn.Module
-    described = ""
-    """The model in words, for messages ("a translation model")."""
+    kind = ""
+    """The model in words, for messages ("translation model")."""
     command = ""
     """The command that uses a run of this task."""
     selection = ("valid_loss", False)
     """The validation figure that picks best/, and whether higher is better."""
+    former_selection: str | None = None
+    """The figure that picked best/ in a state.json written before `selection` (None: the same)."""
+    sides: tuple[str, ...] = ("src", "tgt")
+    """The sides of a pair that hold text: the tokenizer learns them, their lengths are reported."""
+    parallel = False
+    """Pairs of texts in two languages: copies of the source, length ratios, language
+    identification, several language pairs, shortlists and export apply."""
+    labelled = False
+    """The target side is one label of a `LabelSet` (labels.json), not text."""
+    cuts_long_texts = False
+    """Texts longer than the model's positions are cut into pieces rather than dropped, and the
+    evaluation splits keep no text (they are judged by loss)."""
+    corpora: tuple[str, ...] = ()
+    """The built-in corpora prepared for this task."""
+    default_corpus: str | None = None
+    """The built-in corpus `prepare` reads when given none."""
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def described(self) -> str:
+        """The model in words with its article ("a translation model")."""
+        return f"a {self.kind}"
+
+    def build_model(self, cfg: ModelConfig) -> nn.Module:
+        """This task's model family, freshly initialised."""
+        return self.model_class(cfg)
+
+    def output_size(self, cfg: ModelConfig) -> int:
+        """The size of the model's output: the target vocabulary (a classifier: its labels)."""
+        return cfg.target_vocab_size
+
+    def read_files(self, paths: list[Path], read: dict[str, Any]) -> tuple[dict, Iterator[Pair]]:
+        """A non-parallel task's corpus from its files: a description for meta.json and the
+        pairs (`read`: the readers' keyword arguments)."""
+        raise NotImplementedError(f"{self.name} reads its files through the parallel readers")
 
     def model_fields(self, vocab: dict[str, int], shared: bool) -> dict[str, Any]:
         """ModelConfig fields from the data: the vocabulary sizes, and what the family leaves out."""
@@ -106,11 +147,14 @@ class Task:
 class Translate(Task):
     name = "translate"
     model_class = Transformer
-    described = "a translation model"
+    kind = "translation model"
     command = "vaswani translate"
+    parallel = True
+    corpora = ("numbers-de", "ding-de-en", "numbers-multi")
     # chrF, not BLEU: word BLEU is 0 for every one-word target (numbers-de), so best/ would stay
     # the first evaluation; chrF scores characters and follows BLEU on sentence data.
     selection = ("valid_chrf", True)
+    former_selection = "valid_bleu"
 
     def validate(self, model: nn.Module, data: PreparedData, batch_tokens: int, precision: str,
                  eval_sentences: int = 200, **options: Any) -> dict:  # fmt: skip
@@ -142,8 +186,15 @@ class Translate(Task):
 class LanguageModel(Task):
     name = "lm"
     model_class = DecoderOnly
-    described = "a language model"
+    kind = "language model"
     command = "vaswani generate"
+    sides = ("tgt",)  # the text is on the target side: the model is a decoder without encoder
+    cuts_long_texts = True
+    corpora = ("grammar-en",)
+    default_corpus = "grammar-en"
+
+    def read_files(self, paths: list[Path], read: dict[str, Any]) -> tuple[dict, Iterator[Pair]]:
+        return {"name": "text", "paths": [str(p) for p in paths]}, read_text_files(paths, **read)
 
     def model_fields(self, vocab: dict[str, int], shared: bool) -> dict[str, Any]:
         return {"vocab_size": vocab["src"], "n_encoder_layers": 0}  # the preset's decoder only
@@ -166,10 +217,25 @@ class LanguageModel(Task):
 class Classify(Task):
     name = "classify"
     model_class = EncoderClassifier
-    described = "a classifier"
+    kind = "classifier"
     command = "vaswani classify"
     selection = ("valid_accuracy", True)
     extra_positions = 1  # the start token the classifier puts before its text
+    sides = ("src",)
+    labelled = True
+    corpora = ("sentiment-en",)
+    default_corpus = "sentiment-en"
+
+    def output_size(self, cfg: ModelConfig) -> int:
+        return cfg.n_labels
+
+    def read_files(self, paths: list[Path], read: dict[str, Any]) -> tuple[dict, Iterator[Pair]]:
+        if len(paths) != 1:
+            raise DataError(
+                f"--task classify reads one TSV file of text<TAB>label, got {len(paths)}"
+            )
+        pairs = read_tsv(paths[0], **read, column_names="text, label")
+        return {"name": "tsv", "path": str(paths[0])}, pairs
 
     def model_fields(self, vocab: dict[str, int], shared: bool) -> dict[str, Any]:
         # The target "vocabulary" is the label set; the preset's encoder only.
@@ -203,9 +269,10 @@ class Classify(Task):
         return f"accuracy {100 * value:.1f}%"
 
 
-TASKS_BY_NAME: dict[str, Task] = {
-    task.name: task for task in (Translate(), LanguageModel(), Classify())
-}
+TRANSLATE, LANGUAGE_MODEL, CLASSIFY = Translate(), LanguageModel(), Classify()
+TASKS_BY_NAME: dict[str, Task] = {task.name: task for task in (TRANSLATE, LANGUAGE_MODEL, CLASSIFY)}
+"""The one registry of tasks, by the name meta.json, flags and config files use."""
+TASK_NAMES = tuple(TASKS_BY_NAME)
 
 
 def task_of_model(model: nn.Module) -> Task:
@@ -216,11 +283,23 @@ def task_of_model(model: nn.Module) -> Task:
     raise TypeError(f"{type(model).__name__} is not a model of any task")
 
 
-def get_task(name: str) -> Task:
-    """The `Task` called `name` ("translate", "lm" or "classify")."""
+def get_task(name: str | Task) -> Task:
+    """The `Task` called `name` ("translate", "lm" or "classify"); a `Task` as it is."""
+    if isinstance(name, Task):
+        return name
     if name not in TASKS_BY_NAME:
-        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS_BY_NAME)}")
+        raise DataError(f"unknown task {name!r}; choose one of {', '.join(TASKS_BY_NAME)}")
     return TASKS_BY_NAME[name]
+
+
+def task_for_corpus(name: str) -> Task | None:
+    """The task a built-in corpus is for, or None when `name` is none of them."""
+    return next((task for task in TASKS_BY_NAME.values() if name in task.corpora), None)
+
+
+def builtin_corpora() -> list[str]:
+    """Every built-in corpus, in the order of the tasks."""
+    return [name for task in TASKS_BY_NAME.values() for name in task.corpora]
 
 
 @torch.no_grad()
@@ -235,7 +314,7 @@ def split_loss(
     """Mean loss (no label smoothing) over a whole split, and how many tokens (examples for a
     classifier) it averages over; exp of it is a language model's perplexity. For a classifier,
     `confusion` (n_labels, n_labels) gets each example counted at [true label, predicted label]."""
-    task = get_task(task) if isinstance(task, str) else task
+    task = get_task(task)
     if len(part) == 0:
         return float("nan"), 0
     cfg = model.cfg

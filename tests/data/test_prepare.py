@@ -7,7 +7,7 @@ import pytest
 
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.corpora import DING_PATH, DataError
-from vaswani.data.prepare import SPLITS
+from vaswani.data.dataset import SPLITS
 
 SMALL = PrepareOptions(vocab_size=300, numbers_size=3000, progress=False)
 

@@ -14,6 +14,7 @@ from vaswani.cli.common import (
     texts_or_input,
 )
 from vaswani.decode import classify
+from vaswani.tasks import CLASSIFY
 
 HELP = "label texts with a trained classifier (arguments, a file, or stdin)"
 
@@ -33,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     texts = texts_or_input(args, "classify")
-    loaded, placement = load_for_inference(args, "classify")
+    loaded, placement = load_for_inference(args, CLASSIFY)
     with placement.autocast():
         found = classify(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer.labels, texts,
                          args.batch_tokens, args.too_long)  # fmt: skip

@@ -26,7 +26,7 @@ from vaswani.device import Placement, place
 from vaswani.errors import VaswaniError
 from vaswani.quantize import QUANTIZATIONS, quantize
 from vaswani.run import LoadedRun, load_run
-from vaswani.tasks import get_task
+from vaswani.tasks import Task
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -162,7 +162,7 @@ def decode_config(args: argparse.Namespace, n_best: int = 1) -> DecodeConfig:
 
 
 def load_for_inference(
-    args: argparse.Namespace, *tasks: str, run_dir: Path | None = None
+    args: argparse.Namespace, *tasks: Task, run_dir: Path | None = None
 ) -> tuple[LoadedRun, Placement]:
     """The run of --checkpoint/--weights with its model on --device, in eval mode, and where it
     runs; a run of a task other than `tasks` is refused, naming the command that uses it. The
@@ -172,14 +172,14 @@ def load_for_inference(
     run_dir = run_dir or args.checkpoint
     run = load_run(run_dir, args.weights)
     if run.task not in tasks:
-        task = get_task(run.task)
-        raise CliError(f"{run_dir} holds {task.described} (task {run.task}); use {task.command}")
+        task = run.task
+        raise CliError(f"{run_dir} holds {task.described} (task {task}); use {task.command}")
     run.model.to(placement.device)
     if getattr(args, "quantize", "none") != "none":
         run.model = quantize(run.model, args.quantize, placement.device)
         print(f"weights: {args.quantize} (--quantize)", file=sys.stderr)
     if getattr(args, "shortlist", False):
-        if run.task != "translate":
+        if not run.task.parallel:
             raise CliError("--shortlist is for translation models")
         run.load_shortlist()
         print(f"shortlist: {run.shortlist.frequent.numel()} frequent tokens + "

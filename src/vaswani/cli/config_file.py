@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +167,17 @@ def config_argv(parser: argparse.ArgumentParser, path: Path) -> tuple[list[str],
     return flags, positional
 
 
+def list_tokens(flag: str | None, value: Any, wrong: Callable[[str], Exception]) -> list[str]:
+    """The tokens of a list value: `flag=item` each, or the items of a positional argument."""
+    if not isinstance(value, list) or any(isinstance(v, dict | list) for v in value):
+        raise wrong("a list")
+    items = [str(v) for v in value]
+    if flag is None and any(item.startswith("-") for item in items):
+        # A value read as a flag would let a file switch on actions (--force): refused.
+        raise wrong("file names (one starting with '-' is read as a flag: write ./-NAME)")
+    return items if flag is None else [f"{flag}={item}" for item in items]
+
+
 def flag_tokens(action: argparse.Action, key: str, value: Any, path: Path) -> list[str]:
     """The command-line tokens that set `key` (its `action`) to `value`, checked as a flag's."""
 
@@ -184,14 +196,7 @@ def flag_tokens(action: argparse.Action, key: str, value: Any, path: Path) -> li
             raise wrong("a mapping of model settings (d_ff: 2048)")
         return [f"{flag}={item}={setting}" for item, setting in value.items()]
     if takes_list(action):
-        values = value if isinstance(value, list) else None
-        if values is None or any(isinstance(v, dict | list) for v in values):
-            raise wrong("a list")
-        items = [str(v) for v in values]
-        if flag is None and any(item.startswith("-") for item in items):
-            # A value read as a flag would let a file switch on actions (--force): refused.
-            raise wrong("file names (one starting with '-' is read as a flag: write ./-NAME)")
-        return items if flag is None else [f"{flag}={item}" for item in items]
+        return list_tokens(flag, value, wrong)
     if isinstance(value, dict | list) or (isinstance(value, bool) and action.type is not None):
         raise wrong("one value")
     text = str(value)

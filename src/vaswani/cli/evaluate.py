@@ -16,7 +16,6 @@ from vaswani.cli.common import (
     load_for_inference,
     writable_file,
 )
-from vaswani.config import TASKS
 from vaswani.data.corpora import read_parallel_files
 from vaswani.data.dataset import EncodedSplit, ParallelSplit
 from vaswani.evaluate import (
@@ -31,7 +30,7 @@ from vaswani.evaluate import (
 from vaswani.progress import progress_bar
 from vaswani.run import LoadedRun
 from vaswani.runs import is_run, record_evaluation
-from vaswani.tasks import get_task
+from vaswani.tasks import TASKS_BY_NAME
 
 Split = ParallelSplit | EncodedSplit
 HELP = "score a trained model on a split of its data: BLEU, perplexity or accuracy"
@@ -57,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
     writable_file(args.output)
     if (args.src is None) != (args.ref is None):
         raise CliError("--src and --ref go together")
-    loaded, placement = load_for_inference(args, *TASKS)
-    if loaded.task == "translate":
+    loaded, placement = load_for_inference(args, *TASKS_BY_NAME.values())
+    if loaded.task.parallel:
         if args.input is not None:
             raise CliError(
                 "a translation model is evaluated with --src FILE --ref FILE, not --input"
@@ -67,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
             return translation(args, loaded)
     if args.src is not None:
         raise CliError(
-            f"--src/--ref are for translation; give {get_task(loaded.task).described} --input FILE"
+            f"--src/--ref are for translation; give {loaded.task.described} --input FILE"
         )
     if args.input is None:
         data = training_data(loaded.info, "--input FILE")
@@ -76,18 +75,24 @@ def run(args: argparse.Namespace) -> int:
         part, what = encoded_input(args, loaded), str(args.input)
     if len(part) == 0:
         raise CliError(f"nothing to evaluate: {what} has no examples")
-    if loaded.task == "lm":
-        return language_model(args, loaded, part, what)
-    return classifier(args, loaded, part, what)
+    if loaded.task.labelled:
+        return classifier(args, loaded, part, what)
+    return language_model(args, loaded, part, what)
 
 
 def encoded_input(args: argparse.Namespace, loaded: LoadedRun) -> EncodedSplit:
     """--input read like a prepared split: a language model's text file, a classifier's TSV."""
     max_len = loaded.config.max_len
-    if loaded.task == "lm":
+    if not loaded.task.labelled:
         return encode_text_file(args.input, loaded.src_tokenizer, max_len, args.max_line_bytes)
-    return encode_labelled_file(args.input, loaded.src_tokenizer, loaded.tgt_tokenizer, max_len,
-                                args.too_long, args.max_line_bytes)  # fmt: skip
+    return encode_labelled_file(
+        args.input,
+        loaded.src_tokenizer,
+        loaded.tgt_tokenizer,
+        max_len,
+        args.too_long,
+        args.max_line_bytes,
+    )
 
 
 def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:

@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from vaswani.errors import ConfigError
+from vaswani.tasks import TASK_NAMES
+
+REGISTRIES = {"task": TASK_NAMES}
+"""Choices of fields named here that come from a registry the settings cannot import (the tasks
+are defined above the settings)."""
 
 
 @functools.cache
@@ -89,8 +94,8 @@ def add_field_flags(
         options: dict[str, Any] = {"dest": name, "help": help_text}
         if "bool" in kinds:
             options["action"] = argparse.BooleanOptionalAction if default else "store_true"
-        elif field.metadata.get("choices"):
-            options["choices"] = field.metadata["choices"]
+        elif field.metadata.get("choices") or name in REGISTRIES:
+            options["choices"] = field.metadata.get("choices") or REGISTRIES[name]
         else:
             options["type"] = PARSERS.get(kinds[0], str)
             if "None" in kinds and kinds[0] in ("int", "float"):

@@ -19,6 +19,7 @@ from vaswani.cli.common import (
     probability,
 )
 from vaswani.decode import generate
+from vaswani.tasks import LANGUAGE_MODEL
 
 HELP = "continue prompts with a trained language model (sampling, KV cache)"
 
@@ -56,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    loaded, placement = load_for_inference(args, "lm")
+    loaded, placement = load_for_inference(args, LANGUAGE_MODEL)
     prompts = [prompt for prompt in args.prompt or [""] for _ in range(args.num_samples)]
     start = time.perf_counter()
     with placement.autocast():

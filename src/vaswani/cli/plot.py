@@ -15,6 +15,7 @@ from vaswani.cli.common import (
     load_for_inference,
     positive_int,
 )
+from vaswani.tasks import TRANSLATE
 
 HELP = "draw attention maps, the positional encoding or training curves (PNG or SVG)"
 
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.what == "attention":
-            loaded, _ = load_for_inference(args, "translate")
+            loaded, _ = load_for_inference(args, TRANSLATE)
             out = args.out or Path("attention.png")
             prefixes = loaded.prefixes(args.target, 1)
             plot.attention(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer,

@@ -20,6 +20,7 @@ from vaswani.cli.common import CliError, positive_int
 from vaswani.cli.fields import add_field_flags, settings_from
 from vaswani.config import PRESET_TRAINING
 from vaswani.data import PreparedData, PrepareOptions, TokenBatchSampler, prepare
+from vaswani.tasks import Task, get_task
 
 HELP = "turn text into a dataset for training (tokenizer, token ids, meta.json)"
 OPTIONS = ("task", "vocab_size", "max_example_len", "valid_fraction", "test_fraction",
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         ratio = split.get("filtered_length_ratio")
         print(f"  {name:<5} {split['pairs']:>9} examples  (filtered as too long: "
               f"{split['filtered_too_long']}{'' if ratio is None else f', length ratio: {ratio}'})"
-              f"  {lengths_line(opts.task, split)}")  # fmt: skip
+              f"  {lengths_line(get_task(opts.task), split)}")  # fmt: skip
     print(
         f"padding with --batch-tokens {args.batch_tokens}: "
         f"{100 * sampler.padding_fraction():.1f}% over {len(sampler.batches(0))} batches"
@@ -135,25 +136,26 @@ def run(args: argparse.Namespace) -> int:
 
 
 def vocabulary_line(data: PreparedData, meta: dict) -> str:
-    vocab, task = meta["tokenizer"]["vocab_size"], data.task
-    if task == "translate":
+    vocab, task = meta["tokenizer"]["vocab_size"], get_task(data.task)
+    if task.parallel:
         shared = "shared" if meta["tokenizer"]["shared"] else "separate"
         return f"{shared} vocabulary: {vocab['src']} / {vocab['tgt']}"
-    if task == "lm":
-        return f"language model, vocabulary {vocab['tgt']}"
-    labels = data.tgt_tokenizer.labels
-    return f"classifier, vocabulary {vocab['src']}, {len(labels)} labels: {', '.join(labels)}"
+    line = f"{task.kind}, vocabulary {vocab[task.sides[0]]}"
+    if task.labelled:
+        labels = data.tgt_tokenizer.labels
+        line += f", {len(labels)} labels: {', '.join(labels)}"
+    return line
 
 
-def lengths_line(task: str, split: dict) -> str:
+def lengths_line(task: Task, split: dict) -> str:
     src, tgt = split["src_lengths"], split["tgt_lengths"]
-    if task == "translate":
+    if task.parallel:
         line = (
             f"tokens/pair src {src['mean']:.1f} tgt {tgt['mean']:.1f}, "
             f"max {src['max']}/{tgt['max']}"
         )
     else:
-        side = tgt if task == "lm" else src
+        side = split[f"{task.sides[0]}_lengths"]
         line = f"tokens/text {side['mean']:.1f}, max {side['max']}"
     if "long_texts_cut" in split:
         line += f", long texts cut into pieces: {split['long_texts_cut']}"

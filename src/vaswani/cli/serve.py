@@ -32,10 +32,11 @@ from vaswani.cli.common import (
     positive_int,
 )
 from vaswani.cli.fields import add_field_flags, settings_from
-from vaswani.config import TASKS, DecodeConfig, ServeSettings
+from vaswani.config import DecodeConfig, ServeSettings
 from vaswani.device import Placement
 from vaswani.quantize import weight_bytes
 from vaswani.run import LoadedRun, RunError
+from vaswani.tasks import TASKS_BY_NAME, TRANSLATE
 
 if TYPE_CHECKING:
     from vaswani.serve import Served
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         key = Path(run_dir).resolve()
         if key not in loaded_runs:
             args.precision = asked  # each model's placement as asked (auto: for its device)
-            tasks = TASKS if args.checkpoint is not None else ("translate",)
+            tasks = TASKS_BY_NAME.values() if args.checkpoint is not None else (TRANSLATE,)
             loaded_runs[key] = load_for_inference(args, *tasks, run_dir=run_dir)
             size = weight_bytes(loaded_runs[key][0].model) / 2**20
             print(f"loaded {run_dir}: {size:.1f} MiB of weights", file=sys.stderr)

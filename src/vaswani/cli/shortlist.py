@@ -16,6 +16,7 @@ from vaswani.evaluate import training_data
 from vaswani.progress import progress_bar
 from vaswani.run import SHORTLIST, load_run
 from vaswani.shortlist import build_shortlist, coverage
+from vaswani.tasks import get_task
 
 HELP = "build a lexical shortlist of a run's target tokens, for faster decoding"
 
@@ -44,13 +45,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     loaded = load_run(args.run_dir)
-    if loaded.task != "translate":
+    if not loaded.task.parallel:
         raise CliError(f"{args.run_dir} is not a translation model; a shortlist is for translation")
     data = PreparedData(args.data) if args.data else training_data(loaded.info, "--data DIR")
     cfg = loaded.config
     problem = vocab_mismatch(data.src_tokenizer, data.tgt_tokenizer, cfg.vocab_size,
                              cfg.target_vocab_size)  # fmt: skip
-    if problem or data.task != "translate":
+    if problem or not get_task(data.task).parallel:
         raise CliError(f"{data.directory} does not suit {args.run_dir}: "
                        f"{problem or 'not translation data'}")  # fmt: skip
     train = data.split("train")

@@ -22,6 +22,7 @@ from vaswani.cli.common import (
 from vaswani.decode import Translation, best_texts, translate_nbest
 from vaswani.files import write_atomic
 from vaswani.progress import progress_bar
+from vaswani.tasks import TRANSLATE
 
 HELP = "translate text with a trained model (arguments, a file, or stdin)"
 
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         name = "stdin" if args.input is None else str(args.input)
         if not lines:
             raise CliError(f"{name} is empty: nothing to translate")
-    loaded, placement = load_for_inference(args, "translate")
+    loaded, placement = load_for_inference(args, TRANSLATE)
     loaded.prefixes(args.target, 0)  # a wrong or missing --target: said before any reading
 
     def translate(texts: list[str], bar: Any = None) -> list[list[Translation]]:

@@ -3,7 +3,6 @@
 from vaswani.data.batching import Batch, Position, TokenBatchSampler, collate
 from vaswani.data.corpora import DataError, german_number, parse_ding_line
 from vaswani.data.dataset import ParallelSplit, PreparedData
-from vaswani.data.prepare import PrepareOptions, prepare
 from vaswani.data.tokenizer import SubwordTokenizer
 
 __all__ = [
@@ -20,3 +19,14 @@ __all__ = [
     "parse_ding_line",
     "prepare",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """`prepare` and `PrepareOptions`, imported when first asked for: preparation asks the tasks
+    (`vaswani.tasks`), which read this package's datasets, so this package cannot import it
+    before them."""
+    if name in ("prepare", "PrepareOptions"):
+        from vaswani.data import pipeline as module
+
+        return getattr(module, name)
+    raise AttributeError(f"module 'vaswani.data' has no attribute {name!r}")

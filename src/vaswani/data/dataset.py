@@ -7,10 +7,14 @@ from pathlib import Path
 import numpy as np
 
 from vaswani.data.corpora import DataError
-from vaswani.data.prepare import FORMAT_VERSION, SIDES, SPLITS
 from vaswani.data.tokenizer import load_tokenizers
 from vaswani.files import check_keys, read_json, read_text
 from vaswani.languages import LanguageError, Languages, pair_name, parse_pair
+
+FORMAT_VERSION = 1
+"""The layout of a prepared directory that `prepare` writes and this module reads."""
+SPLITS = ("train", "valid", "test")
+SIDES = ("src", "tgt")
 
 
 def _map(path: Path, dtype: np.dtype) -> np.ndarray:

@@ -20,7 +20,6 @@ from vaswani.model.transformer import (
     EncoderClassifier,
     EncoderOnly,
     Transformer,
-    build_model,
 )
 
 __all__ = [
@@ -42,7 +41,6 @@ __all__ = [
     "PositionwiseFeedForward",
     "SelfAttention",
     "Transformer",
-    "build_model",
     "causal_mask",
     "padding_mask",
     "sinusoidal_encoding",

@@ -341,17 +341,3 @@ class EncoderClassifier(nn.Module):
         maps = AttentionMaps()
         self.pool(ids, maps)
         return maps
-
-
-MODEL_FAMILIES: dict[str, type[nn.Module]] = {
-    "translate": Transformer,
-    "lm": DecoderOnly,
-    "classify": EncoderClassifier,
-}
-
-
-def build_model(task: str, cfg: ModelConfig) -> nn.Module:
-    """The model family that serves `task` ("translate", "lm" or "classify"), freshly initialised."""
-    if task not in MODEL_FAMILIES:
-        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(MODEL_FAMILIES)}")
-    return MODEL_FAMILIES[task](cfg)

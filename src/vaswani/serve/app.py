@@ -37,7 +37,7 @@ from vaswani.serve.schemas import (
 )
 from vaswani.serve.worker import Targeted, Worker
 from vaswani.shortlist import Shortlist
-from vaswani.tasks import task_of_model
+from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, TRANSLATE, task_of_model
 
 
 @dataclass
@@ -102,10 +102,12 @@ def create_app(
     by_model: dict[int, Worker] = {}  # one worker (one queue, one thread) per model
     for s in served:
         if id(s.model) not in by_model:
-            by_model[id(s.model)] = Worker(s.model.eval(), s.src_tok, s.tgt_tok, settings,
-                                           ENDPOINTS[task_of_model(s.model).name], s.shortlist)  # fmt: skip
+            endpoint = ENDPOINTS[task_of_model(s.model)]
+            by_model[id(s.model)] = Worker(
+                s.model.eval(), s.src_tok, s.tgt_tok, settings, endpoint, s.shortlist
+            )
     workers = list(by_model.values())
-    if len(workers) > 1 and {w.task for w in workers} != {"translate"}:
+    if len(workers) > 1 and not all(w.task.parallel for w in workers):
         raise ServeError("several models are served by language pair: translation models only")
     pairs = Pairs({(s.source, s.target): Targeted(by_model[id(s.model)], s.prefix)
                    if s.prefix else by_model[id(s.model)]
@@ -270,20 +272,20 @@ class Endpoint:
 
 
 ENDPOINTS = {  # by task
-    "translate": Endpoint(
+    TRANSLATE: Endpoint(
         "Translate with", translate_route,
         lambda w, texts, dc, prefixes: (translate if dc.n_best == 1 else translate_nbest)(
             w.model, w.src_tok, w.tgt_tok, texts, dc, shortlist=w.shortlist, prefixes=prefixes
         ),
         DecodeConfig(beam_size=1, max_new_tokens=4),
     ),
-    "lm": Endpoint(
+    LANGUAGE_MODEL: Endpoint(
         "Generate text with", generate_route,
         lambda w, texts, s, _: generate(w.model, w.src_tok, texts, s.max_new_tokens,
                                         s.temperature, s.top_k, s.top_p, s.seed),
         Sampling(4, 1.0, 0, 1.0, 0),
     ),
-    "classify": Endpoint(
+    CLASSIFY: Endpoint(
         "Classify with", classify_route,
         lambda w, texts, _, __: classify(w.model, w.src_tok, w.tgt_tok.labels, texts,
                                          w.settings.batch_tokens),

@@ -59,7 +59,7 @@ class Worker:
         self.model, self.src_tok, self.tgt_tok = model, src_tok, tgt_tok
         self.shortlist = shortlist
         """A translation model's `vaswani.shortlist.Shortlist`, or None: the whole vocabulary."""
-        self.task = task_of_model(model).name
+        self.task = task_of_model(model)
         self.endpoint = endpoint
         """The `serve.app.Endpoint` of the task: its route, its model call, its health check."""
         self.settings = settings
@@ -106,7 +106,7 @@ class Worker:
     def health_record(self) -> dict[str, Any]:
         body = {
             "status": "ok" if self.healthy else "starting",
-            "task": self.task,
+            "task": self.task.name,
             "version": __version__,
             "device": str(self.device),
             "queued_texts": self.queued_texts,

@@ -29,14 +29,11 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from vaswani.config import ModelConfig, TrainConfig
-from vaswani.data import Position, PreparedData, TokenBatchSampler, collate
-from vaswani.data.dataset import ParallelSplit, task_of
+from vaswani.data import Position, PreparedData, TokenBatchSampler
+from vaswani.data.dataset import task_of
 from vaswani.data.dropout import SubwordDropout, merge_parts
-from vaswani.data.prepare import SIDES
-from vaswani.device import Placement, autocast, grad_scaler, machine_name, place
-from vaswani.errors import VaswaniError
+from vaswani.device import Placement, grad_scaler, machine_name, place
 from vaswani.files import read_json, write_atomic
-from vaswani.model import build_model
 from vaswani.progress import progress_bar
 from vaswani.run import (
     BEST,
@@ -58,11 +55,8 @@ from vaswani.train.board import Board, require_tensorboard
 from vaswani.train.distributed import Distributed, init_distributed
 from vaswani.train.schedule import Schedule, paper_peak
 from vaswani.train.state import TrainState, load_checkpoint, save_checkpoint
+from vaswani.train.step import TrainingError, model_config_for, train_update
 from vaswani.train.stop import StopRequest
-
-
-class TrainingError(VaswaniError):
-    """Training cannot start or go on; the message says why and what to do."""
 
 
 @dataclass
@@ -78,31 +72,10 @@ class TrainResult:
     """The precision training ran in (`--precision auto` resolved)."""
 
 
-def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
-    """The preset, sized to the data's vocabulary (and labels), with the run's overrides. A
-    language model keeps only the preset's decoder layers, a classifier only its encoder layers."""
-    task = get_task(data.task)
-    tokenizer = data.meta["tokenizer"]
-    fields = task.model_fields(tokenizer["vocab_size"], tokenizer.get("shared", True))
-    fields.update(tc.model)
-    cfg = ModelConfig.from_preset(tc.preset, **fields)
-    longest = 1 + max(
-        split[f"{side}_lengths"]["max"] for split in data.meta["splits"].values() for side in SIDES
-    )
-    longest += task.extra_positions
-    if cfg.max_len < longest:
-        raise TrainingError(
-            f"the data holds sequences of {longest} tokens (with BOS/EOS) but the model's position "
-            f"limit is max_len={cfg.max_len}; prepare with --max-example-len {cfg.max_len} or pass "
-            f"--model max_len={longest}"
-        )
-    return cfg
-
-
 def initial_model(init: Path, data: PreparedData) -> nn.Module:
     """The model of run directory `init` to fine-tune on `data`, which must use its tokenizer."""
     model, _, _, info = load_trained(init)
-    if task_of(info["meta"]) != data.task:
+    if get_task(task_of(info["meta"])) is not get_task(data.task):
         raise TrainingError(
             f"{init} holds a {task_of(info['meta'])} model, but {data.directory} was prepared "
             f"for --task {data.task}"
@@ -186,46 +159,6 @@ def train(
         dist.close()
 
 
-def train_update(
-    net: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scaler: torch.amp.GradScaler,
-    task: Task,
-    split: ParallelSplit,
-    micro_batches: list[Any],
-    tc: TrainConfig,
-    dist: Distributed,
-) -> tuple[int, float, float]:
-    """The gradients of one optimizer update, over `micro_batches` (index arrays of `split`): the
-    forward and backward passes, gradient accumulation, DDP's all-reduce, loss scaling and
-    clipping. The caller applies them (or not, by its NaN policy). Returns the update's tokens,
-    its mean loss and the gradient norm before clipping."""
-    model = net.module if isinstance(net, DistributedDataParallel) else net
-    cfg, device = model.cfg, dist.device
-    sizes = [task.batch_size(split, indices) for indices in micro_batches]
-    update_count, update_tokens = (sum(column) for column in zip(*sizes, strict=True))
-    # Every process sees the same global micro-batches and takes every world_size-th one.
-    mine = micro_batches[dist.rank :: dist.world_size]
-    optimizer.zero_grad(set_to_none=True)
-    local_loss = torch.zeros((), device=device)
-    for j, indices in enumerate(mine):
-        batch = collate(split, indices, cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
-        sync = j == len(mine) - 1 or not dist.enabled  # DDP all-reduces on the last one only
-        with contextlib.nullcontext() if sync else net.no_sync():
-            with autocast(device, tc.precision):
-                loss_sum, _ = task.training_loss(net, batch, cfg.pad_id, tc.label_smoothing)
-            # Mean over the update's target tokens (or examples); DDP then averages over
-            # processes.
-            scaler.scale(loss_sum * dist.world_size / update_count).backward()
-        local_loss += loss_sum.detach()
-    loss = (dist.sum(local_loss) / update_count).item()
-    scaler.unscale_(optimizer)  # fp16: clip and report the true gradient norm
-    grad_norm = torch.nn.utils.clip_grad_norm_(
-        model.parameters(), tc.clip_norm if tc.clip_norm > 0 else float("inf")
-    ).item()
-    return update_tokens, loss, grad_norm
-
-
 def _train(
     tc: TrainConfig,
     dist: Distributed,
@@ -236,7 +169,7 @@ def _train(
 ) -> TrainResult:
     data = PreparedData(Path(tc.data))
     task = get_task(data.task)
-    if tc.task is not None and tc.task != task.name:
+    if tc.task is not None and get_task(tc.task) is not task:
         raise TrainingError(
             f"{tc.data} was prepared for --task {task.name}, not {tc.task}; prepare it with "
             f"`vaswani prepare --task {tc.task} ...`"
@@ -318,7 +251,7 @@ class Trainer:
         self.tc, self.dist, self.data, self.task, self.cfg = tc, dist, data, task, cfg
         self.run_dir = Path(tc.out)
         torch.manual_seed(tc.seed)
-        model = build_model(task.name, cfg)
+        model = task.build_model(cfg)
         if initial is not None:
             model.load_state_dict(initial.state_dict())
         self.model = model.to(dist.device)
@@ -380,7 +313,7 @@ class Trainer:
     def subword_dropout(self, p: float) -> SubwordDropout:
         """The training split with subword dropout `p` (`vaswani.data.dropout`)."""
         kind = self.data.meta["tokenizer"].get("kind", "bpe")
-        if self.task.name != "translate" or kind != "bpe":
+        if not self.task.parallel or kind != "bpe":
             raise TrainingError(
                 "--bpe-dropout works on translation data with vaswani's own BPE tokenizer; "
                 "use --bpe-dropout 0 for this data"
@@ -600,7 +533,7 @@ class Trainer:
         record_evaluation(self.run_dir, model, state, result, self.task)
         if self.board is not None:
             self.board.record({"step": state.step, **result})
-            if self.task.name == "translate":
+            if self.task.parallel:  # cross-attention, between a source and a target
                 self.board.attention(model, self.data, state.step)
         state.since_best = 0 if state.best != before else state.since_best + 1
         bar.write(line)

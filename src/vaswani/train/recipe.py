@@ -27,10 +27,10 @@ from vaswani.config import AUTO, PRESET_TRAINING, ModelConfig, TrainConfig
 from vaswani.data import Position, PreparedData, TokenBatchSampler
 from vaswani.device import grad_scaler
 from vaswani.files import read_json
-from vaswani.model import build_model
-from vaswani.tasks import get_task
+from vaswani.tasks import Task, get_task
 from vaswani.train.distributed import Distributed
 from vaswani.train.schedule import paper_peak
+from vaswani.train.step import model_config_for, train_update
 
 RECORD = "recipe.json"
 """In the run directory: what auto chose (`Choice`) and the schedule's `Plan`, kept on resume."""
@@ -72,13 +72,13 @@ class Choice:
 
 
 def parameter_count(
-    task: str, task_fields: dict[str, Any], preset: str, overrides: dict[str, Any]
+    task: Task | str, task_fields: dict[str, Any], preset: str, overrides: dict[str, Any]
 ) -> int:
     """Parameters of a preset's model for `task`, sized to the data, counted without allocating
     weights."""
     cfg = ModelConfig.from_preset(preset, **{**task_fields, **overrides})
     with torch.device("meta"):
-        model = build_model(task, cfg)
+        model = get_task(task).build_model(cfg)
     return sum(p.numel() for p in model.parameters())
 
 
@@ -95,7 +95,7 @@ def budget_tokens(tc: TrainConfig, batch_tokens: int, step_seconds: float | None
 
 def choose_size(
     tc: TrainConfig,
-    task: str,
+    task: Task | str,
     task_fields: dict[str, Any],
     step_seconds: Callable[[str, dict[str, Any], int], float],
 ) -> Choice:
@@ -166,7 +166,6 @@ def settle(
     candidates on this machine) or, on resume, the choice recorded in recipe.json; then the
     preset's values for what was left unset. Also the recipe record so far, and the measured
     seconds per update of the chosen size (None when nothing was timed)."""
-    from vaswani.train.loop import model_config_for  # the loop imports this module
 
     run = Path(tc.out)
     record: dict = {}
@@ -189,7 +188,7 @@ def settle(
                 cfg = model_config_for(candidate, data)
                 return update_seconds(candidate, cfg, data, dist, precision)
 
-            choice = choose_size(tc, data.task, fields, timed)
+            choice = choose_size(tc, get_task(data.task), fields, timed)
             record["choice"] = choice.to_dict()
             seconds = choice.measured[choice.preset].get("step_seconds")
         tc = choice.apply(tc)
@@ -211,13 +210,12 @@ def update_seconds(
     """Seconds one optimizer update of model `cfg` takes here, timed on the run's first batches
     with throwaway weights (the median of `updates` after one to warm up). The random generators
     are put back, so that timing changes nothing of the run itself; every process gets the mean."""
-    from vaswani.train.loop import train_update
 
     rng = torch.get_rng_state()
     task = get_task(data.task)
     tc = dataclasses.replace(tc.resolved(), precision=precision)
     alone = Distributed(device=dist.device)
-    model = build_model(task.name, cfg).to(dist.device)
+    model = task.build_model(cfg).to(dist.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-9)
     scaler = grad_scaler(dist.device, tc.precision)
     split = data.split("train")

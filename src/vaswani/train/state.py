@@ -57,10 +57,7 @@ class TrainState:
         if "best_bleu" in data:
             data["best"] = data.pop("best_bleu")
         figure = task.selection[0]
-        if (
-            data.setdefault("best_figure", "valid_bleu" if task.name == "translate" else figure)
-            != figure
-        ):
+        if data.setdefault("best_figure", task.former_selection or figure) != figure:
             data.update(best=None, best_figure=figure)
         data["position"] = tuple(data["position"])
         names = {f.name for f in dataclasses.fields(cls)}

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from vaswani.config import LIMITS, TASKS, one_of
+from vaswani.config import LIMITS, one_of
 from vaswani.data.clean import (
     DEDUPE,
     PAIR_RECORD,
@@ -61,11 +61,10 @@ from vaswani.data.corpora import (
     numbers_de,
     numbers_pair,
     pair_digest,
-    read_text_files,
-    read_tsv,
     sentiment_en,
     split_of,
 )
+from vaswani.data.dataset import FORMAT_VERSION, SIDES, SPLITS
 from vaswani.data.formats import FORMATS, Corpus, ReadOptions, open_corpora
 from vaswani.data.formats.xml import MARKUP
 from vaswani.data.ids import IdsWriter
@@ -81,19 +80,8 @@ from vaswani.data.tokenizer import (
 from vaswani.files import UnsafeFileError, member, read_json
 from vaswani.languages import LANGUAGE_TOKEN, Languages, check_token_form, pair_name, parse_pair
 from vaswani.progress import progress_bar
+from vaswani.tasks import Task, builtin_corpora, get_task, task_for_corpus
 
-FORMAT_VERSION = 1
-SPLITS = ("train", "valid", "test")
-SIDES = ("src", "tgt")
-BUILTIN_CORPORA = {  # name -> the task it is for
-    "numbers-de": "translate",
-    "ding-de-en": "translate",
-    "numbers-multi": "translate",
-    "grammar-en": "lm",
-    "sentiment-en": "classify",
-}
-DEFAULT_CORPUS = {"lm": "grammar-en", "classify": "sentiment-en"}
-TEXT_SIDES = {"translate": SIDES, "lm": ("tgt",), "classify": ("src",)}  # a classifier's label
 LABELS_FILE = "labels.json"
 ENCODE_CHUNK = 10_000
 MAX_WEIGHT = 100.0
@@ -101,7 +89,7 @@ MAX_WEIGHT = 100.0
 
 @dataclass
 class PrepareOptions:
-    task: str = one_of("translate", TASKS)
+    task: str = "translate"
     """translate (encoder-decoder), lm (decoder-only language model), classify (encoder with a
     classification head)."""
     vocab_size: int | None = None
@@ -218,54 +206,53 @@ def open_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
         "skip_invalid": opts.skip_invalid,
         "max_line_bytes": opts.max_line_bytes,
     }
-    if opts.task not in TASKS:
-        raise DataError(f"--task {opts.task}: choose one of {', '.join(TASKS)}")
+    task = get_task(opts.task)
     if opts.pairs:
         return open_pairs(inputs, opts)
     if not inputs:
-        if opts.task not in DEFAULT_CORPUS:
-            raise DataError("give a corpus: a built-in name (numbers-de, ding-de-en) or files")
-        inputs = [DEFAULT_CORPUS[opts.task]]
-    if len(inputs) == 1 and BUILTIN_CORPORA.get(inputs[0], opts.task) != opts.task:
-        raise DataError(
-            f"{inputs[0]} is a corpus for --task {BUILTIN_CORPORA[inputs[0]]}, not {opts.task}"
-        )
-    if len(inputs) == 1 and inputs[0] in ("grammar-en", "sentiment-en"):
-        make = grammar_en if inputs[0] == "grammar-en" else sentiment_en
-        description = {"name": inputs[0], "size": opts.builtin_size, "seed": opts.seed}
-        pairs = make(opts.builtin_size, opts.seed)
-        return single(description, pairs, dropped, valid_fraction=0.05, test_fraction=0.05)
-    if len(inputs) == 1 and inputs[0] == "numbers-de":
-        description = {"name": "numbers-de", "size": opts.numbers_size, "seed": opts.seed,
-                       "max_number": opts.numbers_max}  # fmt: skip
-        pairs = numbers_de(opts.numbers_size, opts.seed, opts.numbers_max)
-        return single(description, pairs, dropped, valid_fraction=0.05, test_fraction=0.05)
-    if len(inputs) == 1 and inputs[0] == "numbers-multi":
-        return numbers_multi(opts)
-    if len(inputs) == 1 and inputs[0] == "ding-de-en":
-        pairs = ding_de_en(Path(opts.ding_path), dropped)
-        return single({"name": "ding-de-en", "path": str(opts.ding_path)}, pairs, dropped)
+        if task.default_corpus is None:
+            raise DataError(f"give a corpus: a built-in name ({', '.join(task.corpora)}) or files")
+        inputs = [task.default_corpus]
+    corpus_task = task_for_corpus(inputs[0]) if len(inputs) == 1 else None
+    if corpus_task not in (None, task):
+        raise DataError(f"{inputs[0]} is a corpus for --task {corpus_task}, not {task}")
+    if corpus_task is not None:
+        return builtin_corpus(inputs[0], opts, dropped)
     paths = [Path(p) for p in inputs]
     for path in paths:
-        if path.is_dir() and opts.task != "translate":
+        if path.is_dir() and not task.parallel:
             raise DataError(f"{path}: is a directory; give the text file(s) in it")
         if not path.exists():  # a FIFO or `<(command)` is fine: it is read once, in order
-            known = ", ".join(BUILTIN_CORPORA)
+            known = ", ".join(builtin_corpora())
             raise DataError(f"{path}: no such file (and not a built-in corpus: {known})")
-    if opts.task == "lm":
-        pairs = read_text_files(paths, **read)
-        return single({"name": "text", "paths": [str(p) for p in paths]}, pairs, dropped)
-    if opts.task == "classify":
-        if len(paths) != 1:
-            raise DataError(
-                f"--task classify reads one TSV file of text<TAB>label, got {len(paths)}"
-            )
-        pairs = read_tsv(paths[0], **read, column_names="text, label")
-        return single({"name": "tsv", "path": str(paths[0])}, pairs, dropped)
+    if not task.parallel:
+        return single(*task.read_files(paths, read), dropped)
     parts = open_corpora(paths, read_options(opts, opts.src_lang, opts.tgt_lang))
     if len(parts) == 1:
         return CorpusSource(parts[0].description, parts)
     return CorpusSource({"name": "several", "corpora": len(parts)}, parts)
+
+
+def builtin_corpus(name: str, opts: PrepareOptions, dropped: Counter) -> CorpusSource:
+    """The built-in corpus called `name` (`vaswani.tasks`: each task's `corpora`)."""
+    if name in ("grammar-en", "sentiment-en"):
+        make = grammar_en if name == "grammar-en" else sentiment_en
+        description = {"name": name, "size": opts.builtin_size, "seed": opts.seed}
+        pairs = make(opts.builtin_size, opts.seed)
+        return single(description, pairs, dropped, valid_fraction=0.05, test_fraction=0.05)
+    if name == "numbers-de":
+        description = {
+            "name": "numbers-de",
+            "size": opts.numbers_size,
+            "seed": opts.seed,
+            "max_number": opts.numbers_max,
+        }
+        pairs = numbers_de(opts.numbers_size, opts.seed, opts.numbers_max)
+        return single(description, pairs, dropped, valid_fraction=0.05, test_fraction=0.05)
+    if name == "numbers-multi":
+        return numbers_multi(opts)
+    pairs = ding_de_en(Path(opts.ding_path), dropped)
+    return single({"name": "ding-de-en", "path": str(opts.ding_path)}, pairs, dropped)
 
 
 def numbers_multi(opts: PrepareOptions) -> CorpusSource:
@@ -294,7 +281,7 @@ def open_pairs(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
     if inputs:
         raise DataError("give the corpora of a multilingual dataset with --pair SRC-TGT=FILE "
                         f"only, not also as arguments ({' '.join(inputs)})")  # fmt: skip
-    if opts.task != "translate":
+    if not get_task(opts.task).parallel:
         raise DataError("--pair is for translation (--task translate)")
     parts, names = [], []
     for spec in opts.pairs:
@@ -332,9 +319,9 @@ def length_stats(lengths: np.ndarray) -> dict:
     }
 
 
-def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = False) -> dict:
-    """Read, deduplicate, split, train the tokenizer, encode, filter and write; returns meta."""
-    out = Path(out)
+def check_out(out: Path, inputs: list[str], opts: PrepareOptions, force: bool) -> None:
+    """Refuse an --out that is a file, that holds something (unless --force), or that holds an
+    input --force would delete."""
     if out.exists() and not out.is_dir():
         raise DataError(f"--out {out}: exists and is not a directory; choose another --out")
     if out.exists() and any(out.iterdir()):
@@ -349,6 +336,10 @@ def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = Fa
                     f"--out {out} holds the input {given}, which --force would delete; "
                     "choose another --out"
                 )
+
+
+def check_options(opts: PrepareOptions) -> None:
+    """Refuse options out of range, or meant for another task, before anything is read."""
     if opts.vocab_size is not None and not 260 <= opts.vocab_size <= LIMITS["vocab_size"]:
         raise DataError(
             f"--vocab-size must be in 260 (4 specials + 256 bytes) .. {LIMITS['vocab_size']:,}, "
@@ -359,9 +350,10 @@ def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = Fa
                         f"{opts.tokenizer_sample}")  # fmt: skip
     if opts.max_example_len < 3:
         raise DataError(f"--max-example-len must be at least 3, got {opts.max_example_len}")
-    if opts.lang_id and opts.task != "translate":
+    parallel = get_task(opts.task).parallel
+    if opts.lang_id and not parallel:
         raise DataError("--lang-id is for translation pairs (--task translate)")
-    if opts.tokenizer_from is not None and opts.task != "translate":
+    if opts.tokenizer_from is not None and not parallel:
         raise DataError("--tokenizer-from is for fine-tuning translation models (--task translate)")
     try:
         check_token_form(opts.language_token)
@@ -370,6 +362,13 @@ def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = Fa
     if not (math.isfinite(opts.temperature) and opts.temperature >= 1):
         raise DataError(f"--temperature must be 1 (as the corpus is) or more, got "
                         f"{opts.temperature}")  # fmt: skip
+
+
+def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = False) -> dict:
+    """Read, deduplicate, split, train the tokenizer, encode, filter and write; returns meta."""
+    out = Path(out)
+    check_out(out, inputs, opts, force)
+    check_options(opts)
     corpus = open_corpus(inputs, opts)
     valid_fraction = corpus.valid_fraction if opts.valid_fraction is None else opts.valid_fraction
     test_fraction = corpus.test_fraction if opts.test_fraction is None else opts.test_fraction
@@ -414,7 +413,7 @@ def _prepare_into(
     )
     # Decontamination compares keys, so it needs no pass over the text: the later passes skip the
     # dropped pairs by this mask.
-    sides = TEXT_SIDES[opts.task]
+    sides = get_task(opts.task).sides
     excluded = exclusion_keys(opts.exclude, opts.max_line_bytes)
     keep = contamination_mask(records, held_out, excluded, cleaned, sides)
     if not keep.any():
@@ -431,7 +430,7 @@ def _prepare_into(
         path.unlink()
 
     dropped = corpus.dropped + cleaned
-    if opts.task != "translate" and "duplicate pair" in dropped:
+    if not get_task(opts.task).parallel and "duplicate pair" in dropped:
         dropped["duplicate text"] = dropped.pop("duplicate pair")
     meta = {
         "format_version": FORMAT_VERSION,
@@ -463,7 +462,7 @@ def _tokenizers(
     """The dataset's tokenizers (learnt, or --tokenizer-from a run) and their meta.json record;
     for a multilingual dataset, also the target-language token id of each language pair."""
     if opts.tokenizer_from is None:
-        sides = TEXT_SIDES[opts.task]
+        sides = get_task(opts.task).sides
         learnt = sides if opts.shared_vocab else sides[:1]  # (both sides of a shared vocabulary)
         words = None if opts.vocab_size is not None else training_words(records, text.keep, learnt)
         tokenizers, tokenizer_meta = _new_tokenizers(work, raw, partial(text.pairs, "train"),
@@ -587,7 +586,7 @@ def cleaning_record(opts: PrepareOptions) -> dict:
     """The cleaning switches a dataset was prepared with, for meta.json."""
     return {
         "dedupe": opts.dedupe,
-        "drop_copies": opts.task == "translate" and opts.drop_copies,
+        "drop_copies": get_task(opts.task).parallel and opts.drop_copies,
         "max_length_ratio": opts.max_length_ratio,
         "drop_held_out": opts.drop_held_out,
         "lang_id": opts.lang_id,
@@ -664,8 +663,9 @@ def _split_corpus(
     language), assign splits by hash, apply --weight, and write (`SplitWriter`). Returns the
     pairs per split, the pairs dropped by reason, a record per corpus, and the keys of the
     held-out sentences."""
-    kept = PairFilter(opts.dedupe, drop_copies=opts.task == "translate" and opts.drop_copies)
-    sides = [k for k, side in enumerate(SIDES) if side in TEXT_SIDES[opts.task]]
+    task = get_task(opts.task)
+    kept = PairFilter(opts.dedupe, drop_copies=task.parallel and opts.drop_copies)
+    sides = [k for k, side in enumerate(SIDES) if side in task.sides]
     filters: dict[tuple, LanguageFilter] = {}  # by language pair, built once each
     weights = corpus_weights(corpus.parts, opts.weights)
     corpora = []
@@ -765,7 +765,7 @@ def _new_tokenizers(
         "sample_pairs": min(opts.tokenizer_sample or n_train, n_train),
         "files": files,
     }
-    if opts.task == "classify":
+    if get_task(opts.task).labelled:
         meta["labels"] = True
     return tokenizers, meta
 
@@ -788,13 +788,9 @@ def _train_tokenizers(
             if (i * sample) % n_train < sample:
                 yield from (pair[k] for k in columns)
 
-    if opts.task == "lm":
-        texts = text_of("tgt")
-        shared = SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency, sample)
-        tokenizers = {"src": shared, "tgt": shared}
-        files = {"src": "tokenizer.json", "tgt": "tokenizer.json"}
-    elif opts.task == "classify":
-        texts = text_of("src")
+    task = get_task(opts.task)
+    if task.labelled:
+        texts = text_of(*task.sides)
         labels = sorted(set(iter_text_lines(*(raw[split, "tgt"] for split in SPLITS))))
         if len(labels) < 2:
             raise DataError(f"a classification dataset needs at least 2 labels, found {labels}")
@@ -803,9 +799,10 @@ def _train_tokenizers(
             "tgt": LabelSet(labels),
         }
         files = {"src": "tokenizer.json", "tgt": LABELS_FILE}
-    elif opts.shared_vocab:
-        texts = text_of("src", "tgt")
-        shared = SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency, 2 * sample)
+    elif opts.shared_vocab or not task.parallel:  # a language model's one side is shared too
+        texts = text_of(*task.sides)
+        shared = SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency,
+                                        len(task.sides) * sample)  # fmt: skip
         tokenizers = {"src": shared, "tgt": shared}
         files = {"src": "tokenizer.json", "tgt": "tokenizer.json"}
     else:
@@ -861,7 +858,7 @@ def encode_chunk(
     chunk: list[Any],
     tokenizers: dict[str, SubwordTokenizer],
     room: dict[str, int],
-    task: str,
+    task: Task,
     prefix: list[int] | None = None,
 ) -> tuple[dict[str, list[list[int]]], list[int], int]:
     """Token ids of a chunk of pairs by side, the indices of those that fit their `room`, and how
@@ -875,7 +872,7 @@ def encode_chunk(
         ids["src"] = [[prefix[pair[2]], *source] for pair, source in zip(chunk, ids["src"],
                                                                          strict=True)]  # fmt: skip
     cut = 0
-    if task == "lm":
+    if task.cuts_long_texts:
         pieces = cut_into_pieces(ids["tgt"], room["tgt"])
         cut = sum(len(t) > room["tgt"] for t in ids["tgt"])
         ids = {"src": [[] for _ in pieces], "tgt": pieces}
@@ -894,7 +891,7 @@ def encoded_chunks(
     pairs: Iterator[Any],
     tokenizers: dict[str, SubwordTokenizer],
     room: dict[str, int],
-    task: str,
+    task: Task,
     prefix: list[int] | None = None,
 ) -> Iterator[tuple[list[Any], tuple[dict[str, list[list[int]]], list[int], int]]]:
     """Chunks of `pairs` with their `encode_chunk`, each encoded (by the tokenizer's threads,
@@ -910,11 +907,12 @@ def encoded_chunks(
             chunk = following
 
 
-def evaluation_text(stack: ExitStack, work: Path, split: str, task: str, multilingual: bool
-                    ) -> dict[str, Any]:  # fmt: skip
+def evaluation_text(
+    stack: ExitStack, work: Path, split: str, task: Task, multilingual: bool
+) -> dict[str, Any]:
     """The text files of an evaluation split, by side (and "pair": each line's language pair),
     open in `stack`; none for the training split (its ids are enough) or a language model."""
-    if split == "train" or task == "lm":
+    if split == "train" or task.cuts_long_texts:
         return {}
     return {
         side: stack.enter_context(
@@ -942,19 +940,20 @@ def _encode_split(
     writers = {side: IdsWriter(work / f"{split}.{side}", dtype) for side in SIDES}
     lengths: dict[str, list[np.ndarray]] = {"src": [], "tgt": []}
     too_long = cut = off_ratio = 0
-    ratio_checked = split == "train" and opts.task == "translate"
+    task = get_task(opts.task)
+    ratio_checked = split == "train" and task.parallel
     # +1: the EOS (source, decoder output) or BOS (decoder input) the batch adds; a classifier
     # also puts a start token before its text.
     room = {
-        "src": opts.max_example_len - (2 if opts.task == "classify" else 1),
+        "src": opts.max_example_len - 1 - task.extra_positions,
         "tgt": opts.max_example_len - 1,
     }
     with ExitStack() as stack:
-        text_out = evaluation_text(stack, work, split, opts.task, languages is not None)
+        text_out = evaluation_text(stack, work, split, task, languages is not None)
         bar = progress_bar(
             total=count, enabled=opts.progress, desc=f"encoding {split}", unit=" pairs"
         )
-        chunks = encoded_chunks(pairs, tokenizers, room, opts.task, prefix)
+        chunks = encoded_chunks(pairs, tokenizers, room, task, prefix)
         for chunk, (ids, keep, pieces_cut) in chunks:
             cut += pieces_cut
             too_long += len(ids["src"]) - len(keep)
@@ -978,7 +977,7 @@ def _encode_split(
         "pairs": len(every["src"]),
         "filtered_too_long": too_long,
         **({"filtered_length_ratio": off_ratio} if ratio_checked else {}),
-        **({"long_texts_cut": cut} if opts.task == "lm" else {}),
+        **({"long_texts_cut": cut} if task.cuts_long_texts else {}),
         "src_lengths": length_stats(every["src"]),
         "tgt_lengths": length_stats(every["tgt"]),
         "sha256": {side: writers[side].close() for side in SIDES},

@@ -1,0 +1,85 @@
+"""One optimizer update of any task (forward, backward, accumulation, DDP's all-reduce, loss
+scaling, clipping), and the model configuration a run trains: what the training loop and the
+recipe's timing of candidate sizes both use."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from vaswani.config import ModelConfig, TrainConfig
+from vaswani.data.batching import collate
+from vaswani.data.dataset import SIDES, ParallelSplit, PreparedData
+from vaswani.device import autocast
+from vaswani.errors import VaswaniError
+from vaswani.tasks import Task, get_task
+from vaswani.train.distributed import Distributed
+
+
+class TrainingError(VaswaniError):
+    """Training cannot start or go on; the message says why and what to do."""
+
+
+def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
+    """The preset, sized to the data's vocabulary (and labels), with the run's overrides. A
+    language model keeps only the preset's decoder layers, a classifier only its encoder layers."""
+    task = get_task(data.task)
+    tokenizer = data.meta["tokenizer"]
+    fields = task.model_fields(tokenizer["vocab_size"], tokenizer.get("shared", True))
+    fields.update(tc.model)
+    cfg = ModelConfig.from_preset(tc.preset, **fields)
+    longest = 1 + max(
+        split[f"{side}_lengths"]["max"] for split in data.meta["splits"].values() for side in SIDES
+    )
+    longest += task.extra_positions
+    if cfg.max_len < longest:
+        raise TrainingError(
+            f"the data holds sequences of {longest} tokens (with BOS/EOS) but the model's position "
+            f"limit is max_len={cfg.max_len}; prepare with --max-example-len {cfg.max_len} or pass "
+            f"--model max_len={longest}"
+        )
+    return cfg
+
+
+def train_update(
+    net: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    task: Task,
+    split: ParallelSplit,
+    micro_batches: list[Any],
+    tc: TrainConfig,
+    dist: Distributed,
+) -> tuple[int, float, float]:
+    """The gradients of one optimizer update, over `micro_batches` (index arrays of `split`): the
+    forward and backward passes, gradient accumulation, DDP's all-reduce, loss scaling and
+    clipping. The caller applies them (or not, by its NaN policy). Returns the update's tokens,
+    its mean loss and the gradient norm before clipping."""
+    model = net.module if isinstance(net, DistributedDataParallel) else net
+    cfg, device = model.cfg, dist.device
+    sizes = [task.batch_size(split, indices) for indices in micro_batches]
+    update_count, update_tokens = (sum(column) for column in zip(*sizes, strict=True))
+    # Every process sees the same global micro-batches and takes every world_size-th one.
+    mine = micro_batches[dist.rank :: dist.world_size]
+    optimizer.zero_grad(set_to_none=True)
+    local_loss = torch.zeros((), device=device)
+    for j, indices in enumerate(mine):
+        batch = collate(split, indices, cfg.pad_id, cfg.bos_id, cfg.eos_id).to(device)
+        sync = j == len(mine) - 1 or not dist.enabled  # DDP all-reduces on the last one only
+        with contextlib.nullcontext() if sync else net.no_sync():
+            with autocast(device, tc.precision):
+                loss_sum, _ = task.training_loss(net, batch, cfg.pad_id, tc.label_smoothing)
+            # Mean over the update's target tokens (or examples); DDP then averages over
+            # processes.
+            scaler.scale(loss_sum * dist.world_size / update_count).backward()
+        local_loss += loss_sum.detach()
+    loss = (dist.sum(local_loss) / update_count).item()
+    scaler.unscale_(optimizer)  # fp16: clip and report the true gradient norm
+    grad_norm = torch.nn.utils.clip_grad_norm_(
+        model.parameters(), tc.clip_norm if tc.clip_norm > 0 else float("inf")
+    ).item()
+    return update_tokens, loss, grad_norm
