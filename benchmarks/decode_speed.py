@@ -138,9 +138,13 @@ class CT2:
         # Sources without their end-of-sentence token: the exported config adds it.
         tokens = [[self.vocab[i] for i in row[:-1]] for row in src.tolist()]
         return self.translators[quantization].translate_batch(
-            tokens, beam_size=beams, max_decoding_length=new, min_decoding_length=new,
-            length_penalty=0.6 if beams > 1 else 1.0, max_batch_size=0,
-        )  # fmt: skip
+            tokens,
+            beam_size=beams,
+            max_decoding_length=new,
+            min_decoding_length=new,
+            length_penalty=0.6 if beams > 1 else 1.0,
+            max_batch_size=0,
+        )
 
 
 def compare(label: str, model: Transformer, hf, src: torch.Tensor, args, news: list[int], ct2=None):

@@ -57,8 +57,10 @@ def main() -> None:
         model.decoder.embed.token.weight[cfg.eos_id] = 0.0  # tied: its logit is always 0
     prompts = torch.randint(4, cfg.vocab_size, (args.batch, args.prompt_len)).tolist()
 
-    print(f"decoder-only, {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, "
-          f"batch {args.batch}, prompt {args.prompt_len} tokens")  # fmt: skip
+    print(
+        f"decoder-only, {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters, "
+        f"batch {args.batch}, prompt {args.prompt_len} tokens"
+    )
     print(
         "| precision | new tokens | with cache tok/s | without cache tok/s | speed-up | same tokens |"
     )
@@ -76,8 +78,11 @@ def row(model, prompts, new: int, precision: str, args) -> None:
     plain_s, plain = timed(model, prompts, new, False, args.repeats)
     assert all(len(t) == new for t in cached), "generation ended early"
     made = args.batch * new
-    print(f"| {precision} | {new} | {made / cached_s:,.0f} | {made / plain_s:,.0f} | "
-          f"{plain_s / cached_s:.1f}x | {'yes' if cached == plain else 'NO'} |", flush=True)  # fmt: skip
+    print(
+        f"| {precision} | {new} | {made / cached_s:,.0f} | {made / plain_s:,.0f} | "
+        f"{plain_s / cached_s:.1f}x | {'yes' if cached == plain else 'NO'} |",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -53,8 +53,9 @@ def vaswani(*args: str, threads: int | None = None) -> subprocess.Popen:
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
     command = [sys.executable, "-m", "vaswani.cli", *args]
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)  # fmt: skip
+    return subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 def finish(process: subprocess.Popen, what: str) -> str:
@@ -64,16 +65,25 @@ def finish(process: subprocess.Popen, what: str) -> str:
     return output
 
 
-def train_and_score(corpus: str, out: Path, arms: dict, minutes: float, threads: int | None,
-                    side_by_side: bool) -> list[dict]:  # fmt: skip
+def train_and_score(
+    corpus: str, out: Path, arms: dict, minutes: float, threads: int | None, side_by_side: bool
+) -> list[dict]:
     runs = {}
     started = {}
     for name, (_, train_flags) in arms.items():
         run = out / "runs" / f"{name}-{minutes:g}min"
         if (run / "train_config.json").exists():
             subprocess.run(["rm", "-rf", str(run)], check=True)
-        args = ["train", "--data", str(out / "data" / name), "--out", str(run),
-                "--max-minutes", str(minutes), *shlex.split(train_flags)]  # fmt: skip
+        args = [
+            "train",
+            "--data",
+            str(out / "data" / name),
+            "--out",
+            str(run),
+            "--max-minutes",
+            str(minutes),
+            *shlex.split(train_flags),
+        ]
         started[name] = vaswani(*args, threads=threads)
         runs[name] = run
         if not side_by_side:
@@ -81,17 +91,26 @@ def train_and_score(corpus: str, out: Path, arms: dict, minutes: float, threads:
     results = []
     for name, process in started.items():
         log = finish(process, f"{name} training") if side_by_side else ""
-        evaluated = finish(vaswani("evaluate", "--checkpoint", str(runs[name]), "--split", "test",
-                                   threads=threads), f"{name} evaluation")  # fmt: skip
+        evaluated = finish(
+            vaswani(
+                "evaluate", "--checkpoint", str(runs[name]), "--split", "test", threads=threads
+            ),
+            f"{name} evaluation",
+        )
         scores = dict(SCORE.findall(evaluated))
         steps = re.search(r"at step (\d+)", log)
         record = {
-            "corpus": corpus, "arm": name, "minutes": minutes,
-            "bleu": float(scores["BLEU"]), "chrf": float(scores["chrF"]),
+            "corpus": corpus,
+            "arm": name,
+            "minutes": minutes,
+            "bleu": float(scores["BLEU"]),
+            "chrf": float(scores["chrF"]),
             "steps": int(steps.group(1)) if steps else last_step(runs[name]),
-            "threads": threads, "side_by_side": side_by_side, "cpu": cpu_name(),
+            "threads": threads,
+            "side_by_side": side_by_side,
+            "cpu": cpu_name(),
             "capability": capability(),
-        }  # fmt: skip
+        }
         results.append(record)
         print(json.dumps(record), flush=True)
     return results
@@ -110,14 +129,19 @@ def capability() -> str:
 
 def table(results: list[dict]) -> str:
     arms = list(dict.fromkeys(r["arm"] for r in results))
-    lines = ["| corpus | minutes | " + " | ".join(f"{a} BLEU / chrF (updates)" for a in arms) + " |",
-             "| --- | ---: | " + " | ".join("---:" for _ in arms) + " |"]  # fmt: skip
+    lines = [
+        "| corpus | minutes | " + " | ".join(f"{a} BLEU / chrF (updates)" for a in arms) + " |",
+        "| --- | ---: | " + " | ".join("---:" for _ in arms) + " |",
+    ]
     keys = sorted({(r["corpus"], r["minutes"]) for r in results})
     for corpus, minutes in keys:
         cells = []
         for arm in arms:
-            found = [r for r in results if (r["corpus"], r["minutes"], r["arm"]) ==
-                     (corpus, minutes, arm)]  # fmt: skip
+            found = [
+                r
+                for r in results
+                if (r["corpus"], r["minutes"], r["arm"]) == (corpus, minutes, arm)
+            ]
             cells.append(
                 f"{found[-1]['bleu']:.2f} / {found[-1]['chrf']:.1f} ({found[-1]['steps']})"
                 if found
@@ -136,8 +160,11 @@ def plot(results: list[dict], path: Path) -> None:
     figure, axes = plt.subplots(1, 2, figsize=(10, 4))
     for corpus in sorted({r["corpus"] for r in results}):
         for arm in dict.fromkeys(r["arm"] for r in results):
-            points = sorted((r["minutes"], r["bleu"], r["chrf"]) for r in results
-                            if r["corpus"] == corpus and r["arm"] == arm)  # fmt: skip
+            points = sorted(
+                (r["minutes"], r["bleu"], r["chrf"])
+                for r in results
+                if r["corpus"] == corpus and r["arm"] == arm
+            )
             if not points:
                 continue
             minutes, bleu, chrf = zip(*points, strict=True)
@@ -160,11 +187,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/learning-curve"))
     parser.add_argument("--minutes", type=float, nargs="+", default=[1, 5, 10, 20])
     parser.add_argument("--arms", nargs="*", default=list(ARMS), help="which built-in arms to run")
-    parser.add_argument("--arm", action="append", default=[], metavar='NAME="PREP|TRAIN"',
-                        help="an extra arm: prepare flags and train flags, split by |")  # fmt: skip
+    parser.add_argument(
+        "--arm",
+        action="append",
+        default=[],
+        metavar='NAME="PREP|TRAIN"',
+        help="an extra arm: prepare flags and train flags, split by |",
+    )
     parser.add_argument("--prepare", default="", help="flags for prepare in every arm")
-    parser.add_argument("--side-by-side", action="store_true",
-                        help="run the arms of a budget at once, one thread each")  # fmt: skip
+    parser.add_argument(
+        "--side-by-side",
+        action="store_true",
+        help="run the arms of a budget at once, one thread each",
+    )
     args = parser.parse_args()
     arms = {name: ARMS[name] for name in args.arms}
     for item in args.arm:
@@ -176,14 +211,17 @@ def main() -> None:
         data = args.out / "data" / name
         if not (data / "meta.json").exists():
             flags = [*shlex.split(args.prepare), *shlex.split(prepare_flags)]
-            finish(vaswani("prepare", args.corpus, "--out", str(data), "--force", *flags),
-                   f"{name} prepare")  # fmt: skip
+            finish(
+                vaswani("prepare", args.corpus, "--out", str(data), "--force", *flags),
+                f"{name} prepare",
+            )
     threads = 1 if args.side_by_side else None
     results_path = args.out / "results.jsonl"
     started = time.perf_counter()
     for minutes in args.minutes:
-        for record in train_and_score(args.corpus, args.out, arms, minutes, threads,
-                                      args.side_by_side):  # fmt: skip
+        for record in train_and_score(
+            args.corpus, args.out, arms, minutes, threads, args.side_by_side
+        ):
             with results_path.open("a") as handle:
                 handle.write(json.dumps(record) + "\n")
     results = [json.loads(line) for line in results_path.open()]

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from vaswani.data.corpora import DING_PATH, ding_de_en, numbers_de
+from vaswani.data.builtin import DING_PATH, ding_de_en, numbers_de
 from vaswani.data.formats import ReadOptions, open_corpora
 
 LIBREOFFICE_DE = Path("/usr/lib/libreoffice/program/resource/de")
@@ -109,8 +109,12 @@ def run_prepare(corpus: Path, out: Path, extra: list[str]) -> tuple[float, int, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
-    parser.add_argument("--work", type=Path, help="where corpora and datasets go (a temporary "
-                        "directory by default; 10M pairs take about 2 GB)")  # fmt: skip
+    parser.add_argument(
+        "--work",
+        type=Path,
+        help="where corpora and datasets go (a temporary "
+        "directory by default; 10M pairs take about 2 GB)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the corpora and datasets")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("prepare_args", nargs="*", help="more `vaswani prepare` flags, after --")
@@ -157,8 +161,10 @@ def main() -> None:
         if i:
             grow_t = f"{row['seconds'] / rows[i - 1]['seconds']:.1f}"
             grow_m = f"{row['peak_rss_mib'] / rows[i - 1]['peak_rss_mib']:.2f}"
-        print(f"| {row['pairs']:,} | {row['corpus_mb']} | {row['seconds']} | "
-              f"{row['pairs_per_s']:,} | {row['peak_rss_mib']:,} | {grow_t} | {grow_m} |")  # fmt: skip
+        print(
+            f"| {row['pairs']:,} | {row['corpus_mb']} | {row['seconds']} | "
+            f"{row['pairs_per_s']:,} | {row['peak_rss_mib']:,} | {grow_t} | {grow_m} |"
+        )
 
 
 if __name__ == "__main__":

@@ -126,17 +126,34 @@ def main() -> None:
     rows = [
         ("vaswani /translate", ["--checkpoint", str(args.checkpoint)], True, native),
         ("vaswani /translate", ["--checkpoint", str(args.checkpoint)], False, native),
-        ("LibreTranslate /translate", ["--model", f"de:en={args.checkpoint}"], True,
-         libre(["de:en"])),
-        ("LibreTranslate /translate", ["--model", f"de:en={args.checkpoint}",
-                                       "--model", f"en:de={second}"], True,
-         libre(["de:en", "en:de"])),
-    ]  # fmt: skip
+        (
+            "LibreTranslate /translate",
+            ["--model", f"de:en={args.checkpoint}"],
+            True,
+            libre(["de:en"]),
+        ),
+        (
+            "LibreTranslate /translate",
+            ["--model", f"de:en={args.checkpoint}", "--model", f"en:de={second}"],
+            True,
+            libre(["de:en", "en:de"]),
+        ),
+    ]
     for endpoint, models, batching, body_of in rows:
         port = free_port()
-        command = [sys.executable, "-m", "vaswani.cli", "serve", *models, "--port", str(port),
-                   "--beam-size", str(args.beam_size),
-                   "--max-queued-texts", str(max(512, args.clients))]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "vaswani.cli",
+            "serve",
+            *models,
+            "--port",
+            str(port),
+            "--beam-size",
+            str(args.beam_size),
+            "--max-queued-texts",
+            str(max(512, args.clients)),
+        ]
         if not batching:
             command.append("--no-batching")
         child = subprocess.Popen(

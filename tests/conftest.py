@@ -77,9 +77,20 @@ def lm_run(lm_data, tmp_path_factory):
     from vaswani.train.loop import train
 
     out = tmp_path_factory.mktemp("runs") / "grammar"
-    tc = TrainConfig(data=str(lm_data), out=str(out), task="lm", preset="tiny", batch_tokens=1024,
-                     precision="fp32", warmup=100, lr_scale=2.0, max_steps=300, eval_every=50,
-                     save_every=300, ema_decay=0.0)  # fmt: skip
+    tc = TrainConfig(
+        data=str(lm_data),
+        out=str(out),
+        task="lm",
+        preset="tiny",
+        batch_tokens=1024,
+        precision="fp32",
+        warmup=100,
+        lr_scale=2.0,
+        max_steps=300,
+        eval_every=50,
+        save_every=300,
+        ema_decay=0.0,
+    )
     train(tc, progress=False)
     return out
 
@@ -99,9 +110,21 @@ def train_classifier(data, out, pooling: str):
     from vaswani.config import TrainConfig
     from vaswani.train.loop import train
 
-    tc = TrainConfig(data=str(data), out=str(out), task="classify", preset="tiny", batch_tokens=1024,
-                     precision="fp32", warmup=100, lr_scale=0.5, max_steps=300, eval_every=100,
-                     save_every=300, model={"pooling": pooling}, ema_decay=0.0)  # fmt: skip
+    tc = TrainConfig(
+        data=str(data),
+        out=str(out),
+        task="classify",
+        preset="tiny",
+        batch_tokens=1024,
+        precision="fp32",
+        warmup=100,
+        lr_scale=0.5,
+        max_steps=300,
+        eval_every=100,
+        save_every=300,
+        model={"pooling": pooling},
+        ema_decay=0.0,
+    )
     return train(tc, progress=False)
 
 

@@ -11,7 +11,8 @@ from conftest import train_classifier
 from helpers import Server, cli
 from vaswani.config import ModelConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
-from vaswani.data.corpora import _LIKE, _POSITIVE, DataError, sentiment_en
+from vaswani.data.builtin import _LIKE, _POSITIVE, sentiment_en
+from vaswani.data.corpora import DataError
 from vaswani.decode import classify
 from vaswani.model import EncoderClassifier
 from vaswani.run import load_trained
@@ -32,8 +33,10 @@ def test_sentiment_en_negation_flips_the_label():
 
 
 def test_prepare_classify_from_a_tsv(tmp_path):
-    rows = [f"text number {i} is {'fine' if i % 3 else 'bad'}\t{'ok' if i % 3 else 'bad'}"
-            for i in range(60)] + ["another text\tzzz"]  # fmt: skip
+    rows = [
+        f"text number {i} is {'fine' if i % 3 else 'bad'}\t{'ok' if i % 3 else 'bad'}"
+        for i in range(60)
+    ] + ["another text\tzzz"]
     (tmp_path / "c.tsv").write_text("\n".join(rows) + "\n")
     opts = PrepareOptions(task="classify", vocab_size=300, progress=False)
     meta = prepare([str(tmp_path / "c.tsv")], tmp_path / "d", opts)
@@ -75,8 +78,16 @@ def test_evaluate_prints_accuracy_and_draws_the_confusion_matrix(
     found = classify(model, tokenizer, labels.labels, texts)
     correct = sum(f.label == r for f, r in zip(found, references, strict=True))
     plot = tmp_path / "confusion.png"
-    code, out, _ = cli(capsys, "evaluate", "--checkpoint", str(classify_run), "--plot", str(plot),
-                       "--precision", "fp32")  # fmt: skip
+    code, out, _ = cli(
+        capsys,
+        "evaluate",
+        "--checkpoint",
+        str(classify_run),
+        "--plot",
+        str(plot),
+        "--precision",
+        "fp32",
+    )
     assert code == 0
     assert f"({correct}/{len(texts)};" in out
     rows = re.findall(r"^  (negative|positive) +(\d+) +(\d+)$", out, re.MULTILINE)
@@ -88,18 +99,34 @@ def test_evaluate_prints_accuracy_and_draws_the_confusion_matrix(
 
 def test_evaluate_on_a_tsv_file(classify_run, tmp_path, capsys):
     (tmp_path / "e.tsv").write_text("the film was good\tpositive\ni hated this book\tnegative\n")
-    code, out, _ = cli(capsys, "evaluate", "--checkpoint", str(classify_run), "--input",
-                       str(tmp_path / "e.tsv"), "--plot", str(tmp_path / "c.svg"))  # fmt: skip
+    code, out, _ = cli(
+        capsys,
+        "evaluate",
+        "--checkpoint",
+        str(classify_run),
+        "--input",
+        str(tmp_path / "e.tsv"),
+        "--plot",
+        str(tmp_path / "c.svg"),
+    )
     assert code == 0 and "2 texts" in out and (tmp_path / "c.svg").is_file()
     (tmp_path / "x.tsv").write_text("the film was good\tneutral\n")
-    code, _, err = cli(capsys, "evaluate", "--checkpoint", str(classify_run), "--input",
-                       str(tmp_path / "x.tsv"))  # fmt: skip
+    code, _, err = cli(
+        capsys, "evaluate", "--checkpoint", str(classify_run), "--input", str(tmp_path / "x.tsv")
+    )
     assert code == 2 and "unknown label(s) 'neutral'" in err and "negative, positive" in err
 
 
 def test_classify_cli_keeps_one_line_per_input(classify_run, capsys):
-    code, out, _ = cli(capsys, "classify", "--checkpoint", str(classify_run),
-                       "the film was wonderful", "", "i did not enjoy this meal")  # fmt: skip
+    code, out, _ = cli(
+        capsys,
+        "classify",
+        "--checkpoint",
+        str(classify_run),
+        "the film was wonderful",
+        "",
+        "i did not enjoy this meal",
+    )
     lines = out.split("\n")
     assert code == 0 and lines[1] == "" and len(lines) == 4
     assert lines[0].startswith("positive\t") and lines[2].startswith("negative\t")

@@ -45,10 +45,25 @@ def test_presets_prints_parameter_counts(capsys):
 def test_short_demo_runs_end_to_end_through_the_console_script(tmp_path):
     # The real entry point in a child process: prepare, train, evaluate, translate, plot.
     result = subprocess.run(
-        [sys.executable, "-m", "vaswani.cli", "demo", "--steps", "30", "--precision", "fp32",
-         "--min-accuracy", "0", "--numbers", "1000"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "vaswani.cli",
+            "demo",
+            "--steps",
+            "30",
+            "--precision",
+            "fp32",
+            "--min-accuracy",
+            "0",
+            "--numbers",
+            "1000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert "trained 30 steps" in result.stdout
     assert "held-out test numbers: exact match" in result.stdout and "tok:char" in result.stdout
@@ -98,9 +113,21 @@ def test_serve_search_flags_reach_the_server_settings():
     from vaswani.cli.serve import serve_settings
 
     args = build_parser().parse_args(
-        ["serve", "--checkpoint", "r", "--alpha", "0.8", "--length-penalty", "plain",
-         "--beam-size", "2", "--timeout", "5", "--no-batching"]
-    )  # fmt: skip
+        [
+            "serve",
+            "--checkpoint",
+            "r",
+            "--alpha",
+            "0.8",
+            "--length-penalty",
+            "plain",
+            "--beam-size",
+            "2",
+            "--timeout",
+            "5",
+            "--no-batching",
+        ]
+    )
     settings = serve_settings(args)
     assert settings.decoding.alpha == 0.8 and settings.decoding.length_penalty == "plain"
     assert settings.beam_size == 2 and settings.timeout_s == 5.0

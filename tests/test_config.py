@@ -90,8 +90,9 @@ def test_train_config_fills_preset_settings_and_refuses_unknown_fields():
 
     tc = TrainConfig(data="d", out="o", preset="base", max_steps=10).resolved()
     assert (tc.warmup, tc.lr_scale, tc.batch_tokens) == (4000, 1.0, 4096)  # §5.3
-    tc = TrainConfig(data="d", out="o", preset="small", warmup=300, max_steps=10,
-                     schedule="inverse-sqrt").resolved()  # fmt: skip
+    tc = TrainConfig(
+        data="d", out="o", preset="small", warmup=300, max_steps=10, schedule="inverse-sqrt"
+    ).resolved()
     assert tc.warmup == 300 and tc.lr_scale == PRESET_TRAINING["small"]["lr_scale"]
     # The schedules that know their end take warm-up and rate from the horizon (recipe.plan).
     tc = TrainConfig(data="d", out="o", preset="small", max_steps=10).resolved()

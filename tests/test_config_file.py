@@ -10,10 +10,28 @@ from safetensors.torch import load_file
 from helpers import cli
 from vaswani.cli import build_parser, with_config
 
-TRAIN_FLAGS = ["--preset", "tiny", "--model", "d_model=32", "--model", "d_ff=64",
-               "--batch-tokens", "512", "--max-steps", "6", "--eval-every", "6",
-               "--eval-sentences", "8", "--precision", "fp32", "--seed", "3",
-               "--ema-decay", "0"]  # fmt: skip
+TRAIN_FLAGS = [
+    "--preset",
+    "tiny",
+    "--model",
+    "d_model=32",
+    "--model",
+    "d_ff=64",
+    "--batch-tokens",
+    "512",
+    "--max-steps",
+    "6",
+    "--eval-every",
+    "6",
+    "--eval-sentences",
+    "8",
+    "--precision",
+    "fp32",
+    "--seed",
+    "3",
+    "--ema-decay",
+    "0",
+]
 TRAIN_YAML = """\
 preset: tiny
 model: {d_model: 32, d_ff: 64}
@@ -45,8 +63,14 @@ def test_a_config_file_and_the_same_flags_train_the_same_run(numbers_data, tmp_p
         code, _, err = cli(capsys, "train", *argv, "--out", str(tmp_path / name))
         assert code == 0, err
     # The run's own config.yaml repeats it.
-    code, _, err = cli(capsys, "train", "--config", str(tmp_path / "file" / "config.yaml"),
-                       "--out", str(tmp_path / "again"))  # fmt: skip
+    code, _, err = cli(
+        capsys,
+        "train",
+        "--config",
+        str(tmp_path / "file" / "config.yaml"),
+        "--out",
+        str(tmp_path / "again"),
+    )
     assert code == 0, err
     settings = {}
     for name in ("flags", "file", "again"):
@@ -71,8 +95,9 @@ def test_the_printed_template_loads_back_as_the_defaults(command, tmp_path, caps
 def test_flags_on_the_command_line_override_the_file(tmp_path):
     config = tmp_path / "exp.yaml"
     config.write_text("batch_tokens: 1024\nmax_minutes: 20\nmodel: {d_ff: 64, dropout: 0.2}\n")
-    args = parsed(["train", "--config", str(config), "--batch-tokens", "512",
-                   "--model", "d_ff=128"])  # fmt: skip
+    args = parsed(
+        ["train", "--config", str(config), "--batch-tokens", "512", "--model", "d_ff=128"]
+    )
     assert args["batch_tokens"] == 512 and args["max_minutes"] == 20
     assert args["model"] == ["d_ff=64", "dropout=0.2", "d_ff=128"]  # the last of a key wins
     prepare = tmp_path / "prep.yaml"
@@ -96,12 +121,21 @@ def test_flags_on_the_command_line_override_the_file(tmp_path):
         ("- preset\n- tiny\n", "should hold a mapping of settings"),
         ("batch_tokens: -5\n", "batch"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_config_file_is_one_line_and_starts_nothing(tmp_path, capsys, text, message):
     (tmp_path / "exp.yaml").write_text(text)
-    code, out, err = cli(capsys, "train", "--config", str(tmp_path / "exp.yaml"), "--data",
-                         str(tmp_path / "none"), "--out", str(tmp_path / "run"),
-                         "--max-steps", "1")  # fmt: skip
+    code, out, err = cli(
+        capsys,
+        "train",
+        "--config",
+        str(tmp_path / "exp.yaml"),
+        "--data",
+        str(tmp_path / "none"),
+        "--out",
+        str(tmp_path / "run"),
+        "--max-steps",
+        "1",
+    )
     assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err
     assert not (tmp_path / "run").exists()
 
@@ -120,8 +154,7 @@ def test_the_example_config_files_are_the_demo(tmp_path):
     model = dict(item.split("=", 1) for item in args.model)
     paths = {"data": str(args.data), "out": str(args.out)}
     tc = settings_from(TrainConfig, args, SETTINGS, **paths, model=model)
-    demo = TrainConfig(**paths, max_steps=2000, log_every=20, seed=0,
-                       **TRAINING)  # fmt: skip
+    demo = TrainConfig(**paths, max_steps=2000, log_every=20, seed=0, **TRAINING)
     assert {**tc.to_dict(), "model": {}} == {**demo.to_dict(), "model": {}}
     assert {key: str(value) for key, value in demo.model.items()} == model
     prepare = parsed(["prepare", "--config", str(examples / "numbers-de.prepare.yaml")])

@@ -22,9 +22,16 @@ def test_score_gives_bleu_chrf_and_signatures():
 def run(numbers_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "run"
     tc = TrainConfig(
-        data=str(numbers_data), out=str(out), preset="tiny", warmup=20, batch_tokens=512,
-        max_steps=40, eval_every=40, save_every=20, log_every=10,
-    )  # fmt: skip
+        data=str(numbers_data),
+        out=str(out),
+        preset="tiny",
+        warmup=20,
+        batch_tokens=512,
+        max_steps=40,
+        eval_every=40,
+        save_every=20,
+        log_every=10,
+    )
     train(tc, progress=False)
     return out
 
@@ -42,10 +49,22 @@ def test_load_trained_gives_a_model_and_tokenizers(run):
 def test_evaluate_cli_prints_scores_signature_and_speed(run, tmp_path):
     out = tmp_path / "hyp.txt"
     result = subprocess.run(
-        [sys.executable, "-m", "vaswani.cli", "evaluate", "--checkpoint", str(run), "--split", "test",
-         "--output", str(out)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "vaswani.cli",
+            "evaluate",
+            "--checkpoint",
+            str(run),
+            "--split",
+            "test",
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     assert "BLEU = " in result.stdout and "version:2." in result.stdout
     assert "sentences/s" in result.stdout

@@ -35,26 +35,37 @@ def ct2_translate(model_dir, run, sources, **options):
     results = translator.translate_batch(tokens, **options)
     if options.get("return_scores"):  # every hypothesis, with its score
         return [
-            [(run.tgt_tokenizer.decode([index[t] for t in h]), s)
-             for h, s in zip(r.hypotheses, r.scores, strict=True)]
+            [
+                (run.tgt_tokenizer.decode([index[t] for t in h]), s)
+                for h, s in zip(r.hypotheses, r.scores, strict=True)
+            ]
             for r in results
-        ]  # fmt: skip
+        ]
     return [run.tgt_tokenizer.decode([index[t] for t in r.hypotheses[0]]) for r in results]
 
 
 def test_ctranslate2_output_equals_vaswani_greedy_and_beam(run, numbers_run, tmp_path):
     out = export(numbers_run, "ctranslate2", tmp_path / "ct2")
     assert (out / "model.bin").is_file() and (out / "vaswani_tokenizer").is_dir()
-    greedy = translate(run.model, run.src_tokenizer, run.tgt_tokenizer, SOURCES,
-                       DecodeConfig(beam_size=1))  # fmt: skip
+    greedy = translate(
+        run.model, run.src_tokenizer, run.tgt_tokenizer, SOURCES, DecodeConfig(beam_size=1)
+    )
     assert ct2_translate(out, run, SOURCES, beam_size=1) == greedy
     # CTranslate2 divides a hypothesis' log-probability by length ** length_penalty: "plain".
     # It stops a sentence once beam_size hypotheses have finished (patience 1), where vaswani goes
     # on while a live beam could still beat them; with more patience it searches as far.
     beam = DecodeConfig(beam_size=4, alpha=1.0, length_penalty="plain", n_best=4)
     ours = translate_nbest(run.model, run.src_tokenizer, run.tgt_tokenizer, SOURCES, beam)
-    theirs = ct2_translate(out, run, SOURCES, beam_size=4, length_penalty=1.0, patience=4,
-                           num_hypotheses=4, return_scores=True)  # fmt: skip
+    theirs = ct2_translate(
+        out,
+        run,
+        SOURCES,
+        beam_size=4,
+        length_penalty=1.0,
+        patience=4,
+        num_hypotheses=4,
+        return_scores=True,
+    )
     assert [found[0][0] for found in theirs] == [found[0].text for found in ours]
     # ... and scores it as vaswani does (normalised log-probability of the best hypothesis).
     pairs = zip(ours, theirs, strict=True)
@@ -91,8 +102,9 @@ def test_huggingface_export_gives_the_same_logits_and_imports_back(run, numbers_
     with torch.no_grad():
         torch.testing.assert_close(back.model(src, tgt), ours, atol=1e-4, rtol=1e-4)
     # Now in Marian's layout: export and import are exact inverses.
-    again = load_run(import_marian(export(back.path, "huggingface", tmp_path / "hf2"),
-                                   tmp_path / "back2"))  # fmt: skip
+    again = load_run(
+        import_marian(export(back.path, "huggingface", tmp_path / "hf2"), tmp_path / "back2")
+    )
     assert again.config == back.config
     ours_state, theirs_state = ckpt.unique_state(back.model)[0], ckpt.unique_state(again.model)[0]
     assert ours_state.keys() == theirs_state.keys()
@@ -130,12 +142,30 @@ def test_int8_inside_vaswani_translates_like_fp32(run, numbers_data):
 
 
 def test_the_export_command_and_quantize_flag(numbers_run, tmp_path, capsys):
-    code, out, _ = cli(capsys, "export", str(numbers_run), "--to", "ctranslate2", "--out",
-                       str(tmp_path / "ct2"), "--quantization", "int8")  # fmt: skip
+    code, out, _ = cli(
+        capsys,
+        "export",
+        str(numbers_run),
+        "--to",
+        "ctranslate2",
+        "--out",
+        str(tmp_path / "ct2"),
+        "--quantization",
+        "int8",
+    )
     assert code == 0 and "exported" in out
     assert json.loads((tmp_path / "ct2" / "config.json").read_text())["add_source_eos"] is True
-    code, out, err = cli(capsys, "translate", "--checkpoint", str(numbers_run), "--quantize",
-                         "int8", "--precision", "fp32", "271493")  # fmt: skip
+    code, out, err = cli(
+        capsys,
+        "translate",
+        "--checkpoint",
+        str(numbers_run),
+        "--quantize",
+        "int8",
+        "--precision",
+        "fp32",
+        "271493",
+    )
     assert code == 0 and "weights: int8" in err and out.strip()
 
 

@@ -176,17 +176,31 @@ def test_damaged_or_mistyped_run_files_are_one_line(numbers_run, tmp_path, capsy
         (["translate", "--checkpoint", "RUN", "--device", "meta", "1"], "runs on cpu, cuda or mps"),
         (["translate", "--checkpoint", "RUN", "--device", "mps", "1"], "MPS"),
         (["translate", "--checkpoint", "RUN", "--output", "TMP", "1"], "is a directory"),
-        (["translate", "--checkpoint", "RUN", "--output", "TMP/no/such/out.txt", "1"],
-         "no/such does not exist"),
+        (
+            ["translate", "--checkpoint", "RUN", "--output", "TMP/no/such/out.txt", "1"],
+            "no/such does not exist",
+        ),
         (["evaluate", "--checkpoint", "RUN", "--output", "TMP"], "is a directory"),
         (["prepare", "numbers-de", "--out", "FILE"], "is not a directory"),
         (["prepare", "numbers-de", "--out", "TMP/v", "--vocab-size", "1000000000"], "--vocab-size"),
         (["prepare", "TMP/bad.gz", "--out", "TMP/g"], "cannot read past line"),
         (["prepare", "TMP/truncated.gz", "--out", "TMP/t"], "cannot read past line"),
-        (["train", "--data", "DATA", "--out", "TMP/r", "--max-steps", "1", "--model", "d_model=1000000000"],
-         "d_model=1000000000 is above"),
+        (
+            [
+                "train",
+                "--data",
+                "DATA",
+                "--out",
+                "TMP/r",
+                "--max-steps",
+                "1",
+                "--model",
+                "d_model=1000000000",
+            ],
+            "d_model=1000000000 is above",
+        ),
     ],
-)  # fmt: skip
+)
 def test_cli_errors_are_one_line(numbers_run, numbers_data, tmp_path, capsys, args, message):
     (tmp_path / "file").write_text("x")
     (tmp_path / "bad.gz").write_bytes(b"\x1f\x8bnot gzip at all")
@@ -230,7 +244,7 @@ def split_with_invalid_utf8(data):
         (meta_with_a_number_for_tokenizer, "train", "'tokenizer' should be a JSON object"),
         (split_with_invalid_utf8, "evaluate", "test.src.txt:2: damaged test split: not UTF-8"),
     ],
-)  # fmt: skip
+)
 def test_a_damaged_data_directory_is_one_line(
     numbers_run, numbers_data, tmp_path, capsys, damage, command, message
 ):
@@ -280,7 +294,7 @@ def test_a_symlink_loop_where_the_weights_belong_is_one_line(numbers_run, tmp_pa
         (["translate", "--beam-size", "1000000", "12"], "over the cap of 256"),
         (["evaluate", "--beam-size", "1000000", "--split", "test"], "over the cap of 256"),
     ],
-)  # fmt: skip
+)
 def test_the_command_line_checks_limits_before_allocating(numbers_run, capsys, args, message):
     code, _, err = cli(capsys, args[0], "--checkpoint", str(numbers_run), *args[1:])
     assert code == 2 and message in err.splitlines()[-1] and "Traceback" not in err, err
@@ -288,8 +302,16 @@ def test_the_command_line_checks_limits_before_allocating(numbers_run, capsys, a
 
 def test_a_line_limit_beyond_memory_is_refused_before_reading(numbers_run, capsys):
     with pytest.raises(SystemExit) as stop:  # argparse's own check of the flag
-        cli(capsys, "translate", "--checkpoint", str(numbers_run), "--input", "/dev/zero",
-            "--max-line-bytes", str(1 << 40))  # fmt: skip
+        cli(
+            capsys,
+            "translate",
+            "--checkpoint",
+            str(numbers_run),
+            "--input",
+            "/dev/zero",
+            "--max-line-bytes",
+            str(1 << 40),
+        )
     assert stop.value.code == 2 and "--max-line-bytes: must be in 1 .. 67108864" in (
         capsys.readouterr().err
     )
@@ -302,8 +324,11 @@ def test_a_beam_wider_than_the_vocabulary_is_refused():
     from vaswani.decode import BeamTooWide, translate_nbest
     from vaswani.model import Transformer
 
-    model = Transformer(ModelConfig(vocab_size=40, d_model=16, n_heads=2, d_ff=32,
-                                    n_encoder_layers=1, n_decoder_layers=1))  # fmt: skip
+    model = Transformer(
+        ModelConfig(
+            vocab_size=40, d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1, n_decoder_layers=1
+        )
+    )
     with pytest.raises(BeamTooWide, match="over the model's target vocabulary of 40 tokens"):
         translate_nbest(model, None, None, ["12"], DecodeConfig(beam_size=41))
 
@@ -333,8 +358,10 @@ def test_a_tokenizer_panic_names_the_line(numbers_run, tmp_path, capsys, monkeyp
 def test_invalid_utf8_in_argv_is_one_line():
     result = subprocess.run(
         [sys.executable, "-m", "vaswani.cli", "translate", "--checkpoint", "x", b"\xff\xfe"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2 and "argument 4" in result.stderr
     assert "not valid UTF-8" in result.stderr and "Traceback" not in result.stderr
 
@@ -416,7 +443,10 @@ def task_servers(server, lm_run, classify_run):
         ("/translate", b'{"text": "12", "x": ' + b'{"a":' * DEEP + b"1" + b"}" * DEEP + b"}"),
         ("/translate", b"[" * DEEP + b"]" * DEEP),
         ("/translate", b'{"texts": ' + b"[" * 100 + b"]" * 100 + b"}"),  # parses, still too deep
-        ("/translate", b'{"q": ' + b"[" * DEEP + b"]" * DEEP + b', "source": "de", "target": "en"}'),
+        (
+            "/translate",
+            b'{"q": ' + b"[" * DEEP + b"]" * DEEP + b', "source": "de", "target": "en"}',
+        ),
         ("/translate", b'{"text": "12", "beam_size": 99999999999999999999}'),
         ("/translate", b'{"text": "12", "max_length": 99999999999999999999}'),
         ("/translate", b'{"text": "12", "beam_size": 300}'),
@@ -428,14 +458,17 @@ def task_servers(server, lm_run, classify_run):
         ("libre", b'{"q": ' + b"[" * DEEP + b"]" * DEEP + b', "source": "en", "target": "de"}'),
         ("libre", b'{"q": "12", "source": "en", "target": "de", "alternatives": 1e400}'),
         ("libre", b'{"q": "12", "source": "en", "target": "de", "alternatives": -1e400}'),
-        ("libre", b'{"q": "12", "source": "en", "target": "de", "alternatives": 99999999999999999999}'),
+        (
+            "libre",
+            b'{"q": "12", "source": "en", "target": "de", "alternatives": 99999999999999999999}',
+        ),
         ("libre", b'{"text": "12", "target": "de", "beam_size": 99999999999999999999}'),
         ("libre", b'{"q": "12", "source": ["en"], "target": "de"}'),
         ("libre", b'{"q": "12", "source": {"a": 1}, "target": "de"}'),
         ("libre", b'{"q": "12", "source": "en", "target": ["de"]}'),
         ("libre", b'{"q": "12", "source": "en", "target": "de", "format": ["html"]}'),
     ],
-)  # fmt: skip
+)
 def test_deep_bodies_and_huge_numbers_are_refused_not_500(task_servers, path, body):
     server, path = task_servers[path], "/translate" if path == "libre" else path
     status, answer = server.request("POST", path, body)  # parses the answer as JSON
@@ -486,8 +519,9 @@ def test_a_port_in_use_is_an_error_before_serving(numbers_run, capsys):
 @pytest.mark.parametrize("source", [["en"], {"a": 1}, 12])
 def test_attention_with_a_source_of_the_wrong_type_is_400(task_servers, source):
     server = task_servers["libre"]
-    status, answer = server.request("POST", "/attention", {"q": "12", "source": source,
-                                                          "target": "de"})  # fmt: skip
+    status, answer = server.request(
+        "POST", "/attention", {"q": "12", "source": source, "target": "de"}
+    )
     assert status == 400 and "source must be a string" in answer["error"], answer
     assert (
         server.request("POST", "/attention", {"q": "12", "source": "en", "target": "de"})[0] == 200
@@ -561,8 +595,11 @@ def test_a_checkpoint_saved_over_a_link_replaces_the_link(tmp_path):
     assert (tmp_path / "elsewhere" / "keep").read_text() == "kept"
 
 
-BOMB = "exclude: [" + ", ".join(f"&a{i} [" + ", ".join([f"*a{i - 1}" if i else "x"] * 9) + "]"
-                                for i in range(9)) + "]\n"  # fmt: skip
+BOMB = (
+    "exclude: ["
+    + ", ".join(f"&a{i} [" + ", ".join([f"*a{i - 1}" if i else "x"] * 9) + "]" for i in range(9))
+    + "]\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -612,8 +649,11 @@ TU = '<tu><tuv xml:lang="de"><seg>{}</seg></tuv><tuv xml:lang="en"><seg>{}</seg>
 
 
 def tmx(units, declaration='<?xml version="1.0" encoding="UTF-8"?>', attribute=""):
-    return (f'{declaration}<tmx version="1.4"><header srclang="de"{attribute}/><body>'
-            + "".join(TU.format(de, en) for de, en in units) + "</body></tmx>")  # fmt: skip
+    return (
+        f'{declaration}<tmx version="1.4"><header srclang="de"{attribute}/><body>'
+        + "".join(TU.format(de, en) for de, en in units)
+        + "</body></tmx>"
+    )
 
 
 def po(msgid, msgstr):
@@ -636,10 +676,16 @@ HOSTILE_FILES = [
     ("long.tmx", tmx([("a" * 300_000, "b")]), "longer than"),
     ("attribute.tmx", tmx([("a", "b")], attribute=' x="' + "y" * 300_000 + '"'), "longer than"),
     ("deep.tmx", tmx([("<hi>" * 100_000 + "x" + "</hi>" * 100_000, "b")]), "nested deeper"),
-    ("unknown.tmx", tmx([("a", "b")], '<?xml version="1.0" encoding="no-such-code"?>'),
-     "unknown encoding 'no-such-code'"),
-    ("latin.tmx", tmx([("Käse", "cheese")], '<?xml version="1.0" encoding="ISO-8859-1"?>'),
-     "declares the encoding iso8859-1 but its bytes are UTF-8"),
+    (
+        "unknown.tmx",
+        tmx([("a", "b")], '<?xml version="1.0" encoding="no-such-code"?>'),
+        "unknown encoding 'no-such-code'",
+    ),
+    (
+        "latin.tmx",
+        tmx([("Käse", "cheese")], '<?xml version="1.0" encoding="ISO-8859-1"?>'),
+        "declares the encoding iso8859-1 but its bytes are UTF-8",
+    ),
     ("long.po", po("a" * 300_000, "b"), "longer than"),
     ("lines.po", "LINES", "msgid longer than"),
     ("x.po", po("a\\x", "b"), "bad escape \\x in"),
@@ -651,7 +697,7 @@ HOSTILE_FILES = [
     ("zero.mo", "/dev/zero", "not a regular file"),
     ("idna.mo", "IDNA", "not a text encoding"),
     ("cats", "DEEP", "nested deeper than 64"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("name", "content", "message"), HOSTILE_FILES)
@@ -670,8 +716,17 @@ def test_hostile_corpus_files_are_one_line(tmp_path, capsys, name, content, mess
         path.symlink_to(content)
     else:
         path.write_text(content, encoding="utf-8")
-    args = ["prepare", str(path), "--out", str(tmp_path / "out"), "--tgt-lang", "en",
-            "--max-line-bytes", "65536", *(["--format", "mo"] if name == "cats" else [])]  # fmt: skip
+    args = [
+        "prepare",
+        str(path),
+        "--out",
+        str(tmp_path / "out"),
+        "--tgt-lang",
+        "en",
+        "--max-line-bytes",
+        "65536",
+        *(["--format", "mo"] if name == "cats" else []),
+    ]
     code, _, err = cli(capsys, *args)
     assert code == 2 and message in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "out").exists()
@@ -683,8 +738,12 @@ def test_skip_invalid_drops_and_counts_nul_surrogates_and_huge_numbers(tmp_path)
     from vaswani.data.formats import ReadOptions, read_file
 
     path = tmp_path / "x.jsonl"
-    lines = ['{"src": "a", "tgt": "b\\u0000"}', '{"src": "\\udfff", "tgt": "b"}',
-             '{"src": ' + "9" * 5000 + ', "tgt": "b"}', '{"src": "gut", "tgt": "good"}']  # fmt: skip
+    lines = [
+        '{"src": "a", "tgt": "b\\u0000"}',
+        '{"src": "\\udfff", "tgt": "b"}',
+        '{"src": ' + "9" * 5000 + ', "tgt": "b"}',
+        '{"src": "gut", "tgt": "good"}',
+    ]
     path.write_text("\n".join(lines) + "\n")
     dropped = Counter()
     pairs = list(read_file(path, "jsonl", ReadOptions(skip_invalid=True), dropped))
@@ -702,8 +761,10 @@ def test_every_format_is_read_through_gzip(tmp_path):
         (tmp_path / f"{name}.gz").write_bytes(gzip.compress(text.encode()))
     write_mo(tmp_path / "m.mo", {"house": "Haus"})
     (tmp_path / "x.mo.gz").write_bytes(gzip.compress((tmp_path / "m.mo").read_bytes()))
-    xlf = ('<xliff version="2.0" xmlns="urn:oasis:names:tc:xliff:document:2.0"><file><unit id="1">'
-           "<segment><source>house</source><target>Haus</target></segment></unit></file></xliff>")  # fmt: skip
+    xlf = (
+        '<xliff version="2.0" xmlns="urn:oasis:names:tc:xliff:document:2.0"><file><unit id="1">'
+        "<segment><source>house</source><target>Haus</target></segment></unit></file></xliff>"
+    )
     (tmp_path / "x.xlf.gz").write_bytes(gzip.compress(xlf.encode()))
     opts = ReadOptions(src_lang="de", tgt_lang="en")
     for name, fmt in (
@@ -722,11 +783,16 @@ def test_xliff_2_units_are_released_as_they_are_read(tmp_path):
 
     from vaswani.data.formats.xml import read_xliff
 
-    unit = ('<unit id="u"><notes><note>' + "n" * 2000 + "</note></notes><segment><source>a"
-            "</source><target>b</target></segment></unit>")  # fmt: skip
+    unit = (
+        '<unit id="u"><notes><note>' + "n" * 2000 + "</note></notes><segment><source>a"
+        "</source><target>b</target></segment></unit>"
+    )
     path = tmp_path / "big.xlf"
-    path.write_text('<xliff version="2.0" xmlns="urn:oasis:names:tc:xliff:document:2.0"><file>'
-                    + unit * 5000 + "</file></xliff>")  # fmt: skip
+    path.write_text(
+        '<xliff version="2.0" xmlns="urn:oasis:names:tc:xliff:document:2.0"><file>'
+        + unit * 5000
+        + "</file></xliff>"
+    )
     tracemalloc.start()
     count = sum(1 for _ in read_xliff(path, Counter()))
     peak = tracemalloc.get_traced_memory()[1]
@@ -739,13 +805,15 @@ def write_metrics(run, lines):
 
 
 DAMAGED_METRICS = [
-    ['{"step": 1, "loss": 2.0, "lr": 0.001, "tokens_per_s": 5, "elapsed_seconds": 1}',
-     '{"step": 2, "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
-     '{"step": 3, "loss": 1.5}',  # no elapsed_seconds, lr or tokens_per_s
-     '{"step": 4, "loss": ' + "9" * 400 + "}",
-     '{"step": 5, "loss": null, "valid_loss": null}',
-     '{"step": 6, "loss": 1.0, "elapsed_seconds": null, "valid_loss": 1.1, "valid_chrf": null}'],
-]  # fmt: skip
+    [
+        '{"step": 1, "loss": 2.0, "lr": 0.001, "tokens_per_s": 5, "elapsed_seconds": 1}',
+        '{"step": 2, "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"step": 3, "loss": 1.5}',  # no elapsed_seconds, lr or tokens_per_s
+        '{"step": 4, "loss": ' + "9" * 400 + "}",
+        '{"step": 5, "loss": null, "valid_loss": null}',
+        '{"step": 6, "loss": 1.0, "elapsed_seconds": null, "valid_loss": 1.1, "valid_chrf": null}',
+    ],
+]
 
 
 @pytest.mark.parametrize("lines", DAMAGED_METRICS)
@@ -754,9 +822,19 @@ def test_damaged_metrics_still_list_plot_and_resume(numbers_run, tmp_path, capsy
     write_metrics(run, lines)
     code, out, err = cli(capsys, "runs", str(run))
     assert code == 0 and "damaged record" in err and "Traceback" not in err, err
-    for args in (["plot", "training", str(run)],
-                 ["plot", "compare", str(run), str(numbers_run), "--by", "minute",
-                  "--out", str(tmp_path / "c.png")]):  # fmt: skip
+    for args in (
+        ["plot", "training", str(run)],
+        [
+            "plot",
+            "compare",
+            str(run),
+            str(numbers_run),
+            "--by",
+            "minute",
+            "--out",
+            str(tmp_path / "c.png"),
+        ],
+    ):
         code, out, err = cli(capsys, *args)  # (the warning is shown once per process)
         assert code == 0 and "Traceback" not in err, (args, err)
     train(resume_config(run, max_steps=401), resume=True, progress=False)
@@ -780,10 +858,14 @@ def test_a_run_of_an_unknown_task_is_skipped_by_runs(numbers_run, tmp_path, caps
 
 @pytest.mark.parametrize(
     "record",
-    [{"pairs": ["de-en", "de-fr"]}, {"pairs": [], "token": "<2{lang}>"},
-     {"pairs": ["garbage"], "token": "<2{lang}>"}, {"pairs": "de-en", "token": "<2{lang}>"},
-     {"pairs": ["de-en"], "token": "<2{lang}>", "tokens": ["x"]}],
-)  # fmt: skip
+    [
+        {"pairs": ["de-en", "de-fr"]},
+        {"pairs": [], "token": "<2{lang}>"},
+        {"pairs": ["garbage"], "token": "<2{lang}>"},
+        {"pairs": "de-en", "token": "<2{lang}>"},
+        {"pairs": ["de-en"], "token": "<2{lang}>", "tokens": ["x"]},
+    ],
+)
 def test_damaged_language_records_are_one_line(numbers_run, tmp_path, capsys, record):
     run = copy_run(numbers_run, tmp_path)
     edit_json(run / "data.json", lambda d: d["meta"].update(languages=record))
@@ -794,8 +876,17 @@ def test_damaged_language_records_are_one_line(numbers_run, tmp_path, capsys, re
 def test_a_language_token_that_is_a_special_token_is_refused(tmp_path, capsys):
     for name in ("a", "b"):
         (tmp_path / f"{name}.tsv").write_text("".join(f"{i} x\t{i} y\n" for i in range(50)))
-    code, _, err = cli(capsys, "prepare", "--pair", f"en-pad={tmp_path / 'a.tsv'}", "--pair",
-                       f"en-de={tmp_path / 'b.tsv'}", "--language-token", "<{lang}>",
-                       "--out", str(tmp_path / "out"))  # fmt: skip
+    code, _, err = cli(
+        capsys,
+        "prepare",
+        "--pair",
+        f"en-pad={tmp_path / 'a.tsv'}",
+        "--pair",
+        f"en-de={tmp_path / 'b.tsv'}",
+        "--language-token",
+        "<{lang}>",
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert code == 2 and "<pad>" in err and "special token" in err, err
     assert not (tmp_path / "out").exists()

@@ -64,13 +64,22 @@ def test_a_published_client_translates_detects_and_lists(server, runs):
 
 def test_mastodons_request_shape_keeps_the_html(server, runs):
     pytest.importorskip("lingua")
-    body = {"q": ["<p>271493</p>", '<p class="x">42 <b>1999</b><br>7</p>'], "source": "auto",
-            "target": "de", "format": "html"}  # fmt: skip
+    body = {
+        "q": ["<p>271493</p>", '<p class="x">42 <b>1999</b><br>7</p>'],
+        "source": "auto",
+        "target": "de",
+        "format": "html",
+    }
     status, answer = server.request("POST", "/translate", body)
     assert status == 200, answer
     one, two = answer["translatedText"]
-    n = dict(zip(["271493", "42", "1999", "7"], expected(runs[0], ["271493", "42", "1999", "7"]),
-                 strict=True))  # fmt: skip
+    n = dict(
+        zip(
+            ["271493", "42", "1999", "7"],
+            expected(runs[0], ["271493", "42", "1999", "7"]),
+            strict=True,
+        )
+    )
     assert one == f"<p>{n['271493']}</p>"
     assert two == f'<p class="x">{n["42"]} <b>{n["1999"]}</b><br>{n["7"]}</p>'
     # Only English reaches German here, so "auto" needs no guess.
@@ -87,8 +96,9 @@ def test_auto_source_detects_among_the_languages_that_reach_the_target(runs):
     server = Server(create_app(settings=FP32, served=served))
     try:
         german = "Das ist ein kleines Haus, und heute regnet es den ganzen Tag."
-        status, answer = server.request("POST", "/translate",
-                                        {"q": german, "source": "auto", "target": "fr"})  # fmt: skip
+        status, answer = server.request(
+            "POST", "/translate", {"q": german, "source": "auto", "target": "fr"}
+        )
         assert status == 200 and answer["detectedLanguage"]["language"] == "de"
         status, found = server.request("POST", "/detect", {"q": "The weather is lovely today."})
         assert status == 200 and found[0]["language"] == "en"
@@ -107,8 +117,9 @@ def test_form_data_alternatives_and_the_native_api_beside_it(server, runs):
     )
     assert status == 200 and len(answer["alternatives"]) == 2
     assert answer["translatedText"] not in answer["alternatives"]
-    status, native = server.request("POST", "/translate", {"texts": ["42"], "source": "en",
-                                                           "target": "de"})  # fmt: skip
+    status, native = server.request(
+        "POST", "/translate", {"texts": ["42"], "source": "en", "target": "de"}
+    )
     assert status == 200 and native["translations"] == expected(runs[0], ["42"])
     status, refused = server.request("POST", "/translate", {"texts": ["42"]})
     assert status == 422 and "en:de" in json.dumps(refused)
@@ -158,11 +169,13 @@ def test_serve_flags_for_several_models(capsys, numbers_run):
     with pytest.raises(SystemExit):
         cli(capsys, "serve", "--model", "german=runs/x")
     assert "SRC:TGT=RUN_DIR" in capsys.readouterr().err
-    code, _, err = cli(capsys, "serve", "--checkpoint", str(numbers_run),
-                       "--model", f"en:de={numbers_run}")  # fmt: skip
+    code, _, err = cli(
+        capsys, "serve", "--checkpoint", str(numbers_run), "--model", f"en:de={numbers_run}"
+    )
     assert code == 2 and "--checkpoint RUN_DIR, or one or more --model" in err
-    code, _, err = cli(capsys, "serve", "--model", f"en:de={numbers_run}",
-                       "--model", f"en:de={numbers_run}")  # fmt: skip
+    code, _, err = cli(
+        capsys, "serve", "--model", f"en:de={numbers_run}", "--model", f"en:de={numbers_run}"
+    )
     assert code == 2 and "given twice" in err
 
 
@@ -174,8 +187,9 @@ def test_deadline_and_model_failure_are_libretranslate_errors(runs):
     run, gate = worker.run, threading.Event()
     try:
         worker.run = lambda texts, dc, prefixes=None: gate.wait(5) and run(texts, dc, prefixes)
-        status, answer = server.request("POST", "/translate", {"q": "1", "source": "en",
-                                                               "target": "de"})  # fmt: skip
+        status, answer = server.request(
+            "POST", "/translate", {"q": "1", "source": "en", "target": "de"}
+        )
         assert status == 504 and "0.3 s" in answer["error"]
         gate.set()
 
@@ -183,8 +197,9 @@ def test_deadline_and_model_failure_are_libretranslate_errors(runs):
             raise RuntimeError("out of memory")
 
         worker.run = broken
-        status, answer = server.request("POST", "/translate", {"q": "1", "source": "en",
-                                                               "target": "de"})  # fmt: skip
+        status, answer = server.request(
+            "POST", "/translate", {"q": "1", "source": "en", "target": "de"}
+        )
         assert status == 500 and "RuntimeError: out of memory" in answer["error"]
     finally:
         worker.run = run

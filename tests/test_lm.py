@@ -16,7 +16,8 @@ from helpers import Server, cli, losses
 from vaswani.cli import main
 from vaswani.config import TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
-from vaswani.data.corpora import DataError, grammar_en
+from vaswani.data.builtin import grammar_en
+from vaswani.data.corpora import DataError
 from vaswani.decode import InputTooLong, generate
 from vaswani.run import load_trained
 from vaswani.search import sample
@@ -55,8 +56,14 @@ def test_text_files_with_a_long_line_are_cut_into_pieces_not_dropped(tmp_path):
     short = [f"the cat number {i} sleeps ." for i in range(40)]
     (tmp_path / "a.txt").write_text("\n".join([long_line, "", *short[:20]]) + "\n")
     (tmp_path / "b.txt").write_text("\n".join(short[20:]))
-    opts = PrepareOptions(task="lm", vocab_size=300, max_example_len=32, progress=False,
-                          valid_fraction=0.0, test_fraction=0.0)  # fmt: skip
+    opts = PrepareOptions(
+        task="lm",
+        vocab_size=300,
+        max_example_len=32,
+        progress=False,
+        valid_fraction=0.0,
+        test_fraction=0.0,
+    )
     meta = prepare([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")], tmp_path / "d", opts)
     assert meta["dropped_while_reading"] == {"empty line": 1}
     assert meta["splits"]["train"]["long_texts_cut"] == 1
@@ -111,8 +118,16 @@ def test_perplexity_is_exp_of_the_mean_token_loss(lm_data, lm_run, capsys):
 
 def test_perplexity_of_a_text_file(lm_run, tmp_path, capsys):
     (tmp_path / "t.txt").write_text("The cat sees the dog .\n\nTwo dogs sleep .\n")
-    code, out, _ = cli(capsys, "evaluate", "--checkpoint", str(lm_run), "--input",
-                       str(tmp_path / "t.txt"), "--precision", "fp32")  # fmt: skip
+    code, out, _ = cli(
+        capsys,
+        "evaluate",
+        "--checkpoint",
+        str(lm_run),
+        "--input",
+        str(tmp_path / "t.txt"),
+        "--precision",
+        "fp32",
+    )
     assert code == 0 and "2 texts" in out and "perplexity = " in out
 
 
@@ -130,8 +145,15 @@ def test_generation_with_a_seed_is_reproducible(lm_run):
     assert alone[0].text == first[2].text
 
 
-@pytest.mark.parametrize("settings", [{"temperature": 1.0}, {"temperature": 0.8, "top_k": 20},
-                                      {"temperature": 1.2, "top_p": 0.9}, {"temperature": 0.0}])  # fmt: skip
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"temperature": 1.0},
+        {"temperature": 0.8, "top_k": 20},
+        {"temperature": 1.2, "top_p": 0.9},
+        {"temperature": 0.0},
+    ],
+)
 def test_cached_generation_equals_uncached(lm_run, settings):
     model, tokenizer, _, _ = load_trained(lm_run)
     prompts = [tokenizer.encode(p) for p in ["The big", "", "Many quiet birds follow"]]
@@ -150,8 +172,23 @@ def test_a_prompt_over_the_position_limit_is_a_clear_error(lm_run):
 
 
 def test_generate_cli(lm_run, numbers_run, capsys):
-    args = ["generate", "--checkpoint", str(lm_run), "--prompt", "The cat", "--prompt", "Two",
-            "--num-samples", "2", "--max-new-tokens", "20", "--seed", "5", "--precision", "fp32"]  # fmt: skip
+    args = [
+        "generate",
+        "--checkpoint",
+        str(lm_run),
+        "--prompt",
+        "The cat",
+        "--prompt",
+        "Two",
+        "--num-samples",
+        "2",
+        "--max-new-tokens",
+        "20",
+        "--seed",
+        "5",
+        "--precision",
+        "fp32",
+    ]
     code, out, err = cli(capsys, *args)
     lines = out.splitlines()  # a sample may hold any byte, yet each is printed on one line
     assert code == 0 and len(lines) == 4
@@ -198,23 +235,65 @@ def test_training_the_lm_resumes_bitwise_identically(lm_data, tmp_path):
 
 
 def test_the_task_flag_must_match_the_data(lm_data, tmp_path, capsys):
-    code, _, err = cli(capsys, "train", "--data", str(lm_data), "--out", str(tmp_path / "r"),
-                       "--task", "classify", "--max-steps", "1")  # fmt: skip
+    code, _, err = cli(
+        capsys,
+        "train",
+        "--data",
+        str(lm_data),
+        "--out",
+        str(tmp_path / "r"),
+        "--task",
+        "classify",
+        "--max-steps",
+        "1",
+    )
     assert code == 2 and "prepared for --task lm, not classify" in err
 
 
 @pytest.mark.skipif(not (VENV_BIN / "torchrun").exists(), reason="torchrun not installed")
 def test_two_process_ddp_trains_the_lm_like_one_process(lm_data, tmp_path):
-    common = ["--data", str(lm_data), "--preset", "tiny", "--precision", "fp32", "--warmup", "10",
-              "--batch-tokens", "512", "--accumulate", "2", "--max-steps", "4", "--eval-every",
-              "10000", "--log-every", "1", "--model", "dropout=0.0"]  # fmt: skip
+    common = [
+        "--data",
+        str(lm_data),
+        "--preset",
+        "tiny",
+        "--precision",
+        "fp32",
+        "--warmup",
+        "10",
+        "--batch-tokens",
+        "512",
+        "--accumulate",
+        "2",
+        "--max-steps",
+        "4",
+        "--eval-every",
+        "10000",
+        "--log-every",
+        "1",
+        "--model",
+        "dropout=0.0",
+    ]
     # The one-process reference in this process (a child would spend ~3 s starting torch).
     assert main(["train", "--out", str(tmp_path / "one"), *common]) == 0
     two = subprocess.run(
-        [str(VENV_BIN / "torchrun"), "--nproc_per_node", "2", "--master_port", "29519", "-m",
-         "vaswani.cli", "train", "--out", str(tmp_path / "two"), *common],
-        capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )  # fmt: skip
+        [
+            str(VENV_BIN / "torchrun"),
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            "29519",
+            "-m",
+            "vaswani.cli",
+            "train",
+            "--out",
+            str(tmp_path / "two"),
+            *common,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert two.returncode == 0, two.stderr
 
     assert losses(tmp_path / "two") == pytest.approx(losses(tmp_path / "one"), rel=1e-5)
@@ -223,8 +302,9 @@ def test_two_process_ddp_trains_the_lm_like_one_process(lm_data, tmp_path):
 @pytest.fixture(scope="module")
 def lm_server(lm_run):
     model, tokenizer, _, _ = load_trained(lm_run)
-    server = Server(create_app(model, tokenizer, tokenizer, ServeSettings(precision="fp32",
-                                                                         max_texts=4)))  # fmt: skip
+    server = Server(
+        create_app(model, tokenizer, tokenizer, ServeSettings(precision="fp32", max_texts=4))
+    )
     yield server, model, tokenizer
     server.stop()
 
@@ -233,8 +313,13 @@ def test_generate_endpoint_equals_the_python_api(lm_server):
     server, model, tokenizer = lm_server
     status, body = server.request("GET", "/health")
     assert status == 200 and body["task"] == "lm"
-    request = {"prompts": ["The cat", ""], "max_new_tokens": 25, "temperature": 0.9,
-               "top_k": 30, "seed": 11}  # fmt: skip
+    request = {
+        "prompts": ["The cat", ""],
+        "max_new_tokens": 25,
+        "temperature": 0.9,
+        "top_k": 30,
+        "seed": 11,
+    }
     status, body = server.request("POST", "/generate", request)
     assert status == 200, body
     expected = generate(model, tokenizer, ["The cat", ""], 25, 0.9, 30, 1.0, 11)

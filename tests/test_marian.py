@@ -409,17 +409,23 @@ def test_a_multilingual_model_translates_into_each_language_as_generate_does(tmp
     tokenizer = MarianTokenizer(
         str(directory / "source.spm"), str(directory / "target.spm"), str(directory / "vocab.json")
     )
-    status = main(["import-marian", str(directory), "--out", str(tmp_path / "run"),
-                   "--source-lang", "de"])  # fmt: skip
+    status = main(
+        ["import-marian", str(directory), "--out", str(tmp_path / "run"), "--source-lang", "de"]
+    )
     assert status == 0 and "translates into deu, fra, por_latn" in capsys.readouterr().out
     run = load_run(tmp_path / "run")
     assert run.languages.pairs == [("de", "deu"), ("de", "fra"), ("de", "por_latn")]
     texts = [*GERMAN[:4], "Zürich ist schön!"]
     for code in codes:
         target = code[2:-2]
-        ids, theirs = hf_generate((directory, model, tokenizer), [f"{code} {t}" for t in texts],
-                                  num_beams=4, max_new_tokens=20, length_penalty=0.6,
-                                  early_stopping=False)  # fmt: skip
+        ids, theirs = hf_generate(
+            (directory, model, tokenizer),
+            [f"{code} {t}" for t in texts],
+            num_beams=4,
+            max_new_tokens=20,
+            length_penalty=0.6,
+            early_stopping=False,
+        )
         expected = [tokenizer.decode(row, skip_special_tokens=True) for row in theirs.tolist()]
         dc = DecodeConfig(beam_size=4, alpha=0.6, length_penalty="plain", max_new_tokens=20)
         assert run.translate(texts, target.upper(), dc) == expected, code
@@ -427,7 +433,11 @@ def test_a_multilingual_model_translates_into_each_language_as_generate_does(tmp
         assert run.translate([f"{code} {texts[0]}"], target, dc) == expected[:1]
     with pytest.raises(RunError, match="translates into deu, fra, por_latn: give the target"):
         run.translate(texts)
-    assert main(["export", str(tmp_path / "run"), "--to", "huggingface",
-                 "--out", str(tmp_path / "hf")]) == 0  # fmt: skip
+    assert (
+        main(
+            ["export", str(tmp_path / "run"), "--to", "huggingface", "--out", str(tmp_path / "hf")]
+        )
+        == 0
+    )
     exported = json.loads((tmp_path / "hf" / "vocab.json").read_text())
     assert all(code in exported for code in codes)

@@ -33,10 +33,20 @@ def multi_run(multi_data, tmp_path_factory):
     """A tiny multilingual model after a few updates: untrained, but a model like any other (its
     positions few, so that its endless translations end soon)."""
     out = tmp_path_factory.mktemp("runs") / "multi"
-    tc = TrainConfig(data=str(multi_data), out=str(out), preset="tiny", batch_tokens=512,
-                     model={"max_len": 24},
-                     precision="fp32", warmup=5, max_steps=10, eval_every=10, eval_sentences=12,
-                     save_every=10, ema_decay=0.0)  # fmt: skip
+    tc = TrainConfig(
+        data=str(multi_data),
+        out=str(out),
+        preset="tiny",
+        batch_tokens=512,
+        model={"max_len": 24},
+        precision="fp32",
+        warmup=5,
+        max_steps=10,
+        eval_every=10,
+        eval_sentences=12,
+        save_every=10,
+        ema_decay=0.0,
+    )
     train(tc, progress=False)
     return out
 
@@ -111,8 +121,13 @@ def test_pairs_from_files_are_sampled_by_temperature(tmp_path):
     small = write_tsv(
         tmp_path / "de-fr.tsv", [(f"Baum {i}", f"arbre {i}") for i in range(40)] + both
     )
-    opts = PrepareOptions(vocab_size=300, valid_fraction=0.01, test_fraction=0.01, progress=False,
-                          pairs=(f"de-en={large}", f"de_AT-FR={small}"))  # fmt: skip
+    opts = PrepareOptions(
+        vocab_size=300,
+        valid_fraction=0.01,
+        test_fraction=0.01,
+        progress=False,
+        pairs=(f"de-en={large}", f"de_AT-FR={small}"),
+    )
     meta = prepare([], tmp_path / "data", opts)
     languages = meta["languages"]
     assert languages["pairs"] == ["de-en", "de_at-fr"]
@@ -167,11 +182,23 @@ def test_a_batch_mixing_targets_decodes_each_sentence_as_alone(multi_run):
     texts = ["12", "345", "12", "7", "98765", "345"]
     targets = ["de", "en", "fr", "es", "fr", "de"]
     dc = DecodeConfig(beam_size=2, max_new_tokens=12)
-    together = translate_nbest(run.model, run.src_tokenizer, run.tgt_tokenizer, texts, dc,
-                               prefixes=run.prefixes(targets, len(texts)))  # fmt: skip
+    together = translate_nbest(
+        run.model,
+        run.src_tokenizer,
+        run.tgt_tokenizer,
+        texts,
+        dc,
+        prefixes=run.prefixes(targets, len(texts)),
+    )
     for text, target, found in zip(texts, targets, together, strict=True):
-        alone = translate_nbest(run.model, run.src_tokenizer, run.tgt_tokenizer, [text], dc,
-                                prefixes=run.prefixes(target, 1))[0]  # fmt: skip
+        alone = translate_nbest(
+            run.model,
+            run.src_tokenizer,
+            run.tgt_tokenizer,
+            [text],
+            dc,
+            prefixes=run.prefixes(target, 1),
+        )[0]
         assert [h.text for h in found] == [h.text for h in alone]
         assert [h.score for h in found] == pytest.approx([h.score for h in alone], abs=1e-4)
     assert run.translate(["12"], "fr", dc) == [together[2][0].text]  # the Python API alike
@@ -180,8 +207,9 @@ def test_a_batch_mixing_targets_decodes_each_sentence_as_alone(multi_run):
 def test_cli_translate_and_evaluate_by_pair(multi_run, capsys, tmp_path):
     status, _, err = cli(capsys, "translate", "--checkpoint", str(multi_run), "12")
     assert status == 2 and "give the target language (--target)" in err
-    status, out, _ = cli(capsys, "translate", "--checkpoint", str(multi_run), "--target", "es",
-                         "12", "3")  # fmt: skip
+    status, out, _ = cli(
+        capsys, "translate", "--checkpoint", str(multi_run), "--target", "es", "12", "3"
+    )
     assert status == 0 and len(out.splitlines()) == 2
     status, _, err = cli(capsys, "translate", "--checkpoint", str(multi_run), "--target", "xx", "1")
     assert status == 2 and "this model translates into de, en, es, fr" in err
@@ -196,11 +224,31 @@ def test_cli_translate_and_evaluate_by_pair(multi_run, capsys, tmp_path):
     # a pair it was not trained on (zero-shot), from files
     (tmp_path / "de").write_text("zwölf\ndrei\n", encoding="utf-8")
     (tmp_path / "fr").write_text("douze\ntrois\n", encoding="utf-8")
-    status, out, _ = cli(capsys, "evaluate", "--checkpoint", str(multi_run), "--src",
-                         str(tmp_path / "de"), "--ref", str(tmp_path / "fr"), "--target", "fr")  # fmt: skip
+    status, out, _ = cli(
+        capsys,
+        "evaluate",
+        "--checkpoint",
+        str(multi_run),
+        "--src",
+        str(tmp_path / "de"),
+        "--ref",
+        str(tmp_path / "fr"),
+        "--target",
+        "fr",
+    )
     assert status == 0 and "2 sentences" in out
-    status, _, _ = cli(capsys, "plot", "attention", "--checkpoint", str(multi_run), "--target",
-                       "fr", "12", "--out", str(tmp_path / "a.png"))  # fmt: skip
+    status, _, _ = cli(
+        capsys,
+        "plot",
+        "attention",
+        "--checkpoint",
+        str(multi_run),
+        "--target",
+        "fr",
+        "12",
+        "--out",
+        str(tmp_path / "a.png"),
+    )
     assert status == 0 and (tmp_path / "a-cross.png").is_file()
 
 
@@ -220,8 +268,11 @@ def multi_server(multi_run):
     run = load_run(multi_run)
     servers = {}
     for pivot in (True, False):
-        app = create_app(settings=ServeSettings(precision="fp32"), pivot=pivot,
-                         served=served_pairs(run, None, None, multi_run, True))  # fmt: skip
+        app = create_app(
+            settings=ServeSettings(precision="fp32"),
+            pivot=pivot,
+            served=served_pairs(run, None, None, multi_run, True),
+        )
         servers[pivot] = Server(app)
     yield run, servers
     for server in servers.values():
@@ -245,32 +296,39 @@ def test_a_served_multilingual_model_lists_every_pair_with_one_worker(multi_serv
 def test_serving_asks_for_the_target_and_pivots_only_without_a_direct_pair(multi_server):
     run, servers = multi_server
     server = servers[True]
-    status, body = server.request("POST", "/translate", {"text": "12", "source": "digits",
-                                                         "target": "fr"})  # fmt: skip
+    status, body = server.request(
+        "POST", "/translate", {"text": "12", "source": "digits", "target": "fr"}
+    )
     assert status == 200 and body["translations"] == run.translate(["12"], "fr")
     assert body["pivot"] is None  # digits->fr is trained; digits->en->fr is not taken
-    status, body = server.request("POST", "/translate", {"texts": ["zwölf", "drei"],
-                                                         "source": "de", "target": "fr"})  # fmt: skip
+    status, body = server.request(
+        "POST", "/translate", {"texts": ["zwölf", "drei"], "source": "de", "target": "fr"}
+    )
     assert status == 200 and body["pivot"] == "en"
     assert body["translations"] == run.translate(run.translate(["zwölf", "drei"], "en"), "fr")
-    status, body = server.request("POST", "/translate", {"q": "zwölf", "source": "de",
-                                                         "target": "fr"})  # fmt: skip
+    status, body = server.request(
+        "POST", "/translate", {"q": "zwölf", "source": "de", "target": "fr"}
+    )
     assert status == 200 and body["pivot"] == "en"
-    status, body = server.request("POST", "/translate", {"q": "7", "source": "digits",
-                                                         "target": "es"})  # fmt: skip
+    status, body = server.request(
+        "POST", "/translate", {"q": "7", "source": "digits", "target": "es"}
+    )
     assert status == 200 and body["translatedText"] == run.translate(["7"], "es")[0]
     assert "pivot" not in body
-    status, body = servers[False].request("POST", "/translate", {"text": "zwölf", "source": "de",
-                                                                 "target": "fr"})  # fmt: skip
+    status, body = servers[False].request(
+        "POST", "/translate", {"text": "zwölf", "source": "de", "target": "fr"}
+    )
     assert status == 422 and "de:en" in body["detail"]
-    status, body = servers[False].request("POST", "/translate", {"q": "zwölf", "source": "de",
-                                                                 "target": "fr"})  # fmt: skip
+    status, body = servers[False].request(
+        "POST", "/translate", {"q": "zwölf", "source": "de", "target": "fr"}
+    )
     assert status == 400 and "de:fr is not served" in body["error"]
 
 
 def test_export_and_import_keep_the_languages(multi_run, tmp_path, capsys):
-    status, _, _ = cli(capsys, "export", str(multi_run), "--to", "huggingface", "--out",
-                       str(tmp_path / "hf"))  # fmt: skip
+    status, _, _ = cli(
+        capsys, "export", str(multi_run), "--to", "huggingface", "--out", str(tmp_path / "hf")
+    )
     assert status == 0 and (tmp_path / "hf" / "vaswani_languages.json").is_file()
     status, out, _ = cli(
         capsys, "import-marian", str(tmp_path / "hf"), "--out", str(tmp_path / "run")
@@ -290,12 +348,18 @@ def test_a_translation_memory_of_three_languages_gives_two_pairs(tmp_path):
         for i in range(60)
     )
     memory = tmp_path / "memory.tmx"
-    memory.write_text('<?xml version="1.0" encoding="UTF-8"?><tmx version="1.4"><header '
-                      'srclang="en-US" segtype="sentence" datatype="plaintext" adminlang="en" '
-                      f'creationtool="t" creationtoolversion="1" o-tmf="t"/><body>{units}</body></tmx>',
-                      encoding="utf-8")  # fmt: skip
-    opts = PrepareOptions(vocab_size=300, progress=False, valid_fraction=0.2,
-                          pairs=(f"en-de={memory}", f"en-fr={memory}"))  # fmt: skip
+    memory.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?><tmx version="1.4"><header '
+        'srclang="en-US" segtype="sentence" datatype="plaintext" adminlang="en" '
+        f'creationtool="t" creationtoolversion="1" o-tmf="t"/><body>{units}</body></tmx>',
+        encoding="utf-8",
+    )
+    opts = PrepareOptions(
+        vocab_size=300,
+        progress=False,
+        valid_fraction=0.2,
+        pairs=(f"en-de={memory}", f"en-fr={memory}"),
+    )
     meta = prepare([], tmp_path / "data", opts)
     assert [(c["pair"], c["kept"]) for c in meta["corpora"]] == [("en-de", 60), ("en-fr", 60)]
     # what a pair holds out, the other does not train on (the English sources are shared)

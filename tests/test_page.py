@@ -23,10 +23,18 @@ def browser(tmp_path):
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     # This machine has no network: no background connections, no first-run work.
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--window-size=1100,900",
-                 f"--user-data-dir={tmp_path / 'profile'}"):  # fmt: skip
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1100,900",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ):
         options.add_argument(flag)
     return webdriver.Chrome(service=webdriver.ChromeService(CHROMEDRIVER), options=options)
 
@@ -47,8 +55,9 @@ def test_the_page_translates_what_is_typed_and_shows_attention(numbers_run, tmp_
         driver.find_element(By.ID, "text").send_keys("271493")
         driver.find_element(By.ID, "translate").click()
         wait.until(lambda d: d.find_element(By.ID, "translation").text.strip())
-        expected = translate(run.model, run.src_tokenizer, run.tgt_tokenizer, ["271493"],
-                             DecodeConfig())[0]  # fmt: skip
+        expected = translate(
+            run.model, run.src_tokenizer, run.tgt_tokenizer, ["271493"], DecodeConfig()
+        )[0]
         assert driver.find_element(By.ID, "translation").text == expected
         driver.find_element(By.ID, "show-attention").click()
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#attention td"))

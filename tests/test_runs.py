@@ -16,17 +16,34 @@ def three_runs(numbers_data, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("three")
     for name, steps in STEPS.items():
-        tc = TrainConfig(data=str(numbers_data), out=str(root / name), preset="tiny",
-                         model={"d_model": 32, "d_ff": 64}, batch_tokens=512, max_steps=steps,
-                         eval_every=steps, eval_sentences=8, precision="fp32", log_every=2,
-                         ema_decay=0.0)  # fmt: skip
+        tc = TrainConfig(
+            data=str(numbers_data),
+            out=str(root / name),
+            preset="tiny",
+            model={"d_model": 32, "d_ff": 64},
+            batch_tokens=512,
+            max_steps=steps,
+            eval_every=steps,
+            eval_sentences=8,
+            precision="fp32",
+            log_every=2,
+            ema_decay=0.0,
+        )
         train(tc, progress=False)
     return root
 
 
 def test_runs_lists_each_run_with_its_figures_and_sorts(three_runs, capsys):
-    code, _, err = cli(capsys, "evaluate", "--checkpoint", str(three_runs / "b"), "--split",
-                       "test", "--precision", "fp32")  # fmt: skip
+    code, _, err = cli(
+        capsys,
+        "evaluate",
+        "--checkpoint",
+        str(three_runs / "b"),
+        "--split",
+        "test",
+        "--precision",
+        "fp32",
+    )
     assert code == 0, err
     code, out, err = cli(capsys, "runs", str(three_runs), "--json", "--sort", "steps")
     assert code == 0, err
@@ -34,8 +51,9 @@ def test_runs_lists_each_run_with_its_figures_and_sorts(three_runs, capsys):
     assert [row["steps"] for row in rows] == [8, 6, 4]
     for row in rows:
         metrics = (three_runs / row["run"].rsplit("/", 1)[1] / "metrics.jsonl").read_text()
-        chrf = [json.loads(line)["valid_chrf"] for line in metrics.splitlines() if "valid_chrf"
-                in line]  # fmt: skip
+        chrf = [
+            json.loads(line)["valid_chrf"] for line in metrics.splitlines() if "valid_chrf" in line
+        ]
         assert row["valid_chrf"] == max(chrf) and row["model"] == "tiny"
         assert row["data"] == "numbers-de" and row["precision"] == "fp32"
         assert "cores" in row["machine"] and row["parameters"] > 0
@@ -57,8 +75,16 @@ def test_runs_refuses_what_is_not_a_run(tmp_path, capsys):
 def test_plot_compare_draws_every_run(three_runs, tmp_path, capsys):
     for by in ("step", "minute"):
         out = tmp_path / f"compare-{by}.png"
-        code, _, err = cli(capsys, "plot", "compare", *(str(three_runs / n) for n in STEPS),
-                           "--by", by, "--out", str(out))  # fmt: skip
+        code, _, err = cli(
+            capsys,
+            "plot",
+            "compare",
+            *(str(three_runs / n) for n in STEPS),
+            "--by",
+            by,
+            "--out",
+            str(out),
+        )
         assert code == 0 and out.stat().st_size > 10_000, err
 
 

@@ -231,11 +231,28 @@ def free_port() -> int:
 def test_sigterm_finishes_requests_in_flight_and_exits_0(numbers_run):
     port = free_port()
     child = subprocess.Popen(
-        [sys.executable, "-m", "vaswani.cli", "serve", "--checkpoint", str(numbers_run),
-         "--port", str(port), "--precision", "fp32", "--max-texts", "3000",
-         "--max-queued-texts", "3000", "--batch-tokens", "100000"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "vaswani.cli",
+            "serve",
+            "--checkpoint",
+            str(numbers_run),
+            "--port",
+            str(port),
+            "--precision",
+            "fp32",
+            "--max-texts",
+            "3000",
+            "--max-queued-texts",
+            "3000",
+            "--batch-tokens",
+            "100000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.time() + 120
         while True:

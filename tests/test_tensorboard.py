@@ -20,16 +20,42 @@ def scalars(run):
 
 
 # One layer of one head: the attention pictures are one panel each (drawing is most of the time).
-ARGS = ["--preset", "tiny", "--model", "d_model=32", "--model", "d_ff=64", "--model", "n_heads=1",
-        "--model", "n_encoder_layers=1", "--model", "n_decoder_layers=1", "--batch-tokens",
-        "512", "--eval-every", "8", "--save-every", "4", "--log-every", "2", "--eval-sentences",
-        "8", "--precision", "fp32", "--ema-decay", "0", "--tensorboard"]  # fmt: skip
+ARGS = [
+    "--preset",
+    "tiny",
+    "--model",
+    "d_model=32",
+    "--model",
+    "d_ff=64",
+    "--model",
+    "n_heads=1",
+    "--model",
+    "n_encoder_layers=1",
+    "--model",
+    "n_decoder_layers=1",
+    "--batch-tokens",
+    "512",
+    "--eval-every",
+    "8",
+    "--save-every",
+    "4",
+    "--log-every",
+    "2",
+    "--eval-sentences",
+    "8",
+    "--precision",
+    "fp32",
+    "--ema-decay",
+    "0",
+    "--tensorboard",
+]
 
 
 def test_scalars_at_their_steps_and_no_duplicates_after_resume(numbers_data, tmp_path, capsys):
     run = tmp_path / "run"
-    code, _, err = cli(capsys, "train", "--data", str(numbers_data), "--out", str(run),
-                       "--max-steps", "8", *ARGS)  # fmt: skip
+    code, _, err = cli(
+        capsys, "train", "--data", str(numbers_data), "--out", str(run), "--max-steps", "8", *ARGS
+    )
     assert code == 0, err
     events = scalars(run)
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
@@ -78,10 +104,17 @@ def test_tensorboard_draws_the_first_and_the_last_layer(numbers_data):
     from vaswani.tasks import TRANSLATE
 
     data = PreparedData(numbers_data)
-    cfg = ModelConfig.from_preset("tiny", vocab_size=data.src_tokenizer.vocab_size, n_heads=2,
-                                  n_encoder_layers=3, n_decoder_layers=3, max_len=16)  # fmt: skip
+    cfg = ModelConfig.from_preset(
+        "tiny",
+        vocab_size=data.src_tokenizer.vocab_size,
+        n_heads=2,
+        n_encoder_layers=3,
+        n_decoder_layers=3,
+        max_len=16,
+    )
     model = TRANSLATE.build_model(cfg).eval()
-    figures = attention_figures(model, data.src_tokenizer, data.tgt_tokenizer, "123",
-                                first_and_last=True)  # fmt: skip
+    figures = attention_figures(
+        model, data.src_tokenizer, data.tgt_tokenizer, "123", first_and_last=True
+    )
     titles = [ax.get_title() for ax in figures["cross"].axes if ax.get_title()]
     assert titles == ["layer 1, head 1", "layer 1, head 2", "layer 3, head 1", "layer 3, head 2"]

@@ -39,9 +39,15 @@ def test_stdin_and_files_give_the_same_lines(numbers_run, capsys, monkeypatch, t
     source, target = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("\r\n".join(NUMBERS))  # Windows line ends, no final newline
     code, _, err = cli(
-        capsys, "translate", "--checkpoint", str(numbers_run), "--input", str(source),
-        "--output", str(target),
-    )  # fmt: skip
+        capsys,
+        "translate",
+        "--checkpoint",
+        str(numbers_run),
+        "--input",
+        str(source),
+        "--output",
+        str(target),
+    )
     assert code == 0 and f"translated 6 lines of {source}" in err
     assert target.read_text() == from_args
 
@@ -59,10 +65,21 @@ def test_n_best_lists_hypotheses_best_first(numbers_run, capsys):
 
 def test_the_console_script_reads_a_pipe(numbers_run):
     result = subprocess.run(
-        [sys.executable, "-m", "vaswani.cli", "translate", "--checkpoint", str(numbers_run),
-         "--beam-size", "1"],
-        input="271493\n\n42\n", capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "vaswani.cli",
+            "translate",
+            "--checkpoint",
+            str(numbers_run),
+            "--beam-size",
+            "1",
+        ],
+        input="271493\n\n42\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.split("\n")
     assert len(lines) == 4 and lines[1] == "" and lines[3] == ""
@@ -98,9 +115,15 @@ def test_a_huge_line_is_refused_by_the_byte_limit(numbers_run, capsys, tmp_path)
     source = tmp_path / "huge.txt"
     source.write_text("1" * 5000 + "\n")
     code, _, err = cli(
-        capsys, "translate", "--checkpoint", str(numbers_run), "--input", str(source),
-        "--max-line-bytes", "1000",
-    )  # fmt: skip
+        capsys,
+        "translate",
+        "--checkpoint",
+        str(numbers_run),
+        "--input",
+        str(source),
+        "--max-line-bytes",
+        "1000",
+    )
     assert code == 2 and "huge.txt:1: line longer than 1000 bytes" in err
 
 
@@ -160,9 +183,17 @@ def test_evaluate_reads_source_and_reference_files(numbers_run, capsys, tmp_path
         "fünfhunderttausendeinhunderteinundachtzig\n"
     )
     code, out, _ = cli(
-        capsys, "evaluate", "--checkpoint", str(numbers_run), "--src", str(src), "--ref", str(ref),
-        "--beam-size", "1",
-    )  # fmt: skip
+        capsys,
+        "evaluate",
+        "--checkpoint",
+        str(numbers_run),
+        "--src",
+        str(src),
+        "--ref",
+        str(ref),
+        "--beam-size",
+        "1",
+    )
     assert code == 0 and "2 sentences from" in out
     chrf = float(out.split("chrF = ")[1].split()[0])
     assert chrf > 50

@@ -590,8 +590,16 @@ class ServeSettings:
     def __post_init__(self) -> None:
         require = requirement("ServeSettings")
         check_types(self)
-        for name in ("max_body_bytes", "max_texts", "max_chars", "max_beam_size", "beam_size",
-                     "max_length", "max_queued_texts", "batch_tokens"):  # fmt: skip
+        for name in (
+            "max_body_bytes",
+            "max_texts",
+            "max_chars",
+            "max_beam_size",
+            "beam_size",
+            "max_length",
+            "max_queued_texts",
+            "batch_tokens",
+        ):
             require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
         require(self.timeout_s > 0, f"timeout_s must be > 0 seconds, got {self.timeout_s}")
         require(self.batch_wait_ms >= 0, f"batch_wait_ms must be >= 0, got {self.batch_wait_ms}")

@@ -41,8 +41,9 @@ class BeamTooWide(VaswaniError, ValueError):
     """A beam wider than the model's target vocabulary."""
 
 
-def encode_each(tokenizer: Tokenizer, texts: list[str], what: str = "line",
-                numbers: list[int] | None = None) -> list[list[int]]:  # fmt: skip
+def encode_each(
+    tokenizer: Tokenizer, texts: list[str], what: str = "line", numbers: list[int] | None = None
+) -> list[list[int]]:
     """`tokenizer.encode_batch(texts)`, where a failure inside the tokenizer names the text it
     failed on: `what` and its number counted from 1 (`numbers[i]` is text i's number)."""
     try:

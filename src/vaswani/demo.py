@@ -23,7 +23,7 @@ from pathlib import Path
 from vaswani import plot
 from vaswani.config import TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
-from vaswani.data.corpora import NUMBER_LANGUAGES, NUMBERS_MULTI_ZERO_SHOT, number_in, numbers_pair
+from vaswani.data.builtin import NUMBER_LANGUAGES, NUMBERS_MULTI_ZERO_SHOT, number_in, numbers_pair
 from vaswani.device import autocast, pick_device
 from vaswani.errors import VaswaniError
 from vaswani.evaluate import by_pair
@@ -45,9 +45,16 @@ MODEL = {"d_model": 64, "d_ff": 256, "dropout": 0.0, "max_len": 64}
 # With the linear schedule and the weight average (AMD EPYC, AVX2, 2 cores): 87 s, 100% exact
 # (the paper's schedule there: 93 s, 99.14%).
 TRAINING = {
-    "preset": "tiny", "model": MODEL, "batch_tokens": 1024, "warmup": 200, "lr_scale": 1.0,
-    "clip_norm": 1.0, "eval_every": 1000, "eval_sentences": 200, "save_every": 1000,
-}  # fmt: skip
+    "preset": "tiny",
+    "model": MODEL,
+    "batch_tokens": 1024,
+    "warmup": 200,
+    "lr_scale": 1.0,
+    "clip_norm": 1.0,
+    "eval_every": 1000,
+    "eval_sentences": 200,
+    "save_every": 1000,
+}
 # numbers-multi at the rate above: the model learnt to ignore its source (training loss flat near 2
 # from update 200, validation chrF 45 after 3,000 updates, every source translated alike); at half
 # the rate with twice the warm-up it learns (chrF 92 after 1,000 updates). AMD EPYC, AVX2, 2 cores.
@@ -108,8 +115,16 @@ def run_demo(
         PrepareOptions(vocab_size=vocab, numbers_size=numbers, seed=seed, progress=progress),
     )
     training = MULTI_TRAINING if multilingual else TRAINING
-    tc = TrainConfig(data=str(data_dir), out=str(run_dir), max_steps=steps, log_every=min(20, steps),
-                     precision=precision, seed=seed, device=device, **training)  # fmt: skip
+    tc = TrainConfig(
+        data=str(data_dir),
+        out=str(run_dir),
+        max_steps=steps,
+        log_every=min(20, steps),
+        precision=precision,
+        seed=seed,
+        device=device,
+        **training,
+    )
     start = time.perf_counter()
     result = train(tc, progress=progress)
     train_seconds = time.perf_counter() - start
@@ -140,24 +155,27 @@ def run_demo(
         with autocast(run_on, result.precision):
             multilingual_results(found, run, data, hypotheses, seed)
         prefix = run.prefixes(targets[0], 1)[0]
-    plot.attention(run.model, run.src_tokenizer, run.tgt_tokenizer, sources[0],
-                   out / "attention.png", prefix)  # fmt: skip
+    plot.attention(
+        run.model, run.src_tokenizer, run.tgt_tokenizer, sources[0], out / "attention.png", prefix
+    )
     plot.training(run_dir, out / "training.png")
     found.pictures.append(out / "training.png")
     return found
 
 
-def multilingual_results(found: DemoResult, run: LoadedRun, data: PreparedData,
-                         hypotheses: list[str], seed: int) -> None:  # fmt: skip
+def multilingual_results(
+    found: DemoResult, run: LoadedRun, data: PreparedData, hypotheses: list[str], seed: int
+) -> None:
     """A multilingual demo's figures: exact match by pair (the worst one counts), examples into
     every language, the zero-shot pair."""
     references = data.text("test")[1]
     per_pair = by_pair(hypotheses, references, data.pair_names("test"))
-    found.by_pair = {name: figures["exact"] for name, figures in per_pair.items()
-                     if name != "mean"}  # fmt: skip
+    found.by_pair = {name: figures["exact"] for name, figures in per_pair.items() if name != "mean"}
     found.exact_match = min(found.by_pair.values())
-    found.examples = [(f"{source} ({target})", "", hypothesis)
-                      for source, target, hypothesis in multilingual_examples(run, seed)]  # fmt: skip
+    found.examples = [
+        (f"{source} ({target})", "", hypothesis)
+        for source, target, hypothesis in multilingual_examples(run, seed)
+    ]
     found.zero_shot = zero_shot(run, seed)
 
 

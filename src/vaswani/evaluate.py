@@ -69,8 +69,17 @@ def evaluate_translation(
     if not sources:
         raise EvaluationError("nothing to evaluate: no non-empty sentence pairs")
     start = time.perf_counter()
-    hypotheses = translate(model, src_tok, tgt_tok, sources, dc or DecodeConfig(), too_long,
-                           progress, shortlist, prefixes)  # fmt: skip
+    hypotheses = translate(
+        model,
+        src_tok,
+        tgt_tok,
+        sources,
+        dc or DecodeConfig(),
+        too_long,
+        progress,
+        shortlist,
+        prefixes,
+    )
     seconds = time.perf_counter() - start
     return TranslationReport(
         hypotheses=hypotheses,
@@ -92,10 +101,15 @@ def by_pair(hypotheses: list[str], references: list[str], pairs: list[str]) -> d
         theirs = [references[i] for i in lines]
         scores = score(mine, theirs)
         exact = sum(h == r for h, r in zip(mine, theirs, strict=True))
-        found[name] = {"sentences": len(lines), "bleu": scores.bleu, "chrf": scores.chrf,
-                       "exact": exact / len(lines)}  # fmt: skip
-    found["mean"] = {key: sum(f[key] for f in found.values()) / len(found)
-                     for key in ("bleu", "chrf", "exact")}  # fmt: skip
+        found[name] = {
+            "sentences": len(lines),
+            "bleu": scores.bleu,
+            "chrf": scores.chrf,
+            "exact": exact / len(lines),
+        }
+    found["mean"] = {
+        key: sum(f[key] for f in found.values()) / len(found) for key in ("bleu", "chrf", "exact")
+    }
     return found
 
 

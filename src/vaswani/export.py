@@ -82,8 +82,14 @@ def permuted(state: dict[str, Tensor], perm: Tensor) -> dict[str, Tensor]:
     """The weights of the same network with its residual stream's features in `perm` order: the
     input columns of every layer that reads it, the output rows (and bias) of every layer that
     writes it, and the LayerNorms over it."""
-    reads = ("embed.token.weight", "qkv_proj.weight", "q_proj.weight", "kv_proj.weight",
-             "ffn.linear1.weight", "output_projection.weight")  # fmt: skip
+    reads = (
+        "embed.token.weight",
+        "qkv_proj.weight",
+        "q_proj.weight",
+        "kv_proj.weight",
+        "ffn.linear1.weight",
+        "output_projection.weight",
+    )
     writes = ("out_proj.", "ffn.linear2.", "norm.")
     out = {}
     for name, tensor in state.items():
@@ -100,8 +106,11 @@ def marian_refusals(cfg: ModelConfig) -> list[str]:
         "norm": ("post", "Marian is post-norm; train with --model norm=post"),
         "positions": ("sinusoidal", "Marian has no learned positions"),
     }
-    problems = [f"{field}={getattr(cfg, field)!r}: {why}" for field, (value, why) in needs.items()
-                if getattr(cfg, field) != value]  # fmt: skip
+    problems = [
+        f"{field}={getattr(cfg, field)!r}: {why}"
+        for field, (value, why) in needs.items()
+        if getattr(cfg, field) != value
+    ]
     if cfg.layer_norm_eps != 1e-5:
         problems.append(f"layer_norm_eps={cfg.layer_norm_eps}: Marian's is 1e-5")
     if cfg.activation not in MARIAN_ACTIVATIONS:
@@ -190,8 +199,12 @@ def write_hf_tokenizer(run: LoadedRun, out: Path) -> None:
     files = tokenizer["files"]
     if tokenizer.get("kind") == "marian":
         copy_tokenizer_files(run, out)
-        config = {"tokenizer_class": "MarianTokenizer", "separate_vocabs": TARGET_VOCAB in files.values(),
-                  "source_spm": FILES["src"], "target_spm": FILES["tgt"]}  # fmt: skip
+        config = {
+            "tokenizer_class": "MarianTokenizer",
+            "separate_vocabs": TARGET_VOCAB in files.values(),
+            "source_spm": FILES["src"],
+            "target_spm": FILES["tgt"],
+        }
     else:
         sides = {"src": BPE_FILE}
         if files["src"] != files["tgt"]:
@@ -200,8 +213,13 @@ def write_hf_tokenizer(run: LoadedRun, out: Path) -> None:
             source = member(run.path, files[side], "data.json")
             write_bpe_with_end(source, out / name, run.config.eos_id)
         write_languages(run, out)
-        config = {"tokenizer_class": "PreTrainedTokenizerFast", "pad_token": "<pad>",
-                  "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}  # fmt: skip
+        config = {
+            "tokenizer_class": "PreTrainedTokenizerFast",
+            "pad_token": "<pad>",
+            "bos_token": "<s>",
+            "eos_token": "</s>",
+            "unk_token": "<unk>",
+        }
     (out / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
 
 
@@ -250,9 +268,12 @@ def to_ctranslate2(run: LoadedRun, out: Path, quantization: str | None) -> Path:
 
 
 def save_ctranslate2(
-    model: nn.Module, src_vocab: list[str], tgt_vocab: list[str], out: Path,
+    model: nn.Module,
+    src_vocab: list[str],
+    tgt_vocab: list[str],
+    out: Path,
     quantization: str | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """Write `model` (a `Transformer`) as a CTranslate2 model directory: token strings by id,
     sources ending with end-of-sentence, decoding starting from the model's start token."""
     try:

@@ -123,8 +123,15 @@ def check_keys(data: dict, path: Path, what: str, keys: Mapping[str, type]) -> d
 
 
 def json_name(kind: type) -> str:
-    names = {dict: "object", list: "array", str: "string", int: "number", float: "number",
-             bool: "boolean", type(None): "null"}  # fmt: skip
+    names = {
+        dict: "object",
+        list: "array",
+        str: "string",
+        int: "number",
+        float: "number",
+        bool: "boolean",
+        type(None): "null",
+    }
     return names.get(kind, kind.__name__)
 
 

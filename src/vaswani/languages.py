@@ -31,8 +31,9 @@ def lingua_language(code: str):
     try:
         return Language.from_iso_code_639_1(getattr(IsoCode639_1, base.upper()))
     except (AttributeError, ValueError):
-        raise ValueError(f"{code!r}: not a language lingua identifies (an ISO 639-1 code such "
-                         "as de, en, fr)") from None  # fmt: skip
+        raise ValueError(
+            f"{code!r}: not a language lingua identifies (an ISO 639-1 code such as de, en, fr)"
+        ) from None
 
 
 # --- many languages in one model (Johnson et al. 2017) -------------------------------------------
@@ -86,8 +87,12 @@ class Languages:
     that asks for each target language: meta.json's "languages" record, read back. `tokens`: the
     tokens spelt otherwise than the form says (an imported model's ">>por_Latn<<" for por_latn)."""
 
-    def __init__(self, pairs: list[tuple[str, str]], token: str = LANGUAGE_TOKEN,
-                 tokens: dict[str, str] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        pairs: list[tuple[str, str]],
+        token: str = LANGUAGE_TOKEN,
+        tokens: dict[str, str] | None = None,
+    ) -> None:
         self.pairs = list(dict.fromkeys(pairs))
         self.token = check_token_form(token)
         self.tokens = dict(tokens or {})
@@ -111,8 +116,11 @@ class Languages:
         return found
 
     def record(self) -> dict:
-        return {"token": self.token, "pairs": [pair_name(*pair) for pair in self.pairs],
-                **({"tokens": self.tokens} if self.tokens else {})}  # fmt: skip
+        return {
+            "token": self.token,
+            "pairs": [pair_name(*pair) for pair in self.pairs],
+            **({"tokens": self.tokens} if self.tokens else {}),
+        }
 
     def prefixes(self, targets: list[str], tokenizer: Any) -> list[list[int]]:
         """The ids to put before each source to ask for its target (known codes, `target`)."""
@@ -130,8 +138,10 @@ class Languages:
         record = meta.get("languages")
         if not record:
             return None
-        pairs, token, tokens = (record.get(k) if isinstance(record, dict) else None
-                                for k in ("pairs", "token", "tokens"))  # fmt: skip
+        pairs, token, tokens = (
+            record.get(k) if isinstance(record, dict) else None
+            for k in ("pairs", "token", "tokens")
+        )
         if not (isinstance(pairs, list) and pairs and all(isinstance(p, str) for p in pairs)):
             raise LanguageError(
                 f"damaged languages record: pairs {str(pairs)[:80]} (SRC-TGT names)"

@@ -50,8 +50,7 @@ LANGUAGES_FILE = "vaswani_languages.json"
 
 def bpe_tokenizer_meta(hf_dir: Path) -> dict[str, Any]:
     target = BPE_TARGET_FILE if (hf_dir / BPE_TARGET_FILE).is_file() else BPE_FILE
-    return {"kind": "bpe", "shared": target == BPE_FILE,
-            "files": {"src": BPE_FILE, "tgt": target}}  # fmt: skip
+    return {"kind": "bpe", "shared": target == BPE_FILE, "files": {"src": BPE_FILE, "tgt": target}}
 
 
 class MarianImportError(VaswaniError, ValueError):
@@ -254,8 +253,9 @@ def load_marian_model(hf_dir: Path, cfg: ModelConfig) -> Transformer:
     return model
 
 
-def imported_meta(hf_dir: Path, tokenizer_meta: dict[str, Any], src_tok: Any, source: str
-                  ) -> dict[str, Any]:  # fmt: skip
+def imported_meta(
+    hf_dir: Path, tokenizer_meta: dict[str, Any], src_tok: Any, source: str
+) -> dict[str, Any]:
     """The data record of an imported model: its tokenizer and, for a multilingual model, its
     languages: those `vaswani export` wrote (LANGUAGES_FILE), or for an OPUS-MT model `source`
     paired with each `>>xxx<<` token's."""
@@ -270,8 +270,9 @@ def imported_meta(hf_dir: Path, tokenizer_meta: dict[str, Any], src_tok: Any, so
         except (KeyError, TypeError, ValueError) as error:
             raise MarianImportError(f"{hf_dir / LANGUAGES_FILE}: damaged ({error})") from None
         if missing:
-            raise MarianImportError(f"{hf_dir / LANGUAGES_FILE}: the tokenizer has no token for "
-                                    f"{', '.join(missing)}")  # fmt: skip
+            raise MarianImportError(
+                f"{hf_dir / LANGUAGES_FILE}: the tokenizer has no token for {', '.join(missing)}"
+            )
         meta["languages"] = languages.record()
     elif tokenizer_meta["kind"] == "marian":
         languages = marian_languages(src_tok.vocab, source)

@@ -135,18 +135,27 @@ def attention_figures(
     tgt_labels = ["<s>", *tgt_tokenizer.tokens(output)]
     translation = tgt_tokenizer.decode(output)
 
-    def grid(per_layer: list[torch.Tensor], queries: list[str], keys: list[str], title: str
-             ) -> Figure:  # fmt: skip
+    def grid(
+        per_layer: list[torch.Tensor], queries: list[str], keys: list[str], title: str
+    ) -> Figure:
         shown = sorted({0, len(per_layer) - 1}) if first_and_last else range(len(per_layer))
         return heads_grid([per_layer[i][0] for i in shown], queries, keys, title, list(shown))
 
     return {
         "encoder": grid(maps.encoder, src_labels, src_labels, f"Encoder self-attention: {text!r}"),
-        "decoder": grid(maps.decoder_self, tgt_labels, tgt_labels,
-                        f"Decoder self-attention (masked): {translation!r}"),
-        "cross": grid(maps.cross, tgt_labels, src_labels,
-                      f"Encoder-decoder attention: {text!r} -> {translation!r}"),
-    }  # fmt: skip
+        "decoder": grid(
+            maps.decoder_self,
+            tgt_labels,
+            tgt_labels,
+            f"Decoder self-attention (masked): {translation!r}",
+        ),
+        "cross": grid(
+            maps.cross,
+            tgt_labels,
+            src_labels,
+            f"Encoder-decoder attention: {text!r} -> {translation!r}",
+        ),
+    }
 
 
 def positional_encoding(d_model: int, length: int, out: Path) -> Figure:
@@ -185,8 +194,9 @@ def training(run: Path, out: Path) -> Figure:
     steps = [r["step"] for r in train]
     loss_ax.plot(steps, figures(train, "loss"), label="training (label-smoothed)", lw=0.8)
     if valid:
-        loss_ax.plot([r["step"] for r in valid], figures(valid, "valid_loss"), "o-",
-                     label="validation")  # fmt: skip
+        loss_ax.plot(
+            [r["step"] for r in valid], figures(valid, "valid_loss"), "o-", label="validation"
+        )
     loss_ax.set(title="Loss", xlabel="step", ylabel="cross-entropy per token (nats)")
     loss_ax.legend()
     lr_ax.plot(steps, figures(train, "lr"))
@@ -247,8 +257,10 @@ def compare(runs: list[Path], out: Path, by: str = "step") -> Figure:
         at_train, at_valid = positions(train, by, train), positions(valid, by, train)
         axes[0].plot(at_train, figures(train, "loss"), lw=0.8, label=label)
         axes[1].plot(at_valid, figures(valid, "valid_loss"), "o-", label=label)
-        key = next((k for k in ("valid_chrf", "valid_accuracy", "valid_ppl") if valid
-                    and k in valid[0]), "valid_chrf")  # fmt: skip
+        key = next(
+            (k for k in ("valid_chrf", "valid_accuracy", "valid_ppl") if valid and k in valid[0]),
+            "valid_chrf",
+        )
         axes[2].plot(at_valid, figures(valid, key), "o-", label=label)
     xlabel = "update" if by == "step" else "training minute"
     axes[0].set(title="Training loss (label-smoothed)", xlabel=xlabel, ylabel="nats per token")
@@ -271,8 +283,14 @@ def confusion_matrix(counts: torch.Tensor, labels: list[str], out: Path, title: 
     image = ax.imshow(shares, vmin=0.0, vmax=1.0, cmap="Blues")
     for i, row in enumerate(counts.tolist()):
         for j, n in enumerate(row):
-            ax.text(j, i, str(n), ha="center", va="center",
-                    color="white" if shares[i, j] > 0.5 else "black")  # fmt: skip
+            ax.text(
+                j,
+                i,
+                str(n),
+                ha="center",
+                va="center",
+                color="white" if shares[i, j] > 0.5 else "black",
+            )
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
     ax.set_yticks(range(len(labels)), labels)
     ax.set(xlabel="predicted label", ylabel="true label")

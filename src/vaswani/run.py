@@ -95,8 +95,10 @@ class LoadedRun:
         if targets is None and len(languages.targets) == 1:
             targets = languages.targets[0]  # many sources, one target: nothing to choose
         if targets is None:
-            raise RunError(f"{self.path} translates into {', '.join(languages.targets)}: give "
-                           "the target language (--target)")  # fmt: skip
+            raise RunError(
+                f"{self.path} translates into {', '.join(languages.targets)}: give "
+                "the target language (--target)"
+            )
         asked = [targets] * count if isinstance(targets, str) else list(targets)
         if len(asked) != count:
             raise ValueError(f"{len(asked)} target languages for {count} texts")
@@ -105,12 +107,25 @@ class LoadedRun:
         except ValueError as error:
             raise RunError(str(error)) from None
 
-    def translate(self, texts: list[str], target: str | list[str] | None = None,
-                  dc: DecodeConfig | None = None, too_long: str = "error") -> list[str]:  # fmt: skip
+    def translate(
+        self,
+        texts: list[str],
+        target: str | list[str] | None = None,
+        dc: DecodeConfig | None = None,
+        too_long: str = "error",
+    ) -> list[str]:
         """The best translation of each text (`vaswani.decode.translate`); a multilingual model
         needs the `target` language (one for all texts, or one each)."""
-        return translate(self.model, self.src_tokenizer, self.tgt_tokenizer, texts, dc, too_long,
-                         shortlist=self.shortlist, prefixes=self.prefixes(target, len(texts)))  # fmt: skip
+        return translate(
+            self.model,
+            self.src_tokenizer,
+            self.tgt_tokenizer,
+            texts,
+            dc,
+            too_long,
+            shortlist=self.shortlist,
+            prefixes=self.prefixes(target, len(texts)),
+        )
 
     def load_shortlist(self) -> Shortlist:
         """RUN/shortlist.safetensors, written by `vaswani shortlist`, checked against the model."""

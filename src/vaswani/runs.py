@@ -26,8 +26,20 @@ from vaswani.tasks import builtin_corpora, get_task
 from vaswani.train.recipe import RECORD as RECIPE
 
 EVALUATIONS = "evaluations.jsonl"
-COLUMNS = ("run", "data", "model", "parameters", "steps", "minutes", "precision", "machine",
-           "valid_chrf", "valid_bleu", "test_chrf", "test_bleu")  # fmt: skip
+COLUMNS = (
+    "run",
+    "data",
+    "model",
+    "parameters",
+    "steps",
+    "minutes",
+    "precision",
+    "machine",
+    "valid_chrf",
+    "valid_bleu",
+    "test_chrf",
+    "test_bleu",
+)
 
 
 def is_run(path: Path) -> bool:
@@ -51,8 +63,12 @@ def find_runs(paths: list[Path]) -> list[Path]:
 
 def best(records: list[dict], key: str) -> float | None:
     """The highest value of `key` or of a weight variant's (`ema_key`, `last_key`) over records."""
-    values = [record[name] for record in records for name in (key, f"ema_{key}", f"last_{key}")
-              if is_number(record.get(name))]  # fmt: skip
+    values = [
+        record[name]
+        for record in records
+        for name in (key, f"ema_{key}", f"last_{key}")
+        if is_number(record.get(name))
+    ]
     return max(values) if values else None
 
 

@@ -328,8 +328,9 @@ def beam_search(
         next_scores.reorder_(rows)
 
         sentences = [finished[i] for i in active]
-        going_on = still_searching(sentences, [limits_list[i] for i in active], scores, tokens,
-                                   length, penalty)  # fmt: skip
+        going_on = still_searching(
+            sentences, [limits_list[i] for i in active], scores, tokens, length, penalty
+        )
         if not going_on:
             break
         if len(going_on) < len(active):  # done sentences leave the batch

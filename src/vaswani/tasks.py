@@ -133,8 +133,14 @@ class Task:
         tokens = len(indices) + int(split.tgt_lengths[indices].sum())
         return tokens, tokens
 
-    def validate(self, model: nn.Module, data: PreparedData, batch_tokens: int, precision: str,
-                 **options: Any) -> dict:  # fmt: skip
+    def validate(
+        self,
+        model: nn.Module,
+        data: PreparedData,
+        batch_tokens: int,
+        precision: str,
+        **options: Any,
+    ) -> dict:
         """Validation figures of a model in evaluation mode: loss and perplexity here."""
         loss, _ = split_loss(model, data.split("valid"), self, batch_tokens, precision)
         return {"valid_loss": loss, "valid_ppl": perplexity_of(loss)}
@@ -156,8 +162,15 @@ class Translate(Task):
     selection = ("valid_chrf", True)
     former_selection = "valid_bleu"
 
-    def validate(self, model: nn.Module, data: PreparedData, batch_tokens: int, precision: str,
-                 eval_sentences: int = 200, **options: Any) -> dict:  # fmt: skip
+    def validate(
+        self,
+        model: nn.Module,
+        data: PreparedData,
+        batch_tokens: int,
+        precision: str,
+        eval_sentences: int = 200,
+        **options: Any,
+    ) -> dict:
         """Loss and perplexity, then sacreBLEU and chrF of greedy translations of the first
         `eval_sentences` validation pairs (a fixed sample)."""
         result = super().validate(model, data, batch_tokens, precision)
@@ -172,9 +185,14 @@ class Translate(Task):
             prefixes = data.languages.prefixes([targets[i] for i in picked], data.src_tokenizer)
         device = next(model.parameters()).device
         with autocast(device, precision):
-            hypotheses = translate(model, data.src_tokenizer, data.tgt_tokenizer, sources,
-                                   DecodeConfig(beam_size=1, batch_tokens=batch_tokens),
-                                   prefixes=prefixes)  # fmt: skip
+            hypotheses = translate(
+                model,
+                data.src_tokenizer,
+                data.tgt_tokenizer,
+                sources,
+                DecodeConfig(beam_size=1, batch_tokens=batch_tokens),
+                prefixes=prefixes,
+            )
         scores = score(hypotheses, references)
         samples = [[s, r, h] for s, r, h in zip(sources[:3], references, hypotheses, strict=False)]
         return {**result, "valid_bleu": scores.bleu, "valid_chrf": scores.chrf, "samples": samples}
@@ -202,8 +220,15 @@ class LanguageModel(Task):
     def forward(self, net: nn.Module, batch: Batch, head: Any = None) -> Any:
         return net(batch.tgt_in, head=head)  # the text is on the target side; the source is empty
 
-    def validate(self, model: nn.Module, data: PreparedData, batch_tokens: int, precision: str,
-                 seed: int = 0, **options: Any) -> dict:  # fmt: skip
+    def validate(
+        self,
+        model: nn.Module,
+        data: PreparedData,
+        batch_tokens: int,
+        precision: str,
+        seed: int = 0,
+        **options: Any,
+    ) -> dict:
         """Loss and perplexity, and one sampled text to read."""
         result = super().validate(model, data, batch_tokens, precision)
         with autocast(next(model.parameters()).device, precision):
@@ -258,8 +283,14 @@ class Classify(Task):
         """Examples (the loss is per example), and the text tokens processed."""
         return len(indices), len(indices) + int(split.src_lengths[indices].sum())
 
-    def validate(self, model: nn.Module, data: PreparedData, batch_tokens: int, precision: str,
-                 **options: Any) -> dict:  # fmt: skip
+    def validate(
+        self,
+        model: nn.Module,
+        data: PreparedData,
+        batch_tokens: int,
+        precision: str,
+        **options: Any,
+    ) -> dict:
         n_labels = model.cfg.n_labels
         confusion = torch.zeros(n_labels, n_labels, dtype=torch.long)
         loss, n = split_loss(model, data.split("valid"), self, batch_tokens, precision, confusion)

@@ -4,19 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from vaswani.data import corpora
-from vaswani.data.corpora import (
-    DING_PATH,
-    DataError,
-    ding_de_en,
-    german_number,
-    numbers_de,
-    pair_digest,
-    parse_ding_line,
-    read_parallel_files,
-    read_tsv,
-    split_of,
-)
+from vaswani.data import builtin
+from vaswani.data.builtin import DING_PATH, ding_de_en, german_number, numbers_de, parse_ding_line
+from vaswani.data.corpora import DataError, pair_digest, read_parallel_files, read_tsv, split_of
 
 
 def write(path: Path, data: bytes) -> Path:
@@ -149,7 +139,7 @@ def test_ding_line_parsing():
 
 def test_missing_ding_file_says_how_to_install(tmp_path, monkeypatch):
     missing = tmp_path / "de-en"
-    monkeypatch.setattr(corpora, "DING_PATH", missing)  # as on a machine without the package
+    monkeypatch.setattr(builtin, "DING_PATH", missing)  # as on a machine without the package
     with pytest.raises(DataError, match="apt-get install trans-de-en"):
         list(ding_de_en(missing))
     with pytest.raises(DataError, match="check the path given with --ding-path"):

@@ -49,9 +49,19 @@ def test_dropout_is_a_function_of_seed_update_and_pair(numbers_data):
 
 def test_validation_never_sees_subword_dropout(numbers_data, tmp_path):
     run = tmp_path / "run"
-    tc = TrainConfig(data=str(numbers_data), out=str(run), preset="tiny", precision="fp32",
-                     batch_tokens=512, max_steps=6, eval_every=6, eval_sentences=4,
-                     bpe_dropout=0.5, ema_decay=0.0, schedule="linear")  # fmt: skip
+    tc = TrainConfig(
+        data=str(numbers_data),
+        out=str(run),
+        preset="tiny",
+        precision="fp32",
+        batch_tokens=512,
+        max_steps=6,
+        eval_every=6,
+        eval_sentences=4,
+        bpe_dropout=0.5,
+        ema_decay=0.0,
+        schedule="linear",
+    )
     train(tc, progress=False)
     recorded = [json.loads(line) for line in (run / "metrics.jsonl").open()]
     logged = [r["valid_loss"] for r in recorded if "valid_loss" in r][-1]

@@ -113,16 +113,24 @@ def catalog():
     po.append(polib.POEntry(msgid="Open", msgstr="Öffnen"))
     po.append(polib.POEntry(msgctxt="menu", msgid="File", msgstr="Datei"))
     po.append(polib.POEntry(msgid='Say "hi"\tnow', msgstr='Sag "hallo"\tjetzt'))
-    po.append(polib.POEntry(msgid="%d file", msgid_plural="%d files",
-                            msgstr_plural={0: "%d Datei", 1: "%d Dateien"}))  # fmt: skip
+    po.append(
+        polib.POEntry(
+            msgid="%d file", msgid_plural="%d files", msgstr_plural={0: "%d Datei", 1: "%d Dateien"}
+        )
+    )
     po.append(polib.POEntry(msgid="Guess", msgstr="Raten", flags=["fuzzy"]))
     po.append(polib.POEntry(msgid="Later", msgstr=""))
     po.append(polib.POEntry(msgid="Gone", msgstr="Weg", obsolete=True))
     return po
 
 
-EXPECTED = [("Open", "Öffnen"), ("File", "Datei"), ('Say "hi"\tnow', 'Sag "hallo"\tjetzt'),
-            ("%d file", "%d Datei"), ("%d files", "%d Dateien")]  # fmt: skip
+EXPECTED = [
+    ("Open", "Öffnen"),
+    ("File", "Datei"),
+    ('Say "hi"\tnow', 'Sag "hallo"\tjetzt'),
+    ("%d file", "%d Datei"),
+    ("%d files", "%d Dateien"),
+]
 
 
 def test_po_and_mo_catalogs_give_the_same_pairs_and_count_what_they_skip(tmp_path):
@@ -169,8 +177,11 @@ def test_several_corpora_make_one_dataset_with_counts_per_corpus(tmp_path):
     )
     catalog().save(str(tmp_path / "b.po"))
     (tmp_path / "c.xlf").write_text(XLIFF12)
-    meta = prepare([str(tmp_path / n) for n in ("a.tsv", "b.po", "c.xlf")], tmp_path / "data",
-                   PrepareOptions(vocab_size=300, progress=False))  # fmt: skip
+    meta = prepare(
+        [str(tmp_path / n) for n in ("a.tsv", "b.po", "c.xlf")],
+        tmp_path / "data",
+        PrepareOptions(vocab_size=300, progress=False),
+    )
     corpora = {Path(c["path"]).name: c for c in meta["corpora"]}
     assert corpora["a.tsv"]["kept"] == 300 and corpora["a.tsv"]["dropped"] == {
         "copy of the source": 1
@@ -186,8 +197,13 @@ def test_cleaning_drops_copies_normalised_duplicates_and_held_out_text(tmp_path)
     lines += ["Sentence 5!\tsatz   5", "Copy me\tcopy me.", "sentence 7\tanders"]
     (tmp_path / "c.tsv").write_text("\n".join(lines) + "\n")
     (tmp_path / "external.txt").write_text("sentence 11\nSATZ 12\n")
-    opts = PrepareOptions(vocab_size=300, progress=False, valid_fraction=0.1, test_fraction=0.1,
-                          exclude=(tmp_path / "external.txt",))  # fmt: skip
+    opts = PrepareOptions(
+        vocab_size=300,
+        progress=False,
+        valid_fraction=0.1,
+        test_fraction=0.1,
+        exclude=(tmp_path / "external.txt",),
+    )
     meta = prepare([str(tmp_path / "c.tsv")], tmp_path / "data", opts)
     dropped = meta["dropped_while_reading"]
     assert dropped["copy of the source"] == 1 and dropped["duplicate pair"] == 1
@@ -196,11 +212,14 @@ def test_cleaning_drops_copies_normalised_duplicates_and_held_out_text(tmp_path)
     )
     train_text = set(decoded_train(tmp_path / "data"))
     assert not train_text & held_out(tmp_path / "data")
-    assert dropped.get("in the valid or test split", 0) == ("sentence 7" in held_out_sources(
-        tmp_path / "data"))  # fmt: skip
-    again = prepare([str(tmp_path / "c.tsv")], tmp_path / "raw",
-                    PrepareOptions(vocab_size=300, progress=False, dedupe="exact",
-                                   drop_copies=False))  # fmt: skip
+    assert dropped.get("in the valid or test split", 0) == (
+        "sentence 7" in held_out_sources(tmp_path / "data")
+    )
+    again = prepare(
+        [str(tmp_path / "c.tsv")],
+        tmp_path / "raw",
+        PrepareOptions(vocab_size=300, progress=False, dedupe="exact", drop_copies=False),
+    )
     assert "copy of the source" not in again["dropped_while_reading"]
     assert "duplicate pair" not in again["dropped_while_reading"]
 
@@ -214,8 +233,11 @@ def held_out(data):
 
 
 def held_out_sources(data):
-    return {normalised(t) for split in ("valid", "test")
-            for t in (data / f"{split}.src.txt").read_text().split("\n")}  # fmt: skip
+    return {
+        normalised(t)
+        for split in ("valid", "test")
+        for t in (data / f"{split}.src.txt").read_text().split("\n")
+    }
 
 
 def decoded_train(data):
@@ -249,13 +271,16 @@ EXTERNAL = """<?xml version="1.0"?>
         ("laughs.tmx", BILLION_LAUGHS, "refused: the XML declares entities"),
         ("external.tmx", EXTERNAL, "refused: the XML declares entities"),
         ("unclosed.tmx", TMX.replace("</body>", ""), r"unclosed.tmx:\d+:\d+: damaged XML"),
-        ("mismatch.xlf", XLIFF12.replace("</target></trans-unit>", "</source></trans-unit>", 1),
-         r"mismatch.xlf:6:\d+: damaged XML \(mismatched tag\)"),
+        (
+            "mismatch.xlf",
+            XLIFF12.replace("</target></trans-unit>", "</source></trans-unit>", 1),
+            r"mismatch.xlf:6:\d+: damaged XML \(mismatched tag\)",
+        ),
         ("encoding.tmx", TMX.replace('encoding="UTF-8"', 'encoding="UTF-16"'), "damaged XML"),
         ("truncated.mo", None, "truncated MO catalog"),
         ("bad.po", 'msgid "a"\nmsgstr "\\z"\n', r"bad.po:2: bad escape \\z"),
     ],
-)  # fmt: skip
+)
 def test_hostile_and_damaged_files_are_one_line_and_write_nothing(
     tmp_path, capsys, name, content, message
 ):
@@ -337,31 +362,48 @@ def test_weights_repeat_or_thin_a_corpus_in_training_only(tmp_path):
         records["big.tsv"]["dropped"]["left out by --weight"] == plain_train["big"] - train["big"]
     )
     with pytest.raises(DataError, match=r"--weight .*other.tsv: not one of the corpora read"):
-        prepare(inputs, tmp_path / "x", PrepareOptions(**{**vars(opts), "weights": (
-            (str(tmp_path / "other.tsv"), 2.0),)}))  # fmt: skip
+        prepare(
+            inputs,
+            tmp_path / "x",
+            PrepareOptions(**{**vars(opts), "weights": ((str(tmp_path / "other.tsv"), 2.0),)}),
+        )
     with pytest.raises(DataError, match="give a weight above 0"):
-        prepare(inputs, tmp_path / "x", PrepareOptions(**{**vars(opts), "weights": (
-            (inputs[0], 0.0),)}))  # fmt: skip
+        prepare(
+            inputs, tmp_path / "x", PrepareOptions(**{**vars(opts), "weights": ((inputs[0], 0.0),)})
+        )
 
 
 def test_weight_flag_must_name_a_corpus_and_a_number(tmp_path, capsys):
     (tmp_path / "a.tsv").write_text("a b\tc d\n")
     for bad in ("a.tsv", "a.tsv=lots", "=2"):
         with pytest.raises(SystemExit) as stop:  # argparse's own check of the flag
-            cli(capsys, "prepare", str(tmp_path / "a.tsv"), "--out", str(tmp_path / "out"),
-                "--weight", bad)  # fmt: skip
+            cli(
+                capsys,
+                "prepare",
+                str(tmp_path / "a.tsv"),
+                "--out",
+                str(tmp_path / "out"),
+                "--weight",
+                bad,
+            )
         err = capsys.readouterr().err
         assert stop.value.code == 2 and "give CORPUS=WEIGHT" in err, err
 
 
 ENGLISH_GERMAN = [
-    ("The file could not be opened because it is damaged.",
-     "Die Datei konnte nicht geöffnet werden, weil sie beschädigt ist."),
-    ("Do you want to save the changes to this document before closing?",
-     "Möchten Sie die Änderungen an diesem Dokument vor dem Schließen speichern?"),
-    ("The printer is not responding; check that it is switched on.",
-     "Der Drucker antwortet nicht; prüfen Sie, ob er eingeschaltet ist."),
-]  # fmt: skip
+    (
+        "The file could not be opened because it is damaged.",
+        "Die Datei konnte nicht geöffnet werden, weil sie beschädigt ist.",
+    ),
+    (
+        "Do you want to save the changes to this document before closing?",
+        "Möchten Sie die Änderungen an diesem Dokument vor dem Schließen speichern?",
+    ),
+    (
+        "The printer is not responding; check that it is switched on.",
+        "Der Drucker antwortet nicht; prüfen Sie, ob er eingeschaltet ist.",
+    ),
+]
 
 
 def test_lang_id_drops_untranslated_and_swapped_pairs(tmp_path, capsys):
@@ -371,8 +413,14 @@ def test_lang_id_drops_untranslated_and_swapped_pairs(tmp_path, capsys):
     short = [("OK", "OK."), ("Bitmap", "Bitmap"), ("Sender", "Absender")]  # not judged: kept
     rows = good + untranslated + swapped + short
     (tmp_path / "c.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in rows))
-    opts = PrepareOptions(vocab_size=300, progress=False, lang_id=True, src_lang="en",
-                          tgt_lang="de-DE", drop_copies=False)  # fmt: skip
+    opts = PrepareOptions(
+        vocab_size=300,
+        progress=False,
+        lang_id=True,
+        src_lang="en",
+        tgt_lang="de-DE",
+        drop_copies=False,
+    )
     meta = prepare([str(tmp_path / "c.tsv")], tmp_path / "data", opts)
     dropped = meta["dropped_while_reading"]
     assert dropped["target in the source language"] == len(untranslated)
@@ -386,19 +434,35 @@ def test_lang_id_drops_untranslated_and_swapped_pairs(tmp_path, capsys):
         (["--src-lang", "en", "--tgt-lang", "xx"], "'xx': not a language"),
         (["--src-lang", "en", "--tgt-lang", "en-GB"], "are one language"),
     ]:
-        code, _, err = cli(capsys, "prepare", str(tmp_path / "c.tsv"), "--out",
-                           str(tmp_path / "out"), "--lang-id", *flags)  # fmt: skip
+        code, _, err = cli(
+            capsys,
+            "prepare",
+            str(tmp_path / "c.tsv"),
+            "--out",
+            str(tmp_path / "out"),
+            "--lang-id",
+            *flags,
+        )
         assert code == 2 and message in err and not (tmp_path / "out").exists(), err
 
 
 def test_tokenizer_sample_zero_learns_from_every_pair(tmp_path):
     (tmp_path / "c.tsv").write_text("".join(f"pair {i}\tPaar {i}\n" for i in range(300)))
-    meta = prepare([str(tmp_path / "c.tsv")], tmp_path / "all",
-                   PrepareOptions(vocab_size=300, progress=False, tokenizer_sample=0))  # fmt: skip
+    meta = prepare(
+        [str(tmp_path / "c.tsv")],
+        tmp_path / "all",
+        PrepareOptions(vocab_size=300, progress=False, tokenizer_sample=0),
+    )
     assert meta["tokenizer"]["sample_pairs"] == meta["splits"]["train"]["pairs"]
-    few = prepare([str(tmp_path / "c.tsv")], tmp_path / "few",
-                  PrepareOptions(vocab_size=300, progress=False, tokenizer_sample=50))  # fmt: skip
+    few = prepare(
+        [str(tmp_path / "c.tsv")],
+        tmp_path / "few",
+        PrepareOptions(vocab_size=300, progress=False, tokenizer_sample=50),
+    )
     assert few["tokenizer"]["sample_pairs"] == 50
     with pytest.raises(DataError, match="--tokenizer-sample must be 0"):
-        prepare([str(tmp_path / "c.tsv")], tmp_path / "x",
-                PrepareOptions(progress=False, tokenizer_sample=-1))  # fmt: skip
+        prepare(
+            [str(tmp_path / "c.tsv")],
+            tmp_path / "x",
+            PrepareOptions(progress=False, tokenizer_sample=-1),
+        )

@@ -31,16 +31,23 @@ def write_mo(path: Path, entries: dict[str, str], charset: str = "UTF-8") -> Pat
 
 
 def test_pairs_contexts_and_plurals(tmp_path):
-    mo = write_mo(tmp_path / "a.mo", {
-        "Open": "Öffnen",
-        "menu\x04Save": "Speichern",
-        "%d file\x00%d files": "%d Datei\x00%d Dateien",
-        "Untranslated": "",
-    })  # fmt: skip
+    mo = write_mo(
+        tmp_path / "a.mo",
+        {
+            "Open": "Öffnen",
+            "menu\x04Save": "Speichern",
+            "%d file\x00%d files": "%d Datei\x00%d Dateien",
+            "Untranslated": "",
+        },
+    )
     dropped = Counter()
     pairs = sorted(read_mo(mo, dropped))
-    assert pairs == [("%d file", "%d Datei"), ("%d files", "%d Dateien"), ("Open", "Öffnen"),
-                     ("Save", "Speichern")]  # fmt: skip
+    assert pairs == [
+        ("%d file", "%d Datei"),
+        ("%d files", "%d Dateien"),
+        ("Open", "Öffnen"),
+        ("Save", "Speichern"),
+    ]
     assert dropped == {"untranslated": 1}
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from vaswani.data import PreparedData, PrepareOptions, prepare
-from vaswani.data.corpora import DING_PATH, DataError
+from vaswani.data.builtin import DING_PATH
+from vaswani.data.corpora import DataError
 from vaswani.data.dataset import SPLITS
 
 SMALL = PrepareOptions(vocab_size=300, numbers_size=3000, progress=False)
@@ -121,8 +122,16 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_cli_prepare_reports_counts_and_padding(tmp_path):
-    result = run_cli("prepare", "numbers-de", "--out", str(tmp_path / "n"), "--vocab-size", "300",
-                     "--numbers-size", "2000")  # fmt: skip
+    result = run_cli(
+        "prepare",
+        "numbers-de",
+        "--out",
+        str(tmp_path / "n"),
+        "--vocab-size",
+        "300",
+        "--numbers-size",
+        "2000",
+    )
     assert result.returncode == 0, result.stderr
     assert (
         "train" in result.stdout and "padding with --batch-tokens 2048" in result.stdout

@@ -54,10 +54,11 @@ def test_auto_takes_the_largest_size_the_budget_buys_enough_tokens_for():
         return {"mini": 0.1, "small": 0.3, "base": 1.0}[preset]
 
     tc = TrainConfig(data="d", out="o", max_minutes=60)  # plenty for mini and small, not base
-    params = {p: recipe.parameter_count("translate", fields, p, recipe.AUTO_MODEL.get(p, {}))
-              for p in recipe.CANDIDATES}  # fmt: skip
-    bought = {p: 3600 * 0.9 / {"mini": 0.1, "small": 0.3, "base": 1.0}[p] * 2048
-              for p in params}  # fmt: skip
+    params = {
+        p: recipe.parameter_count("translate", fields, p, recipe.AUTO_MODEL.get(p, {}))
+        for p in recipe.CANDIDATES
+    }
+    bought = {p: 3600 * 0.9 / {"mini": 0.1, "small": 0.3, "base": 1.0}[p] * 2048 for p in params}
     choice = recipe.choose_size(tc, "translate", fields, timer)
     expected = [
         p for p in recipe.CANDIDATES if bought[p] / params[p] >= recipe.TOKENS_PER_PARAMETER
@@ -81,8 +82,9 @@ def test_plan_follows_the_horizon_and_keeps_what_the_user_set():
     plan = recipe.plan(tc, d_model=256, horizon=1000)
     assert (plan.warmup, plan.eval_every, plan.lr) == (100, 125, recipe.PEAK_LR_AT_256)
     assert plan.ema_decay == pytest.approx(0.99)
-    mine = recipe.plan(TrainConfig(data="d", out="o", max_steps=1000, warmup=7, lr=1e-4,
-                                   ema_decay=0.0), 256, 1000)  # fmt: skip
+    mine = recipe.plan(
+        TrainConfig(data="d", out="o", max_steps=1000, warmup=7, lr=1e-4, ema_decay=0.0), 256, 1000
+    )
     assert (mine.warmup, mine.lr, mine.ema_decay) == (7, 1e-4, 0.0)
 
 
@@ -99,8 +101,9 @@ def test_weight_average_equals_a_hand_computation(tiny):
             for p in model.parameters():
                 p.add_(torch.randn_like(p))
         average.update(step)
-        expected = [0.9 * e + 0.1 * p.detach() for e, p in zip(expected, model.parameters(),
-                                                               strict=True)]  # fmt: skip
+        expected = [
+            0.9 * e + 0.1 * p.detach() for e, p in zip(expected, model.parameters(), strict=True)
+        ]
     for got, want in zip(average.model.parameters(), expected, strict=True):
         assert torch.allclose(got, want, atol=1e-6)
     # Tied weights are one parameter: the average's are tied too.
@@ -141,8 +144,16 @@ class StopAfter:
 
 
 def budget_config(data: Path, out: Path, **overrides) -> TrainConfig:
-    settings = dict(data=str(data), out=str(out), preset="tiny", precision="fp32",
-                    batch_tokens=512, log_every=1, max_minutes=0.25, eval_sentences=8)  # fmt: skip
+    settings = dict(
+        data=str(data),
+        out=str(out),
+        preset="tiny",
+        precision="fp32",
+        batch_tokens=512,
+        log_every=1,
+        max_minutes=0.25,
+        eval_sentences=8,
+    )
     settings.update(overrides)
     return TrainConfig(**settings)
 
@@ -181,22 +192,37 @@ def test_interrupted_time_budget_resumes_bit_exact(numbers_data, tmp_path, fake_
     resumed = train(resume_config(tmp_path / "split"), resume=True, progress=False)
     assert resumed.step == whole.step
     assert losses(tmp_path / "whole") == losses(tmp_path / "split")
-    a, b = (ckpt.read_weights(ckpt.latest_valid(tmp_path / r / "checkpoints") / ckpt.WEIGHTS)
-            for r in ("whole", "split"))  # fmt: skip
+    a, b = (
+        ckpt.read_weights(ckpt.latest_valid(tmp_path / r / "checkpoints") / ckpt.WEIGHTS)
+        for r in ("whole", "split")
+    )
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_the_rate_reaches_zero_at_the_end_of_a_step_budget(numbers_data, tmp_path):
-    train(budget_config(numbers_data, tmp_path / "run", max_minutes=None, max_steps=12,
-                        schedule="linear", warmup=3), progress=False)  # fmt: skip
+    train(
+        budget_config(
+            numbers_data,
+            tmp_path / "run",
+            max_minutes=None,
+            max_steps=12,
+            schedule="linear",
+            warmup=3,
+        ),
+        progress=False,
+    )
     rates = [lr for _, _, lr in losses(tmp_path / "run")]
     assert len(rates) == 12 and rates[2] == max(rates) and rates[-1] == 0.0
 
 
 def test_raising_the_budget_on_resume_moves_the_end_and_says_so(numbers_data, tmp_path, capsys):
     run = tmp_path / "run"
-    train(budget_config(numbers_data, run, max_minutes=None, max_steps=10, schedule="linear",
-                        warmup=2), progress=False)  # fmt: skip
+    train(
+        budget_config(
+            numbers_data, run, max_minutes=None, max_steps=10, schedule="linear", warmup=2
+        ),
+        progress=False,
+    )
     train(resume_config(run, max_steps=20), resume=True, progress=True)
     err = capsys.readouterr().err
     assert "the schedule now ends at update 20 instead of 10" in err
@@ -204,8 +230,9 @@ def test_raising_the_budget_on_resume_moves_the_end_and_says_so(numbers_data, tm
     assert len(rates) == 20 and rates[9] == 0.0 and rates[10] > 0 and rates[-1] == 0.0
 
 
-def test_auto_choice_is_printed_recorded_and_kept_on_resume(numbers_data, tmp_path, fake_time,
-                                                            capsys, monkeypatch):  # fmt: skip
+def test_auto_choice_is_printed_recorded_and_kept_on_resume(
+    numbers_data, tmp_path, fake_time, capsys, monkeypatch
+):
     timed = []
 
     def timer(tc, cfg, data, dist, precision, updates=3):
@@ -215,8 +242,17 @@ def test_auto_choice_is_printed_recorded_and_kept_on_resume(numbers_data, tmp_pa
     monkeypatch.setattr(recipe, "update_seconds", timer)
     run = tmp_path / "auto"
     StopAfter.after = 4
-    train(TrainConfig(data=str(numbers_data), out=str(run), max_minutes=0.1, eval_sentences=4,
-                      ema_decay=0.0, precision="fp32"), progress=True)  # fmt: skip
+    train(
+        TrainConfig(
+            data=str(numbers_data),
+            out=str(run),
+            max_minutes=0.1,
+            eval_sentences=4,
+            ema_decay=0.0,
+            precision="fp32",
+        ),
+        progress=True,
+    )
     err = capsys.readouterr().err
     assert "preset: mini (auto: the budget buys" in err
     record = json.loads((run / recipe.RECORD).read_text())
@@ -237,8 +273,18 @@ def test_patience_stops_at_the_right_validation(numbers_data, tmp_path, monkeypa
         return {"valid_loss": 1.0, "valid_chrf": next(figures), "valid_bleu": 0.0}
 
     monkeypatch.setattr(loop, "evaluate", validate)
-    result = train(budget_config(numbers_data, tmp_path / "run", max_minutes=None, max_steps=50,
-                                 eval_every=2, patience=3, ema_decay=0.0), progress=False)  # fmt: skip
+    result = train(
+        budget_config(
+            numbers_data,
+            tmp_path / "run",
+            max_minutes=None,
+            max_steps=50,
+            eval_every=2,
+            patience=3,
+            ema_decay=0.0,
+        ),
+        progress=False,
+    )
     # chrF 10, 12 (best), 11, 12 (not better), 9: three validations without a better figure.
     assert result.stopped_by == "patience" and result.step == 10 and result.best == 12.0
     assert ckpt.latest_valid(tmp_path / "run" / "checkpoints").name == ckpt.step_name(10)

@@ -177,8 +177,11 @@ def test_sigkill_at_random_moments_during_saves_never_leaves_a_bad_latest(tmp_pa
         previous = found
         assert (directory / ckpt.LATEST).read_text().strip() == found.name
         assert not list(directory.glob(".*tmp-*"))  # leftovers cleaned
-        ckpt.load_weights(model_small := Transformer(ModelConfig.from_preset("small", vocab_size=4000)),
-                          ckpt.read_weights(found / ckpt.WEIGHTS), found)  # fmt: skip
+        ckpt.load_weights(
+            model_small := Transformer(ModelConfig.from_preset("small", vocab_size=4000)),
+            ckpt.read_weights(found / ckpt.WEIGHTS),
+            found,
+        )
         del model_small
     assert ckpt.latest_valid(directory) is not None
 
@@ -188,8 +191,15 @@ def test_train_state_reads_every_older_state_json():
     from vaswani.train.state import TrainState
 
     translate, lm = get_task("translate"), get_task("lm")
-    oldest = {"step": 7, "position": [1, 3], "elapsed_seconds": 2.0, "target_tokens": 90,
-              "skipped_steps": 0, "best_bleu": 12.5, "data_fingerprint": "f"}  # fmt: skip
+    oldest = {
+        "step": 7,
+        "position": [1, 3],
+        "elapsed_seconds": 2.0,
+        "target_tokens": 90,
+        "skipped_steps": 0,
+        "best_bleu": 12.5,
+        "data_fingerprint": "f",
+    }
     state = TrainState.from_dict(oldest, translate)
     # chosen by BLEU then, by chrF now: not comparable, so the next evaluation sets it afresh
     assert state.best is None and state.best_figure == "valid_chrf" and state.overflow_steps == 0

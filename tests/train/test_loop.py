@@ -98,9 +98,29 @@ def run_cli(*args: str, **kwargs) -> subprocess.Popen:
 
 
 def cli_args(data: Path, out: Path, steps: int) -> list[str]:
-    return ["train", "--data", str(data), "--out", str(out), "--preset", "tiny", "--precision", "fp32",
-            "--warmup", "10", "--batch-tokens", "512", "--eval-every", "10000", "--save-every", "1",
-            "--log-every", "1", "--max-steps", str(steps)]  # fmt: skip
+    return [
+        "train",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--preset",
+        "tiny",
+        "--precision",
+        "fp32",
+        "--warmup",
+        "10",
+        "--batch-tokens",
+        "512",
+        "--eval-every",
+        "10000",
+        "--save-every",
+        "1",
+        "--log-every",
+        "1",
+        "--max-steps",
+        str(steps),
+    ]
 
 
 def test_killed_training_resumes_in_a_new_process_to_the_same_weights(numbers_data, tmp_path):
@@ -168,17 +188,50 @@ def test_changed_data_makes_resume_refuse_unless_reset(numbers_data, tmp_path):
 
 @pytest.mark.skipif(not (VENV_BIN / "torchrun").exists(), reason="torchrun not installed")
 def test_two_process_ddp_equals_one_process_with_the_same_global_batch(numbers_data, tmp_path):
-    common = ["--data", str(numbers_data), "--preset", "tiny", "--precision", "fp32", "--warmup", "10",
-              "--batch-tokens", "512", "--accumulate", "2", "--max-steps", "6", "--eval-every", "10000",
-              "--log-every", "1", "--model", "dropout=0.0"]  # fmt: skip
+    common = [
+        "--data",
+        str(numbers_data),
+        "--preset",
+        "tiny",
+        "--precision",
+        "fp32",
+        "--warmup",
+        "10",
+        "--batch-tokens",
+        "512",
+        "--accumulate",
+        "2",
+        "--max-steps",
+        "6",
+        "--eval-every",
+        "10000",
+        "--log-every",
+        "1",
+        "--model",
+        "dropout=0.0",
+    ]
     # The one-process reference in this process (a child would spend ~3 s starting torch).
     assert main(["train", "--out", str(tmp_path / "one"), *common]) == 0
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     ddp = subprocess.run(
-        [str(VENV_BIN / "torchrun"), "--nproc_per_node", "2", "--master_port", "29517", "-m", "vaswani.cli",
-         "train", "--out", str(tmp_path / "two"), *common],
-        capture_output=True, text=True, timeout=300, env=env,
-    )  # fmt: skip
+        [
+            str(VENV_BIN / "torchrun"),
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            "29517",
+            "-m",
+            "vaswani.cli",
+            "train",
+            "--out",
+            str(tmp_path / "two"),
+            *common,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert ddp.returncode == 0, ddp.stderr
     # Adam divides by sqrt(v) + eps (1e-9): the keys' bias, whose true gradient is exactly 0
     # (softmax ignores a constant added to every key), gets +-lr steps from 1e-12 rounding noise.
@@ -308,7 +361,20 @@ def test_clear_errors_for_bad_runs(numbers_data, tmp_path):
     with pytest.raises(RunError, match="already holds a training run; continue it with --resume"):
         train(config(numbers_data, tmp_path / "run", max_steps=1), progress=False)
     result = subprocess.run(
-        [sys.executable, "-m", "vaswani.cli", "train", "--data", str(tmp_path / "nope"), "--out", str(tmp_path / "x"), "--max-steps", "1"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "vaswani.cli",
+            "train",
+            "--data",
+            str(tmp_path / "nope"),
+            "--out",
+            str(tmp_path / "x"),
+            "--max-steps",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2 and "not a prepared dataset" in result.stderr

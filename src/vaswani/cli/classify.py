@@ -36,8 +36,14 @@ def run(args: argparse.Namespace) -> int:
     texts = texts_or_input(args, "classify")
     loaded, placement = load_for_inference(args, CLASSIFY)
     with placement.autocast():
-        found = classify(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer.labels, texts,
-                         args.batch_tokens, args.too_long)  # fmt: skip
+        found = classify(
+            loaded.model,
+            loaded.src_tokenizer,
+            loaded.tgt_tokenizer.labels,
+            texts,
+            args.batch_tokens,
+            args.too_long,
+        )
     for result in found:
         print("" if result is None else f"{result.label}\t{result.probability:.4f}")
     return 0

@@ -182,8 +182,11 @@ def load_for_inference(
         if not run.task.parallel:
             raise CliError("--shortlist is for translation models")
         run.load_shortlist()
-        print(f"shortlist: {run.shortlist.frequent.numel()} frequent tokens + "
-              f"{run.shortlist.per_token.size(1)} per source token", file=sys.stderr)  # fmt: skip
+        print(
+            f"shortlist: {run.shortlist.frequent.numel()} frequent tokens + "
+            f"{run.shortlist.per_token.size(1)} per source token",
+            file=sys.stderr,
+        )
     for line in placement.lines():
         print(line, file=sys.stderr)
     args.precision = placement.precision

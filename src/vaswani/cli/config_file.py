@@ -79,8 +79,11 @@ def yaml_value(value: Any) -> str:
 def template(parser: argparse.ArgumentParser) -> str:
     """Every key with its help as a comment and its default as the value (null: decided by the
     preset or the data, as the help says)."""
-    lines = [f"# {parser.prog} settings: {parser.prog} --config FILE. Flags given on the command",
-             "# line override the file; a null value is the same as leaving the key out.", ""]  # fmt: skip
+    lines = [
+        f"# {parser.prog} settings: {parser.prog} --config FILE. Flags given on the command",
+        "# line override the file; a null value is the same as leaving the key out.",
+        "",
+    ]
     for key, action in settings(parser).items():
         help_text = (action.help or "").replace("%%", "%")
         if key == "model":
@@ -147,8 +150,9 @@ def config_argv(parser: argparse.ArgumentParser, path: Path) -> tuple[list[str],
     if data is None:
         return [], []
     if not isinstance(data, dict):
-        raise ConfigFileError(f"{path}: should hold a mapping of settings (key: value), "
-                              f"found {type(data).__name__}")  # fmt: skip
+        raise ConfigFileError(
+            f"{path}: should hold a mapping of settings (key: value), found {type(data).__name__}"
+        )
     known = settings(parser)
     flags: list[str] = []
     positional: list[str] = []

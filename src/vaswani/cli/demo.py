@@ -63,12 +63,19 @@ def run(args: argparse.Namespace) -> int:
     multi = args.multilingual
     steps = args.steps or (MULTI_STEPS if multi else STEPS)
     numbers = args.numbers or (MULTI_NUMBERS if multi else NUMBERS)
-    what = ("to write numbers as German, English, French and Spanish words, and to translate "
-            "number words between languages" if multi else "to write numbers as German words")  # fmt: skip
-    print(f"vaswani demo: a Transformer learns {what} ({steps} training steps); everything goes "
-          f"to {args.out}/")  # fmt: skip
-    result = run_demo(args.out, steps, args.precision, args.seed, args.device, numbers=numbers,
-                      multilingual=multi)  # fmt: skip
+    what = (
+        "to write numbers as German, English, French and Spanish words, and to translate "
+        "number words between languages"
+        if multi
+        else "to write numbers as German words"
+    )
+    print(
+        f"vaswani demo: a Transformer learns {what} ({steps} training steps); everything goes "
+        f"to {args.out}/"
+    )
+    result = run_demo(
+        args.out, steps, args.precision, args.seed, args.device, numbers=numbers, multilingual=multi
+    )
     report(result)
     if result.exact_match < args.min_accuracy:
         worst = " (the worst pair's)" if result.by_pair else ""
@@ -88,8 +95,10 @@ def report(result: DemoResult) -> None:
         print("held-out test numbers, exact match by pair:")
         for name, exact in result.by_pair.items():
             print(f"  {name:<10} {100 * exact:6.2f}%")
-        print(f"  all pairs: sacreBLEU {scores.bleu:.2f} ({scores.bleu_signature}), chrF "
-              f"{scores.chrf:.2f}")  # fmt: skip
+        print(
+            f"  all pairs: sacreBLEU {scores.bleu:.2f} ({scores.bleu_signature}), chrF "
+            f"{scores.chrf:.2f}"
+        )
     else:
         print(
             f"held-out test numbers: exact match {100 * result.exact_match:.2f}%, "
@@ -97,12 +106,19 @@ def report(result: DemoResult) -> None:
         )
     if result.zero_shot:
         name, exact, zero, count = result.zero_shot
-        print(f"zero-shot {name} (never trained): exact match {100 * exact:.2f}%, chrF "
-              f"{zero.chrf:.2f} on {count} numbers")  # fmt: skip
+        print(
+            f"zero-shot {name} (never trained): exact match {100 * exact:.2f}%, chrF "
+            f"{zero.chrf:.2f} on {count} numbers"
+        )
     print("translations of numbers it never saw (beam search, beam 4):")
     for source, reference, hypothesis in result.examples:
-        mark = "" if not reference else "  (ok)" if hypothesis == reference else (
-            f"  (WRONG, expected {reference})")  # fmt: skip
+        mark = (
+            ""
+            if not reference
+            else "  (ok)"
+            if hypothesis == reference
+            else (f"  (WRONG, expected {reference})")
+        )
         print(f"  {source:>7} -> {hypothesis}{mark}")
     run_dir = result.directory / "run"
     print("\nwhere everything went:")

@@ -110,17 +110,28 @@ def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
         what = f"the {args.split} split of {data.directory}"
         if data.languages is not None:
             if args.target is not None:
-                raise CliError("--target is for --src/--ref files: a split of a multilingual "
-                               "dataset holds each line's target language")  # fmt: skip
+                raise CliError(
+                    "--target is for --src/--ref files: a split of a multilingual "
+                    "dataset holds each line's target language"
+                )
             pairs, targets = data.pair_names(args.split), data.targets(args.split)
     if not sources:
         raise CliError(f"nothing to evaluate: {what} has no non-empty sentence pairs")
     dc = decode_config(args)
     prefixes = loaded.prefixes(targets, len(sources))
     with progress_bar(total=len(sources), unit="sent", desc="translating") as bar:
-        report = evaluate_translation(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer,
-                                      sources, references, dc, args.too_long, bar.update,
-                                      loaded.shortlist, prefixes)  # fmt: skip
+        report = evaluate_translation(
+            loaded.model,
+            loaded.src_tokenizer,
+            loaded.tgt_tokenizer,
+            sources,
+            references,
+            dc,
+            args.too_long,
+            bar.update,
+            loaded.shortlist,
+            prefixes,
+        )
     scores, seconds, n = report.scores, report.seconds, len(references)
     search = "greedy" if dc.beam_size == 1 else f"beam {dc.beam_size}, alpha {dc.alpha}"
     print(f"{len(sources)} sentences from {what}")
@@ -132,8 +143,10 @@ def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
         print(f"{'pair':<14} {'sentences':>9} {'BLEU':>7} {'chrF':>7} {'exact':>7}")
         for name, found in per_pair.items():
             count = found.get("sentences", "")
-            print(f"{name:<14} {count:>9} {found['bleu']:>7.2f} {found['chrf']:>7.2f} "
-                  f"{100 * found['exact']:>6.1f}%")  # fmt: skip
+            print(
+                f"{name:<14} {count:>9} {found['bleu']:>7.2f} {found['chrf']:>7.2f} "
+                f"{100 * found['exact']:>6.1f}%"
+            )
     print(
         f"decoding: {seconds:.1f}s, {n / seconds:.1f} sentences/s, "
         f"{report.output_tokens / seconds:.0f} tokens/s ({search}, {args.precision}, "
@@ -142,10 +155,18 @@ def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
     if args.output:
         args.output.write_text("".join(h + "\n" for h in report.hypotheses), encoding="utf-8")
     if args.src is None and is_run(loaded.path):  # the run's own split: for `vaswani runs`
-        record_evaluation(loaded.path, {"split": args.split, "bleu": scores.bleu,
-                                        "chrf": scores.chrf, "exact": report.exact_fraction,
-                                        "sentences": n, "search": search,
-                                        **({"by_pair": per_pair} if per_pair else {})})  # fmt: skip
+        record_evaluation(
+            loaded.path,
+            {
+                "split": args.split,
+                "bleu": scores.bleu,
+                "chrf": scores.chrf,
+                "exact": report.exact_fraction,
+                "sentences": n,
+                "search": search,
+                **({"by_pair": per_pair} if per_pair else {}),
+            },
+        )
     return 0
 
 
@@ -164,8 +185,9 @@ def classifier(args: argparse.Namespace, loaded: LoadedRun, part: Split, what: s
     from vaswani import plot  # matplotlib, for classifiers only
 
     labels = loaded.tgt_tokenizer
-    report = classification_report(loaded.model, part, labels.labels, args.batch_tokens,
-                                   args.precision)  # fmt: skip
+    report = classification_report(
+        loaded.model, part, labels.labels, args.batch_tokens, args.precision
+    )
     print(f"{report.examples} texts from {what}")
     print(
         f"accuracy = {100 * report.accuracy:.2f}%   ({report.correct}/{report.examples}; "
@@ -175,7 +197,8 @@ def classifier(args: argparse.Namespace, loaded: LoadedRun, part: Split, what: s
     print("\n".join(report.table()))
     name = args.split if args.input is None else "input"
     out = args.plot or Path(args.checkpoint) / f"confusion-{name}.png"
-    plot.confusion_matrix(report.confusion, labels.labels, out,
-                          f"{Path(args.checkpoint).name} on {what}")  # fmt: skip
+    plot.confusion_matrix(
+        report.confusion, labels.labels, out, f"{Path(args.checkpoint).name} on {what}"
+    )
     print(f"wrote {out}")
     return 0

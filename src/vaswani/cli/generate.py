@@ -61,9 +61,17 @@ def run(args: argparse.Namespace) -> int:
     prompts = [prompt for prompt in args.prompt or [""] for _ in range(args.num_samples)]
     start = time.perf_counter()
     with placement.autocast():
-        found = generate(loaded.model, loaded.src_tokenizer, prompts, args.max_new_tokens,
-                         args.temperature, args.top_k, args.top_p, args.seed,
-                         use_cache=not args.no_cache)  # fmt: skip
+        found = generate(
+            loaded.model,
+            loaded.src_tokenizer,
+            prompts,
+            args.max_new_tokens,
+            args.temperature,
+            args.top_k,
+            args.top_p,
+            args.seed,
+            use_cache=not args.no_cache,
+        )
     seconds = time.perf_counter() - start
     for g in found:
         print(one_line(g.prompt + g.text))

@@ -48,8 +48,10 @@ def run(args: argparse.Namespace) -> int:
     languages = load_run(run_dir).languages
     target = ""
     if languages is not None:
-        print(f"multilingual: translates into {', '.join(languages.targets)} "
-              f"(tokens {languages.token_of(languages.targets[0])}, ...)")  # fmt: skip
+        print(
+            f"multilingual: translates into {', '.join(languages.targets)} "
+            f"(tokens {languages.token_of(languages.targets[0])}, ...)"
+        )
         target = f" --target {languages.targets[0]}"
     print(f'try: vaswani translate --checkpoint {run_dir}{target} "..."')
     return 0

@@ -54,8 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         formatter_class=HelpFormatter,
     )
     several.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
-    several.add_argument("--by", choices=("step", "minute"), default="step",
-                         help="x axis: updates or training minutes")  # fmt: skip
+    several.add_argument(
+        "--by",
+        choices=("step", "minute"),
+        default="step",
+        help="x axis: updates or training minutes",
+    )
     several.add_argument("--out", type=Path, help="default compare.png")
 
 
@@ -67,8 +71,14 @@ def run(args: argparse.Namespace) -> int:
             loaded, _ = load_for_inference(args, TRANSLATE)
             out = args.out or Path("attention.png")
             prefixes = loaded.prefixes(args.target, 1)
-            plot.attention(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer,
-                           args.sentence, out, prefixes[0] if prefixes else None)  # fmt: skip
+            plot.attention(
+                loaded.model,
+                loaded.src_tokenizer,
+                loaded.tgt_tokenizer,
+                args.sentence,
+                out,
+                prefixes[0] if prefixes else None,
+            )
             for kind in ("encoder", "decoder", "cross"):
                 print(f"wrote {out.with_name(f'{out.stem}-{kind}{out.suffix}')}")
             return 0

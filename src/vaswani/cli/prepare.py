@@ -23,11 +23,34 @@ from vaswani.data import PreparedData, PrepareOptions, TokenBatchSampler, prepar
 from vaswani.tasks import Task, get_task
 
 HELP = "turn text into a dataset for training (tokenizer, token ids, meta.json)"
-OPTIONS = ("task", "vocab_size", "max_example_len", "valid_fraction", "test_fraction",
-           "skip_invalid", "max_line_bytes", "numbers_size", "numbers_max", "builtin_size",
-           "seed", "ding_path", "tokenizer_from", "format", "src_lang", "tgt_lang", "markup",
-           "fields", "dedupe", "drop_copies", "drop_held_out", "max_length_ratio", "lang_id",
-           "tokenizer_sample", "language_token", "temperature")  # fmt: skip
+OPTIONS = (
+    "task",
+    "vocab_size",
+    "max_example_len",
+    "valid_fraction",
+    "test_fraction",
+    "skip_invalid",
+    "max_line_bytes",
+    "numbers_size",
+    "numbers_max",
+    "builtin_size",
+    "seed",
+    "ding_path",
+    "tokenizer_from",
+    "format",
+    "src_lang",
+    "tgt_lang",
+    "markup",
+    "fields",
+    "dedupe",
+    "drop_copies",
+    "drop_held_out",
+    "max_length_ratio",
+    "lang_id",
+    "tokenizer_sample",
+    "language_token",
+    "temperature",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -96,9 +119,15 @@ def corpus_weight(text: str) -> tuple[str, float]:
 def run(args: argparse.Namespace) -> int:
     if args.out is None:
         raise CliError("--out is required: the directory to write the dataset to")
-    opts = settings_from(PrepareOptions, args, OPTIONS, shared_vocab=not args.separate_vocab,
-                         exclude=tuple(args.exclude), weights=tuple(args.weight),
-                         pairs=tuple(args.pair))  # fmt: skip
+    opts = settings_from(
+        PrepareOptions,
+        args,
+        OPTIONS,
+        shared_vocab=not args.separate_vocab,
+        exclude=tuple(args.exclude),
+        weights=tuple(args.weight),
+        pairs=tuple(args.pair),
+    )
     start = time.perf_counter()
     meta = prepare(args.inputs, args.out, opts, force=args.force)
     seconds = time.perf_counter() - start
@@ -110,14 +139,18 @@ def run(args: argparse.Namespace) -> int:
     )
     for corpus in meta.get("corpora", []):
         where = corpus.get("path") or corpus.get("pair")
-        print(f"  {where} ({corpus['name']}): read {corpus['pairs_read']}, kept "
-              f"{corpus['kept']}, dropped {corpus['dropped'] or 'none'}")  # fmt: skip
+        print(
+            f"  {where} ({corpus['name']}): read {corpus['pairs_read']}, kept "
+            f"{corpus['kept']}, dropped {corpus['dropped'] or 'none'}"
+        )
     if "languages" in meta:
         record = meta["languages"]
         print(f"language pairs (token {record['token']}, temperature {record['temperature']}):")
         for name, found in record["by_pair"].items():
-            print(f"  {name:<12} train {found['train']:>8} (x{found['weight']:.2f})  valid "
-                  f"{found['valid']:>6}  test {found['test']:>6}")  # fmt: skip
+            print(
+                f"  {name:<12} train {found['train']:>8} (x{found['weight']:.2f})  valid "
+                f"{found['valid']:>6}  test {found['test']:>6}"
+            )
     train = data.split("train")
     try:
         sampler = TokenBatchSampler(train.src_lengths, train.tgt_lengths, args.batch_tokens)
@@ -125,9 +158,11 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"prepared {args.out}, but no padding report: {error}") from None
     for name, split in meta["splits"].items():
         ratio = split.get("filtered_length_ratio")
-        print(f"  {name:<5} {split['pairs']:>9} examples  (filtered as too long: "
-              f"{split['filtered_too_long']}{'' if ratio is None else f', length ratio: {ratio}'})"
-              f"  {lengths_line(get_task(opts.task), split)}")  # fmt: skip
+        print(
+            f"  {name:<5} {split['pairs']:>9} examples  (filtered as too long: "
+            f"{split['filtered_too_long']}{'' if ratio is None else f', length ratio: {ratio}'})"
+            f"  {lengths_line(get_task(opts.task), split)}"
+        )
     print(
         f"padding with --batch-tokens {args.batch_tokens}: "
         f"{100 * sampler.padding_fraction():.1f}% over {len(sampler.batches(0))} batches"

@@ -14,15 +14,23 @@ from vaswani.errors import VaswaniError
 from vaswani.runs import COLUMNS, find_runs, summary
 
 HELP = "compare training runs in one table (or --json)"
-HEADINGS = {"valid_chrf": "valid chrF", "valid_bleu": "valid BLEU", "test_chrf": "test chrF",
-            "test_bleu": "test BLEU"}  # fmt: skip
+HEADINGS = {
+    "valid_chrf": "valid chrF",
+    "valid_bleu": "valid BLEU",
+    "test_chrf": "test chrF",
+    "test_bleu": "test BLEU",
+}
 NUMBERS = {"parameters", "steps", "minutes", "valid_chrf", "valid_bleu", "test_chrf", "test_bleu"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", type=Path, metavar="DIR")
-    parser.add_argument("--sort", choices=COLUMNS, default="run",
-                        help="the column to sort by (numbers: highest first)")  # fmt: skip
+    parser.add_argument(
+        "--sort",
+        choices=COLUMNS,
+        default="run",
+        help="the column to sort by (numbers: highest first)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per run instead")
 
 
@@ -49,8 +57,12 @@ def cell(value: object) -> str:
 def run(args: argparse.Namespace) -> int:
     rows = [row for path in find_runs(args.runs) if (row := listed(path)) is not None]
     numeric = args.sort in NUMBERS
-    rows.sort(key=lambda row: (row[args.sort] is None, -(row[args.sort] or 0) if numeric else
-                               str(row[args.sort])))  # fmt: skip
+    rows.sort(
+        key=lambda row: (
+            row[args.sort] is None,
+            -(row[args.sort] or 0) if numeric else str(row[args.sort]),
+        )
+    )
     if args.json:
         for row in rows:
             print(json.dumps(row))
@@ -58,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
     table = [[HEADINGS.get(c, c) for c in COLUMNS]] + [[cell(r[c]) for c in COLUMNS] for r in rows]
     widths = {c: max(len(line[i]) for line in table) for i, c in enumerate(COLUMNS)}
     for line in table:
-        texts = [text.rjust(widths[c]) if c in NUMBERS else text.ljust(widths[c])
-                 for c, text in zip(COLUMNS, line, strict=True)]  # fmt: skip
+        texts = [
+            text.rjust(widths[c]) if c in NUMBERS else text.ljust(widths[c])
+            for c, text in zip(COLUMNS, line, strict=True)
+        ]
         print("  ".join(texts).rstrip())
     return 0

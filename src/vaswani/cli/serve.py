@@ -42,8 +42,18 @@ if TYPE_CHECKING:
     from vaswani.serve import Served
 
 HELP = "serve a trained model over HTTP (POST /translate, /generate or /classify, GET /health)"
-LIMITS = ("max_body_bytes", "max_texts", "max_chars", "max_beam_size", "max_length", "timeout_s",
-          "max_queued_texts", "batch_wait_ms", "batch_tokens", "dynamic_batching")  # fmt: skip
+LIMITS = (
+    "max_body_bytes",
+    "max_texts",
+    "max_chars",
+    "max_beam_size",
+    "max_length",
+    "timeout_s",
+    "max_queued_texts",
+    "batch_wait_ms",
+    "batch_tokens",
+    "dynamic_batching",
+)
 FLAGS = {"timeout_s": "--timeout", "dynamic_batching": "--batching"}
 # The search settings of a request that gives none; beam_size is ServeSettings'.
 DECODING = tuple(name for name in SEARCH_FIELDS if name != "beam_size")
@@ -128,11 +138,16 @@ def run(args: argparse.Namespace) -> int:
         served += served_pairs(loaded, source, target, run_dir, bool(args.model))
     pairs = [(s.source, s.target) for s in served if s.source is not None]
     if len(set(pairs)) < len(pairs):
-        raise CliError("a language pair is given twice (a multilingual model serves all its "
-                       "pairs); name each once with --model")  # fmt: skip
+        raise CliError(
+            "a language pair is given twice (a multilingual model serves all its "
+            "pairs); name each once with --model"
+        )
     if pairs:
-        print(f"pairs: {', '.join(f'{s}:{t}' for s, t in pairs)}"
-              f"{'' if args.pivot else ' (no pivoting)'}", file=sys.stderr)  # fmt: skip
+        print(
+            f"pairs: {', '.join(f'{s}:{t}' for s, t in pairs)}"
+            f"{'' if args.pivot else ' (no pivoting)'}",
+            file=sys.stderr,
+        )
     print(f"memory: {resident_mib():.0f} MiB resident", file=sys.stderr)
     settings = dataclasses.replace(settings, precision=placement.precision)
     sock = listen(args.host, args.port)  # a taken port is an error before "serving on"
@@ -146,8 +161,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def served_pairs(loaded: LoadedRun, source: str | None, target: str | None, run_dir: Path,
-                 named: bool) -> list[Served]:  # fmt: skip
+def served_pairs(
+    loaded: LoadedRun, source: str | None, target: str | None, run_dir: Path, named: bool
+) -> list[Served]:
     """What one --model (or --checkpoint) serves: a multilingual model each of its pairs (or the
     one named, its target's token leading every text); any other model itself, by its name."""
     from vaswani.serve import Served
@@ -155,18 +171,31 @@ def served_pairs(loaded: LoadedRun, source: str | None, target: str | None, run_
     languages = loaded.languages
     if languages is None:
         if named and source is None:
-            raise CliError(f"--model {run_dir}: a model of one language pair is named by it: "
-                           f"--model SRC:TGT={run_dir}")  # fmt: skip
-        return [Served(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, source, target,
-                       loaded.shortlist)]  # fmt: skip
+            raise CliError(
+                f"--model {run_dir}: a model of one language pair is named by it: "
+                f"--model SRC:TGT={run_dir}"
+            )
+        return [
+            Served(
+                loaded.model,
+                loaded.src_tokenizer,
+                loaded.tgt_tokenizer,
+                source,
+                target,
+                loaded.shortlist,
+            )
+        ]
     asked = languages.pairs if source is None else [(source, target)]
     try:
         prefixes = [loaded.prefixes(t, 1)[0] for _, t in asked]
     except RunError as error:
         raise CliError(f"--model {source}:{target}={run_dir}: {error}") from None
-    return [Served(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, s, t,
-                   loaded.shortlist, prefix)
-            for (s, t), prefix in zip(asked, prefixes, strict=True)]  # fmt: skip
+    return [
+        Served(
+            loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, s, t, loaded.shortlist, prefix
+        )
+        for (s, t), prefix in zip(asked, prefixes, strict=True)
+    ]
 
 
 def resident_mib() -> float:

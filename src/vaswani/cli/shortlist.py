@@ -30,17 +30,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "as its data.json records it; an imported run needs one, prepared with --tokenizer-from)",
     )
     parser.add_argument(
-        "--frequent", type=positive_int, default=500,
+        "--frequent",
+        type=positive_int,
+        default=500,
         help="the most frequent target tokens, on every sentence's list",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--per-token", type=positive_int, default=50,
+        "--per-token",
+        type=positive_int,
+        default=50,
         help="target tokens listed for each source token (best Dice coefficient)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--max-pairs", type=positive_int, default=1_000_000,
+        "--max-pairs",
+        type=positive_int,
+        default=1_000_000,
         help="count at most this many training pairs (the first ones)",
-    )  # fmt: skip
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,28 +55,40 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"{args.run_dir} is not a translation model; a shortlist is for translation")
     data = PreparedData(args.data) if args.data else training_data(loaded.info, "--data DIR")
     cfg = loaded.config
-    problem = vocab_mismatch(data.src_tokenizer, data.tgt_tokenizer, cfg.vocab_size,
-                             cfg.target_vocab_size)  # fmt: skip
+    problem = vocab_mismatch(
+        data.src_tokenizer, data.tgt_tokenizer, cfg.vocab_size, cfg.target_vocab_size
+    )
     if problem or not get_task(data.task).parallel:
-        raise CliError(f"{data.directory} does not suit {args.run_dir}: "
-                       f"{problem or 'not translation data'}")  # fmt: skip
+        raise CliError(
+            f"{data.directory} does not suit {args.run_dir}: {problem or 'not translation data'}"
+        )
     train = data.split("train")
     count = min(len(train), args.max_pairs)
     pairs = (train.pair(i) for i in range(count))
     shortlist = build_shortlist(
         progress_bar(pairs, total=count, unit="pair", desc="counting"),
-        cfg.vocab_size, cfg.target_vocab_size, always=[cfg.eos_id], frequent=args.frequent,
-        per_token=args.per_token, never={cfg.pad_id, cfg.bos_id} - {cfg.eos_id},
-    )  # fmt: skip
+        cfg.vocab_size,
+        cfg.target_vocab_size,
+        always=[cfg.eos_id],
+        frequent=args.frequent,
+        per_token=args.per_token,
+        never={cfg.pad_id, cfg.bos_id} - {cfg.eos_id},
+    )
     valid = data.split("valid")
     held_out = coverage(shortlist, (valid.pair(i) for i in range(min(len(valid), 2000))))
     path = args.run_dir / SHORTLIST
-    metadata = {"pairs": str(count), "frequent": str(args.frequent),
-                "per_token": str(args.per_token), "data": str(data.directory.resolve())}  # fmt: skip
+    metadata = {
+        "pairs": str(count),
+        "frequent": str(args.frequent),
+        "per_token": str(args.per_token),
+        "data": str(data.directory.resolve()),
+    }
     shortlist.save(path, metadata)
     print(f"counted {count:,} training pairs of {data.directory}; wrote {path}")
     if len(valid):
-        print(f"a sentence's list: {held_out.list_size:,.0f} of {cfg.target_vocab_size:,} "
-              f"target tokens on average (validation sentences)")  # fmt: skip
+        print(
+            f"a sentence's list: {held_out.list_size:,.0f} of {cfg.target_vocab_size:,} "
+            f"target tokens on average (validation sentences)"
+        )
     print(f"the lists hold {100 * held_out.held:.2f}% of the validation references' tokens")
     return 0

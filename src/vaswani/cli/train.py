@@ -19,10 +19,34 @@ from vaswani.config import PRESET_TRAINING, TrainConfig
 from vaswani.tasks import get_task
 
 HELP = "train a model on a prepared dataset (or --resume a run)"
-SETTINGS = ("preset", "task", "init", "batch_tokens", "accumulate", "schedule", "warmup", "lr",
-            "lr_scale", "ema_decay", "bpe_dropout", "patience", "tensorboard", "label_smoothing", "clip_norm", "precision", "seed", "max_steps", "max_minutes",
-            "eval_every", "eval_sentences", "save_every", "keep_last", "log_every", "nan_policy",
-            "device")  # fmt: skip
+SETTINGS = (
+    "preset",
+    "task",
+    "init",
+    "batch_tokens",
+    "accumulate",
+    "schedule",
+    "warmup",
+    "lr",
+    "lr_scale",
+    "ema_decay",
+    "bpe_dropout",
+    "patience",
+    "tensorboard",
+    "label_smoothing",
+    "clip_norm",
+    "precision",
+    "seed",
+    "max_steps",
+    "max_minutes",
+    "eval_every",
+    "eval_sentences",
+    "save_every",
+    "keep_last",
+    "log_every",
+    "nan_policy",
+    "device",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,10 +68,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     by_preset = {
         name: "(default by preset: "
         + ", ".join(f"{p}: {values[name]}" for p, values in PRESET_TRAINING.items())
-        + (" with inverse-sqrt; linear and wsd: a tenth of the horizon, at most 4,000)"
-           if name == "warmup" else ")")
+        + (
+            " with inverse-sqrt; linear and wsd: a tenth of the horizon, at most 4,000)"
+            if name == "warmup"
+            else ")"
+        )
         for name in PRESET_TRAINING["small"]
-    }  # fmt: skip
+    }
     # Unset flags stay None, so that TrainConfig (and the preset, for the settings it gives)
     # decides; the help says what that gives.
     add_field_flags(parser, TrainConfig, SETTINGS, unset=True, notes=by_preset)
@@ -62,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
         if args.data is None or args.out is None:
             raise CliError("--data and --out are required (or --resume RUN_DIR)")
         model = dict(parse_assignment(item) for item in args.model)
-        tc = settings_from(TrainConfig, args, SETTINGS, data=str(args.data), out=str(args.out),
-                           model=model)  # fmt: skip
+        tc = settings_from(
+            TrainConfig, args, SETTINGS, data=str(args.data), out=str(args.out), model=model
+        )
     if tc.max_steps is None and tc.max_minutes is None:
         raise CliError("give a budget: --max-steps N and/or --max-minutes M")
     result = train(tc, resume=bool(args.resume), reset_data_position=args.reset_data_position)

@@ -71,9 +71,17 @@ def run(args: argparse.Namespace) -> int:
 
     def translate(texts: list[str], bar: Any = None) -> list[list[Translation]]:
         with placement.autocast():
-            return translate_nbest(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer,
-                                   texts, dc, args.too_long, bar.update if bar else None,
-                                   loaded.shortlist, loaded.prefixes(args.target, len(texts)))  # fmt: skip
+            return translate_nbest(
+                loaded.model,
+                loaded.src_tokenizer,
+                loaded.tgt_tokenizer,
+                texts,
+                dc,
+                args.too_long,
+                bar.update if bar else None,
+                loaded.shortlist,
+                loaded.prefixes(args.target, len(texts)),
+            )
 
     if interactive:  # a person typing: answer each line as it comes
         print("type a sentence and press Enter; Ctrl-D ends", file=sys.stderr)

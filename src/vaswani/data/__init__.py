@@ -1,7 +1,8 @@
 """Data: parallel text readers, built-in corpora, the BPE tokenizer, preparation and batching."""
 
 from vaswani.data.batching import Batch, Position, TokenBatchSampler, collate
-from vaswani.data.corpora import DataError, german_number, parse_ding_line
+from vaswani.data.builtin import german_number, parse_ding_line
+from vaswani.data.corpora import DataError
 from vaswani.data.dataset import ParallelSplit, PreparedData
 from vaswani.data.tokenizer import SubwordTokenizer
 

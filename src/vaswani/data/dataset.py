@@ -134,8 +134,10 @@ class PreparedData:
             raise DataError(f"{path}: damaged: {len(names)} language pairs for {lines} sentences")
         for number, name in enumerate(names, 1):
             if name not in known:
-                raise DataError(f"{path}:{number}: damaged: {name[:40]!r} is not a pair of "
-                                f"this dataset ({', '.join(sorted(known))})")  # fmt: skip
+                raise DataError(
+                    f"{path}:{number}: damaged: {name[:40]!r} is not a pair of "
+                    f"this dataset ({', '.join(sorted(known))})"
+                )
         return names
 
     def targets(self, split: str) -> list[str] | None:

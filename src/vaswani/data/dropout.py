@@ -35,8 +35,9 @@ def merge_parts(tokenizer: object) -> np.ndarray:
     return parts
 
 
-def split_tokens(ids: Sequence[int], parts: np.ndarray | list, p: float, rng: random.Random,
-                 limit: int) -> list[int]:  # fmt: skip
+def split_tokens(
+    ids: Sequence[int], parts: np.ndarray | list, p: float, rng: random.Random, limit: int
+) -> list[int]:
     """`ids` with each merged token split into its two parts with probability `p`; each part of
     a split token decides in turn, and so on down, so every token decides once. Never longer
     than `limit`: the ids stay as they were then.
@@ -63,8 +64,9 @@ class SubwordDropout:
     prepared ones (batching groups pairs by them; a dropped pair is a few tokens longer).
     """
 
-    def __init__(self, split: ParallelSplit, parts: dict[str, np.ndarray], p: float, seed: int,
-                 limit: int) -> None:  # fmt: skip
+    def __init__(
+        self, split: ParallelSplit, parts: dict[str, np.ndarray], p: float, seed: int, limit: int
+    ) -> None:
         self.split, self.p, self.seed, self.limit = split, p, seed, limit
         self.parts = {side: table.tolist() for side, table in parts.items()}
         self.src_lengths, self.tgt_lengths = split.src_lengths, split.tgt_lengths

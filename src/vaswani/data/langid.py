@@ -45,8 +45,10 @@ class LanguageFilter:
         except ValueError as error:
             raise DataError(f"--lang-id: {error}") from None
         if self.languages[0] == self.languages[1]:
-            raise DataError(f"--lang-id: --src-lang {src_lang} and --tgt-lang {tgt_lang} are "
-                            "one language; nothing to tell apart")  # fmt: skip
+            raise DataError(
+                f"--lang-id: --src-lang {src_lang} and --tgt-lang {tgt_lang} are "
+                "one language; nothing to tell apart"
+            )
         self.detector = (
             LanguageDetectorBuilder.from_languages(*self.languages)
             .with_minimum_relative_distance(MIN_DISTANCE)

@@ -40,6 +40,15 @@ from typing import Any
 import numpy as np
 
 from vaswani.config import LIMITS, one_of
+from vaswani.data.builtin import (
+    DING_PATH,
+    NUMBERS_MULTI_PAIRS,
+    ding_de_en,
+    grammar_en,
+    numbers_de,
+    numbers_pair,
+    sentiment_en,
+)
 from vaswani.data.clean import (
     DEDUPE,
     PAIR_RECORD,
@@ -50,20 +59,7 @@ from vaswani.data.clean import (
     record_chunks,
     text_key,
 )
-from vaswani.data.corpora import (
-    DEFAULT_MAX_LINE_BYTES,
-    DING_PATH,
-    NUMBERS_MULTI_PAIRS,
-    DataError,
-    Pair,
-    ding_de_en,
-    grammar_en,
-    numbers_de,
-    numbers_pair,
-    pair_digest,
-    sentiment_en,
-    split_of,
-)
+from vaswani.data.corpora import DEFAULT_MAX_LINE_BYTES, DataError, Pair, pair_digest, split_of
 from vaswani.data.dataset import FORMAT_VERSION, SIDES, SPLITS
 from vaswani.data.formats import FORMATS, Corpus, ReadOptions, open_corpora
 from vaswani.data.formats.xml import MARKUP
@@ -191,8 +187,9 @@ class CorpusSource:
         return sum((part.dropped for part in self.parts), Counter())
 
 
-def single(description: dict, pairs: Iterator[Pair], dropped: Counter, **fractions: float
-           ) -> CorpusSource:  # fmt: skip
+def single(
+    description: dict, pairs: Iterator[Pair], dropped: Counter, **fractions: float
+) -> CorpusSource:
     return CorpusSource(description, [Corpus(description, pairs, dropped)], **fractions)
 
 
@@ -259,28 +256,47 @@ def numbers_multi(opts: PrepareOptions) -> CorpusSource:
     """The built-in multilingual corpus: `numbers_size` numbers for each of its language pairs."""
     parts = []
     for name in NUMBERS_MULTI_PAIRS:
-        description = {"name": "numbers-multi", "pair": name, "size": opts.numbers_size,
-                       "seed": opts.seed, "max_number": opts.numbers_max}  # fmt: skip
+        description = {
+            "name": "numbers-multi",
+            "pair": name,
+            "size": opts.numbers_size,
+            "seed": opts.seed,
+            "max_number": opts.numbers_max,
+        }
         pairs = numbers_pair(name, opts.numbers_size, opts.seed, opts.numbers_max)
         parts.append(Corpus(description, pairs, Counter()))
-    return CorpusSource({"name": "numbers-multi", "pairs": list(NUMBERS_MULTI_PAIRS)}, parts,
-                        valid_fraction=0.05, test_fraction=0.05, generated=True)  # fmt: skip
+    return CorpusSource(
+        {"name": "numbers-multi", "pairs": list(NUMBERS_MULTI_PAIRS)},
+        parts,
+        valid_fraction=0.05,
+        test_fraction=0.05,
+        generated=True,
+    )
 
 
 def read_options(opts: PrepareOptions, src_lang: str | None, tgt_lang: str | None) -> ReadOptions:
     fields = tuple(name.strip() for name in opts.fields.split(","))
     if len(fields) != 2 or not all(fields):
         raise DataError(f"--fields {opts.fields}: give two keys, source then target (de,en)")
-    return ReadOptions(opts.format, src_lang, tgt_lang, opts.markup, fields,  # type: ignore[arg-type]
-                       opts.skip_invalid, opts.max_line_bytes)  # fmt: skip
+    return ReadOptions(
+        opts.format,
+        src_lang,
+        tgt_lang,
+        opts.markup,
+        fields,  # type: ignore[arg-type]
+        opts.skip_invalid,
+        opts.max_line_bytes,
+    )
 
 
 def open_pairs(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
     """The corpora of a multilingual dataset, one or more per --pair SRC-TGT=FILE[,FILE]; each
     part's description names its pair."""
     if inputs:
-        raise DataError("give the corpora of a multilingual dataset with --pair SRC-TGT=FILE "
-                        f"only, not also as arguments ({' '.join(inputs)})")  # fmt: skip
+        raise DataError(
+            "give the corpora of a multilingual dataset with --pair SRC-TGT=FILE "
+            f"only, not also as arguments ({' '.join(inputs)})"
+        )
     if not get_task(opts.task).parallel:
         raise DataError("--pair is for translation (--task translate)")
     parts, names = [], []
@@ -292,8 +308,9 @@ def open_pairs(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
             raise DataError(f"--pair {spec}: {error}") from None
         paths = [Path(p) for p in files.split(",") if p.strip()]
         if not equals or not 1 <= len(paths) <= 2:
-            raise DataError(f"--pair {spec}: give SRC-TGT=FILE, or SRC-TGT=SOURCE,TARGET for "
-                            "two aligned files")  # fmt: skip
+            raise DataError(
+                f"--pair {spec}: give SRC-TGT=FILE, or SRC-TGT=SOURCE,TARGET for two aligned files"
+            )
         for path in paths:
             if not path.exists():
                 raise DataError(f"--pair {spec}: {path}: no such file")
@@ -346,8 +363,9 @@ def check_options(opts: PrepareOptions) -> None:
             f"got {opts.vocab_size}"
         )
     if opts.tokenizer_sample < 0:
-        raise DataError(f"--tokenizer-sample must be 0 (all pairs) or more, got "
-                        f"{opts.tokenizer_sample}")  # fmt: skip
+        raise DataError(
+            f"--tokenizer-sample must be 0 (all pairs) or more, got {opts.tokenizer_sample}"
+        )
     if opts.max_example_len < 3:
         raise DataError(f"--max-example-len must be at least 3, got {opts.max_example_len}")
     parallel = get_task(opts.task).parallel
@@ -360,8 +378,9 @@ def check_options(opts: PrepareOptions) -> None:
     except ValueError as error:
         raise DataError(f"--language-token: {error}") from None
     if not (math.isfinite(opts.temperature) and opts.temperature >= 1):
-        raise DataError(f"--temperature must be 1 (as the corpus is) or more, got "
-                        f"{opts.temperature}")  # fmt: skip
+        raise DataError(
+            f"--temperature must be 1 (as the corpus is) or more, got {opts.temperature}"
+        )
 
 
 def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = False) -> dict:
@@ -405,8 +424,9 @@ def _prepare_into(
     languages = corpus_languages(corpus, opts)
     # The index of a multilingual dataset's language pair of each line (uint16) beside its text.
     columns = [*SIDES, "pair"] if languages is not None else SIDES
-    raw = {(split, column): work / f"raw.{split}.{column}" for split in SPLITS
-           for column in columns}  # fmt: skip
+    raw = {
+        (split, column): work / f"raw.{split}.{column}" for split in SPLITS for column in columns
+    }
     records = work / "raw.train.pairs"
     counts, cleaned, corpora, held_out = _split_corpus(
         corpus, raw, records, valid_fraction, test_fraction, opts
@@ -423,9 +443,20 @@ def _prepare_into(
     counts["train"] = text.training_pairs()
     largest = max(tokenizer_meta["vocab_size"].values())
     dtype = np.dtype("<u2") if largest <= 1 << 16 else np.dtype("<u4")
-    splits_meta = {split: _encode_split(work, split, text.pairs(split, sampled=True), counts[split],
-                                        tokenizers, dtype, opts, prefix, languages)
-                   for split in SPLITS}  # fmt: skip
+    splits_meta = {
+        split: _encode_split(
+            work,
+            split,
+            text.pairs(split, sampled=True),
+            counts[split],
+            tokenizers,
+            dtype,
+            opts,
+            prefix,
+            languages,
+        )
+        for split in SPLITS
+    }
     for path in [*raw.values(), records]:
         path.unlink()
 
@@ -465,14 +496,19 @@ def _tokenizers(
         sides = get_task(opts.task).sides
         learnt = sides if opts.shared_vocab else sides[:1]  # (both sides of a shared vocabulary)
         words = None if opts.vocab_size is not None else training_words(records, text.keep, learnt)
-        tokenizers, tokenizer_meta = _new_tokenizers(work, raw, partial(text.pairs, "train"),
-                                                     int(text.keep.sum()), words, opts)  # fmt: skip
+        tokenizers, tokenizer_meta = _new_tokenizers(
+            work, raw, partial(text.pairs, "train"), int(text.keep.sum()), words, opts
+        )
     else:
         tokenizers, tokenizer_meta = _copy_tokenizers(work, Path(opts.tokenizer_from))
     prefix = None
     if text.languages is not None:
-        prefix = language_token_ids(text.languages, tokenizers["src"],
-                                    work / tokenizer_meta["files"]["src"], opts.tokenizer_from)  # fmt: skip
+        prefix = language_token_ids(
+            text.languages,
+            tokenizers["src"],
+            work / tokenizer_meta["files"]["src"],
+            opts.tokenizer_from,
+        )
     tokenizer_meta["vocab_size"] = {side: tokenizers[side].vocab_size for side in SIDES}
     return tokenizers, tokenizer_meta, prefix
 
@@ -482,14 +518,21 @@ class KeptText:
     training pairs the decontamination `keep` mask drops; for a multilingual dataset (`languages`)
     each pair's language pair beside it, and the training pairs repeated by `temperature`."""
 
-    def __init__(self, raw: dict[tuple[str, str], Path], keep: np.ndarray,
-                 languages: Languages | None, temperature: float) -> None:  # fmt: skip
+    def __init__(
+        self,
+        raw: dict[tuple[str, str], Path],
+        keep: np.ndarray,
+        languages: Languages | None,
+        temperature: float,
+    ) -> None:
         self.raw, self.keep, self.languages = raw, keep, languages
         if languages is not None:
-            self.language_pair = {split: np.fromfile(self.raw[split, "pair"], np.uint16)
-                                  for split in SPLITS}  # fmt: skip
-            self.trained = np.bincount(self.language_pair["train"][self.keep],
-                                       minlength=len(languages.pairs))  # fmt: skip
+            self.language_pair = {
+                split: np.fromfile(self.raw[split, "pair"], np.uint16) for split in SPLITS
+            }
+            self.trained = np.bincount(
+                self.language_pair["train"][self.keep], minlength=len(languages.pairs)
+            )
             self.weights = temperature_weights(self.trained, temperature)
 
     def training_pairs(self) -> int:
@@ -516,10 +559,12 @@ class KeptText:
         training weight and pairs by split."""
         names = [pair_name(*pair) for pair in self.languages.pairs]  # type: ignore[union-attr]
         by_pair = {
-            name: {"weight": round(float(self.weights[p]), 4),
-                   **{split: splits[split]["by_pair"].get(name, 0) for split in SPLITS}}
+            name: {
+                "weight": round(float(self.weights[p]), 4),
+                **{split: splits[split]["by_pair"].get(name, 0) for split in SPLITS},
+            }
             for p, name in enumerate(names)
-        }  # fmt: skip
+        }
         return {**self.languages.record(), "temperature": temperature, "by_pair": by_pair}  # type: ignore[union-attr]
 
 
@@ -543,8 +588,9 @@ def temperature_weights(pairs: np.ndarray, temperature: float) -> np.ndarray:
     return np.where(pairs > 0, np.minimum(weights, MAX_WEIGHT), 0.0)
 
 
-def repeated(pairs: Iterator[tuple[str, str, int]], weights: np.ndarray
-             ) -> Iterator[tuple[str, str, int]]:  # fmt: skip
+def repeated(
+    pairs: Iterator[tuple[str, str, int]], weights: np.ndarray
+) -> Iterator[tuple[str, str, int]]:
     """Each (source, target, language pair) as many times as its pair's weight says
     (`copies_of`: the whole part, and one more for a share of the pairs equal to the fraction)."""
     for pair in pairs:
@@ -554,22 +600,27 @@ def repeated(pairs: Iterator[tuple[str, str, int]], weights: np.ndarray
             yield pair
 
 
-def language_token_ids(languages: Languages, tokenizer: Any, file: Path, run: Path | None
-                       ) -> list[int]:  # fmt: skip
+def language_token_ids(
+    languages: Languages, tokenizer: Any, file: Path, run: Path | None
+) -> list[int]:
     """The id of the target-language token of each language pair: the tokens are added to a new
     tokenizer (and its file saved again); a tokenizer taken --tokenizer-from a run must have them."""
     tokens = [languages.token_of(target) for target in languages.targets]
     taken = sorted(set(tokens) & set(SPECIAL_TOKENS))
     if taken:
-        raise DataError(f"--language-token {languages.token}: {', '.join(taken)} would be the "
-                        "tokenizer's own special token; choose another form")  # fmt: skip
+        raise DataError(
+            f"--language-token {languages.token}: {', '.join(taken)} would be the "
+            "tokenizer's own special token; choose another form"
+        )
     if run is None:
         tokenizer.add_special_tokens(tokens)
         tokenizer.save(file)
     missing = [token for token in tokens if tokenizer.token_id(token) is None]
     if missing:
-        raise DataError(f"--tokenizer-from {run}: its vocabulary has no {', '.join(missing)}; "
-                        "give the --language-token form that model uses (OPUS-MT: >>{lang}<<)")  # fmt: skip
+        raise DataError(
+            f"--tokenizer-from {run}: its vocabulary has no {', '.join(missing)}; "
+            "give the --language-token form that model uses (OPUS-MT: >>{lang}<<)"
+        )
     return [tokenizer.token_id(languages.token_of(target)) for _, target in languages.pairs]
 
 
@@ -599,8 +650,9 @@ class SplitWriter:
     `PAIR_RECORD` per training pair in `records`, the pairs per split, and the keys of the
     held-out (valid and test) sentences on `sides` (indices into SIDES)."""
 
-    def __init__(self, raw: dict[tuple[str, str], Path], records: Path, sides: list[int],
-                 keep_held_out: bool) -> None:  # fmt: skip
+    def __init__(
+        self, raw: dict[tuple[str, str], Path], records: Path, sides: list[int], keep_held_out: bool
+    ) -> None:
         self.raw, self.records, self.sides, self.keep_held_out = raw, records, sides, keep_held_out
         self.counts: Counter = Counter()
         self.held_out: set[int] = set()
@@ -613,8 +665,9 @@ class SplitWriter:
                 return open(path, "wb")  # noqa: SIM115 - closed in __exit__
             return open(path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - as above
 
-        self.out = {key: self.stack.enter_context(opened(key, path))
-                    for key, path in self.raw.items()}  # fmt: skip
+        self.out = {
+            key: self.stack.enter_context(opened(key, path)) for key, path in self.raw.items()
+        }
         # A multilingual dataset's language pair of each line, by split (kept only for one).
         self.language_pairs: dict[str, list[int]] = {
             split: [] for split in SPLITS if (split, "pair") in self.out
@@ -633,8 +686,15 @@ class SplitWriter:
             np.array(pairs, np.uint16).tofile(self.out[split, "pair"])
             pairs.clear()
 
-    def add(self, split: str, src: str, tgt: str, norm: tuple[str, str], copies: int,
-            language_pair: int = 0) -> None:  # fmt: skip
+    def add(
+        self,
+        split: str,
+        src: str,
+        tgt: str,
+        norm: tuple[str, str],
+        copies: int,
+        language_pair: int = 0,
+    ) -> None:
         for _ in range(copies):
             self.out[split, "src"].write(src + "\n")
             self.out[split, "tgt"].write(tgt + "\n")
@@ -699,9 +759,15 @@ def _split_corpus(
                 written += 1
             dropped = part.dropped + (kept.dropped - before)
             # Every pair read is either written or dropped for a reason.
-            corpora.append({**part.description, "pairs_read": written + sum(dropped.values()),
-                            "kept": written, "dropped": dict(sorted(dropped.items())),
-                            **({"weight": weight} if weight != 1 else {})})  # fmt: skip
+            corpora.append(
+                {
+                    **part.description,
+                    "pairs_read": written + sum(dropped.values()),
+                    "kept": written,
+                    "dropped": dict(sorted(dropped.items())),
+                    **({"weight": weight} if weight != 1 else {}),
+                }
+            )
     bar.close()
     return out.counts, kept.dropped, corpora, out.held_out
 
@@ -712,8 +778,9 @@ def corpus_weights(parts: list[Corpus], weights: tuple[tuple[str, float], ...]) 
     found = [1.0] * len(parts)
     for given, weight in sorted(weights, key=lambda item: len(Path(item[0]).resolve().parts)):
         if not (math.isfinite(weight) and 0 < weight <= MAX_WEIGHT):
-            raise DataError(f"--weight {given}={weight}: give a weight above 0, at most "
-                            f"{MAX_WEIGHT}")  # fmt: skip
+            raise DataError(
+                f"--weight {given}={weight}: give a weight above 0, at most {MAX_WEIGHT}"
+            )
         target, matched = Path(given).resolve(), False
         for i, part in enumerate(parts):
             paths = [Path(p).resolve() for p in part.description.get("paths", [])]
@@ -722,8 +789,9 @@ def corpus_weights(parts: list[Corpus], weights: tuple[tuple[str, float], ...]) 
             if any(path == target or path.is_relative_to(target) for path in paths):
                 found[i], matched = weight, True
         if not matched:
-            names = ", ".join(sorted({str(p.description.get("path", p.description.get("paths")))
-                                      for p in parts}))  # fmt: skip
+            names = ", ".join(
+                sorted({str(p.description.get("path", p.description.get("paths"))) for p in parts})
+            )
             raise DataError(f"--weight {given}: not one of the corpora read ({names})")
     return found
 
@@ -801,8 +869,9 @@ def _train_tokenizers(
         files = {"src": "tokenizer.json", "tgt": LABELS_FILE}
     elif opts.shared_vocab or not task.parallel:  # a language model's one side is shared too
         texts = text_of(*task.sides)
-        shared = SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency,
-                                        len(task.sides) * sample)  # fmt: skip
+        shared = SubwordTokenizer.train(
+            texts, opts.vocab_size, opts.min_frequency, len(task.sides) * sample
+        )
         tokenizers = {"src": shared, "tgt": shared}
         files = {"src": "tokenizer.json", "tgt": "tokenizer.json"}
     else:
@@ -869,8 +938,9 @@ def encode_chunk(
         side: tokenizers[side].encode_batch([p[k] for p in chunk]) for k, side in enumerate(SIDES)
     }
     if prefix is not None:
-        ids["src"] = [[prefix[pair[2]], *source] for pair, source in zip(chunk, ids["src"],
-                                                                         strict=True)]  # fmt: skip
+        ids["src"] = [
+            [prefix[pair[2]], *source] for pair, source in zip(chunk, ids["src"], strict=True)
+        ]
     cut = 0
     if task.cuts_long_texts:
         pieces = cut_into_pieces(ids["tgt"], room["tgt"])

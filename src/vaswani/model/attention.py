@@ -22,8 +22,12 @@ from vaswani.config import ModelConfig
 KV = tuple[Tensor, Tensor]
 """Keys and values of one attention layer, each (B, H, Lk, Dh)."""
 
-ALL_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION,
-                SDPBackend.MATH]  # fmt: skip
+ALL_BACKENDS = [
+    SDPBackend.FLASH_ATTENTION,
+    SDPBackend.EFFICIENT_ATTENTION,
+    SDPBackend.CUDNN_ATTENTION,
+    SDPBackend.MATH,
+]
 # On a CPU, PyTorch's flash kernel pays off in training only for long keys: forward + backward of
 # one layer (bf16, 4 heads of 64) measured 12.3 ms flash vs 5.5 ms math at 64 keys, 8.4 vs 12.1 at
 # 256. Without gradients (decoding) flash is the faster one: one query per sequence 50 vs 90 us at

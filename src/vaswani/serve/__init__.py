@@ -31,5 +31,14 @@ from vaswani.serve.app import ENDPOINTS, Served, ServeError, create_app, listen,
 from vaswani.serve.libre import Access
 from vaswani.serve.worker import Worker
 
-__all__ = ["ENDPOINTS", "Access", "ServeError", "ServeSettings", "Served", "Worker", "create_app",
-           "listen", "serve"]  # fmt: skip
+__all__ = [
+    "ENDPOINTS",
+    "Access",
+    "ServeError",
+    "ServeSettings",
+    "Served",
+    "Worker",
+    "create_app",
+    "listen",
+    "serve",
+]

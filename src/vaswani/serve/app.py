@@ -109,10 +109,16 @@ def create_app(
     workers = list(by_model.values())
     if len(workers) > 1 and not all(w.task.parallel for w in workers):
         raise ServeError("several models are served by language pair: translation models only")
-    pairs = Pairs({(s.source, s.target): Targeted(by_model[id(s.model)], s.prefix)
-                   if s.prefix else by_model[id(s.model)]
-                   for s in served if s.source is not None and s.target is not None},
-                  pivot)  # fmt: skip
+    pairs = Pairs(
+        {
+            (s.source, s.target): Targeted(by_model[id(s.model)], s.prefix)
+            if s.prefix
+            else by_model[id(s.model)]
+            for s in served
+            if s.source is not None and s.target is not None
+        },
+        pivot,
+    )
     libre = Libre(pairs, access or Access(), settings) if pairs.workers else None
     state = State(settings, workers, pairs, libre)
 
@@ -158,16 +164,24 @@ def over(name: str, value: int | None, limit: int) -> list[str]:
 TRANSLATE_BODY = {  # for /docs: the route reads its body itself, to take either API
     "requestBody": {
         "content": {
-            "application/json": {"schema": {"anyOf": [
-                TranslateRequest.model_json_schema(),
-                {"type": "object", "title": "LibreTranslate request", "description": "q (a "
-                 "text or a list), source (a code or auto), target, format (text or html), "
-                 "alternatives, api_key; also as form data"},
-            ]}},
+            "application/json": {
+                "schema": {
+                    "anyOf": [
+                        TranslateRequest.model_json_schema(),
+                        {
+                            "type": "object",
+                            "title": "LibreTranslate request",
+                            "description": "q (a "
+                            "text or a list), source (a code or auto), target, format (text or html), "
+                            "alternatives, api_key; also as form data",
+                        },
+                    ]
+                }
+            },
         },
         "required": True,
     }
-}  # fmt: skip
+}
 
 
 def translate_route(app: FastAPI, state: State) -> None:
@@ -188,9 +202,13 @@ def translate_route(app: FastAPI, state: State) -> None:
             )
         if not is_json or (isinstance(data, dict) and "q" in data):
             if state.libre is None:
-                return JSONResponse({"error": "LibreTranslate requests need models named by "
-                                     "language pair: vaswani serve --model SRC:TGT=RUN"},
-                                    status_code=400)  # fmt: skip
+                return JSONResponse(
+                    {
+                        "error": "LibreTranslate requests need models named by "
+                        "language pair: vaswani serve --model SRC:TGT=RUN"
+                    },
+                    status_code=400,
+                )
             fields = data if is_json else await request_fields(request, body)
             return await state.libre.translate(request, fields)
         try:
@@ -203,14 +221,19 @@ def translate_route(app: FastAPI, state: State) -> None:
         return answer
 
 
-async def native_translate(request: TranslateRequest, worker: Any, settings: ServeSettings
-                           ) -> TranslateResponse:  # fmt: skip
+async def native_translate(
+    request: TranslateRequest, worker: Any, settings: ServeSettings
+) -> TranslateResponse:
     texts, beam = request.all_texts(), request.beam_size or settings.beam_size
     problems, tokens = worker.problems(texts, worker.model.cfg.max_len)
     problems += over("beam_size", beam, settings.max_beam_size)
     problems += over("max_length", request.max_length, settings.max_length)
-    dc = dataclasses.replace(settings.decoding, beam_size=beam, max_new_tokens=request.max_length,
-                             batch_tokens=max(settings.batch_tokens, beam))  # fmt: skip
+    dc = dataclasses.replace(
+        settings.decoding,
+        beam_size=beam,
+        max_new_tokens=request.max_length,
+        batch_tokens=max(settings.batch_tokens, beam),
+    )
     start = time.perf_counter()
     translations = await worker.submit(texts, dc, problems, tokens)
     return TranslateResponse(
@@ -230,8 +253,9 @@ def generate_route(app: FastAPI, state: State) -> None:
         prompts = [request.prompt] if request.prompts is None else request.prompts
         problems, tokens = worker.problems(prompts, positions)
         problems += over("max_new_tokens", request.max_new_tokens, settings.max_length)
-        sampling = Sampling(request.max_new_tokens, request.temperature, request.top_k,
-                            request.top_p, request.seed)  # fmt: skip
+        sampling = Sampling(
+            request.max_new_tokens, request.temperature, request.top_k, request.top_p, request.seed
+        )
         start = time.perf_counter()
         found = await worker.submit(prompts, sampling, problems, tokens)
         return GenerateResponse(
@@ -273,25 +297,30 @@ class Endpoint:
 
 ENDPOINTS = {  # by task
     TRANSLATE: Endpoint(
-        "Translate with", translate_route,
+        "Translate with",
+        translate_route,
         lambda w, texts, dc, prefixes: (translate if dc.n_best == 1 else translate_nbest)(
             w.model, w.src_tok, w.tgt_tok, texts, dc, shortlist=w.shortlist, prefixes=prefixes
         ),
         DecodeConfig(beam_size=1, max_new_tokens=4),
     ),
     LANGUAGE_MODEL: Endpoint(
-        "Generate text with", generate_route,
-        lambda w, texts, s, _: generate(w.model, w.src_tok, texts, s.max_new_tokens,
-                                        s.temperature, s.top_k, s.top_p, s.seed),
+        "Generate text with",
+        generate_route,
+        lambda w, texts, s, _: generate(
+            w.model, w.src_tok, texts, s.max_new_tokens, s.temperature, s.top_k, s.top_p, s.seed
+        ),
         Sampling(4, 1.0, 0, 1.0, 0),
     ),
     CLASSIFY: Endpoint(
-        "Classify with", classify_route,
-        lambda w, texts, _, __: classify(w.model, w.src_tok, w.tgt_tok.labels, texts,
-                                         w.settings.batch_tokens),
+        "Classify with",
+        classify_route,
+        lambda w, texts, _, __: classify(
+            w.model, w.src_tok, w.tgt_tok.labels, texts, w.settings.batch_tokens
+        ),
         None,
     ),
-}  # fmt: skip
+}
 
 
 class BodyLimit:
@@ -348,10 +377,13 @@ def validation_response(errors: list) -> JSONResponse:
     """422 naming each bad field. The offending input is not echoed back: it may be a number JSON
     cannot hold (1e400 parses as infinity) or text that is not valid Unicode."""
     detail = [
-        {"loc": [str(part) for part in e.get("loc", ())], "msg": str(e.get("msg", "")),
-         "type": str(e.get("type", ""))}
+        {
+            "loc": [str(part) for part in e.get("loc", ())],
+            "msg": str(e.get("msg", "")),
+            "type": str(e.get("type", "")),
+        }
         for e in errors
-    ]  # fmt: skip
+    ]
     return JSONResponse(status_code=422, content={"detail": detail})
 
 

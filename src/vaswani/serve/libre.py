@@ -123,18 +123,22 @@ class Pairs:
         chained ones."""
         found = set(self.workers)
         if self.pivot:
-            found |= {(s, t) for s, m in self.workers for m2, t in self.workers
-                      if m == m2 and s != t}  # fmt: skip
+            found |= {
+                (s, t) for s, m in self.workers for m2, t in self.workers if m == m2 and s != t
+            }
         return sorted(found)
 
     def languages(self) -> list[dict]:
         pairs = self.reachable()
         sources = sorted({source for source, _ in pairs})
         return [
-            {"code": source, "name": language_name(source),
-             "targets": sorted(t for s, t in pairs if s == source)}
+            {
+                "code": source,
+                "name": language_name(source),
+                "targets": sorted(t for s, t in pairs if s == source),
+            }
             for source in sources
-        ]  # fmt: skip
+        ]
 
     def sources_for(self, target: str) -> list[str]:
         return sorted(source for source, t in self.reachable() if t == target)
@@ -180,15 +184,29 @@ class Detector:
         total = sum(value for _, value in found)
         if total <= 0:
             return [{"language": among[0], "confidence": 0.0}]
-        return [{"language": code, "confidence": round(100 * value / total, 1)}
-                for code, value in found]  # fmt: skip
+        return [
+            {"language": code, "confidence": round(100 * value / total, 1)} for code, value in found
+        ]
 
 
 class HtmlText(HTMLParser):
     """An HTML fragment as its markup (kept as written) and its text pieces (translated)."""
 
-    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
-            "track", "wbr"}  # fmt: skip
+    VOID = {
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "source",
+        "track",
+        "wbr",
+    }
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -363,8 +381,9 @@ class Libre:
         except HTTPException as error:
             return as_libre_error(error)
         except Exception as error:  # the model failed: said as LibreTranslate says it
-            return JSONResponse({"error": f"translation failed: {type(error).__name__}: {error}"},
-                                status_code=500)  # fmt: skip
+            return JSONResponse(
+                {"error": f"translation failed: {type(error).__name__}: {error}"}, status_code=500
+            )
 
     async def translated(self, fields: dict[str, Any]) -> dict[str, Any]:
         texts, many = texts_of(fields, self.settings)
@@ -396,8 +415,9 @@ class Libre:
             answer["detectedLanguage"] = detected if not many else [detected] * len(texts)
         return answer
 
-    async def run(self, worker: Worker, texts: list[str], fmt: str, alternatives: int
-                  ) -> list[list[str]]:  # fmt: skip
+    async def run(
+        self, worker: Worker, texts: list[str], fmt: str, alternatives: int
+    ) -> list[list[str]]:
         """Each text's best translation and `alternatives` more; html: per text piece."""
         pages = [HtmlText.parse(t) for t in texts] if fmt == "html" else None
         pieces = [p for page in pages for p in page.texts()] if pages is not None else texts

@@ -76,8 +76,9 @@ class Worker:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def run(self, texts: list[str], settings: Any, prefixes: list[list[int]] | None = None
-            ) -> list[Any]:  # fmt: skip
+    def run(
+        self, texts: list[str], settings: Any, prefixes: list[list[int]] | None = None
+    ) -> list[Any]:
         """The model's answer for each text: a translation, a `Generation`, a `Classification`."""
         with torch.no_grad(), autocast(self.device, self.precision):
             return self.endpoint.call(self, texts, settings, prefixes)
@@ -115,8 +116,9 @@ class Worker:
             body.update(status="failed", error=self.error)
         return body
 
-    def problems(self, texts: list[str], positions: int, prefix: list[int] | None = None
-                 ) -> tuple[list[str], int]:  # fmt: skip
+    def problems(
+        self, texts: list[str], positions: int, prefix: list[int] | None = None
+    ) -> tuple[list[str], int]:
         """What is wrong with a request's texts (how many, how long, not Unicode, over the
         model's `positions` once tokenized, after `prefix`), and their tokens. A model that is
         not ready answers nothing (503)."""
@@ -132,8 +134,14 @@ class Worker:
             return [str(error).split("; ")[0]], 0
         return [], sum(len(ids) + 1 for ids in encoded.values()) + len(texts) - len(encoded)
 
-    async def submit(self, texts: list[str], settings: Any, problems: list[str], tokens: int,
-                     prefix: list[int] | None = None) -> list[Any]:  # fmt: skip
+    async def submit(
+        self,
+        texts: list[str],
+        settings: Any,
+        problems: list[str],
+        tokens: int,
+        prefix: list[int] | None = None,
+    ) -> list[Any]:
         """Refuse the request (422) if it has problems, or the queue is full (503); otherwise
         queue it for the worker (each text after `prefix`) and wait for the answer, at most
         `timeout_s` (504)."""
@@ -244,8 +252,9 @@ class Targeted:
     def problems(self, texts: list[str], positions: int) -> tuple[list[str], int]:
         return self.worker.problems(texts, positions, self.prefix)
 
-    async def submit(self, texts: list[str], settings: Any, problems: list[str], tokens: int
-                     ) -> list[Any]:  # fmt: skip
+    async def submit(
+        self, texts: list[str], settings: Any, problems: list[str], tokens: int
+    ) -> list[Any]:
         return await self.worker.submit(texts, settings, problems, tokens, self.prefix)
 
 
@@ -261,8 +270,9 @@ class Pivot:
     def problems(self, texts: list[str], positions: int) -> tuple[list[str], int]:
         return self.first.problems(texts, positions)
 
-    async def submit(self, texts: list[str], settings: DecodeConfig, problems: list[str],
-                     tokens: int) -> list[Any]:  # fmt: skip
+    async def submit(
+        self, texts: list[str], settings: DecodeConfig, problems: list[str], tokens: int
+    ) -> list[Any]:
         one = dataclasses.replace(settings, n_best=1)
         middle = await self.first.submit(texts, one, problems, tokens)
         problems, tokens = self.second.problems(middle, self.second.model.cfg.max_len)

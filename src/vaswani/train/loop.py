@@ -183,8 +183,9 @@ def _train(
     cfg, initial = open_run(tc, chosen, dist, placement, data, resume)
     # train_config.json keeps what was asked ("auto"), so that a resume on other hardware chooses
     # again; from here on the run uses what was chosen.
-    trainer = Trainer(dataclasses.replace(chosen, precision=placement.precision), dist, data, task,
-                      cfg, initial)  # fmt: skip
+    trainer = Trainer(
+        dataclasses.replace(chosen, precision=placement.precision), dist, data, task, cfg, initial
+    )
     if resume:
         trainer.resume(reset_data_position)
     trainer.plan(record, seconds, progress)
@@ -215,8 +216,12 @@ def open_run(
             create_run_dir(asked, cfg, data)
         dist.barrier()
     if dist.is_main:
-        info = {**placement.to_dict(), "machine": machine_name(placement.device),
-                "world_size": dist.world_size, "torch": torch.__version__}  # fmt: skip
+        info = {
+            **placement.to_dict(),
+            "machine": machine_name(placement.device),
+            "world_size": dist.world_size,
+            "torch": torch.__version__,
+        }
         write_atomic(run / ENVIRONMENT, json.dumps(info, indent=2).encode())
     return cfg, initial
 
@@ -284,16 +289,22 @@ class Trainer:
             if tc.schedule == "inverse-sqrt":  # the paper's recipe: only what was asked for
                 warmup = tc.warmup
                 chosen = dataclasses.replace(
-                    chosen, warmup=warmup, eval_every=tc.eval_every or 500,
+                    chosen,
+                    warmup=warmup,
+                    eval_every=tc.eval_every or 500,
                     lr=tc.lr or paper_peak(self.cfg.d_model, warmup, tc.lr_scale),
                     ema_decay=tc.ema_decay or 0.0,
-                )  # fmt: skip
+                )
             record.update(schedule=tc.schedule, plan=dataclasses.asdict(chosen))
             if self.dist.is_main:
                 write_atomic(self.run_dir / recipe.RECORD, json.dumps(record, indent=1).encode())
         chosen = recipe.Plan(**record["plan"])
-        self.schedule = Schedule(tc.schedule, chosen.lr, chosen.warmup,
-                                 state.horizon if tc.schedule != "inverse-sqrt" else None)  # fmt: skip
+        self.schedule = Schedule(
+            tc.schedule,
+            chosen.lr,
+            chosen.warmup,
+            state.horizon if tc.schedule != "inverse-sqrt" else None,
+        )
         self.eval_every, self.save_every = chosen.eval_every, tc.save_every or chosen.eval_every
         if chosen.bpe_dropout > 0:
             self.split = self.subword_dropout(chosen.bpe_dropout)
@@ -303,12 +314,14 @@ class Trainer:
             if ema is not None and ema.exists():
                 ckpt.load_weights(self.average.model, ckpt.read_weights(ema), ema)
         if progress and self.dist.is_main:
-            print(f"schedule: {tc.schedule}, warm-up {chosen.warmup}, peak rate {chosen.lr:.2e}"
-                  + (f", ends at update {state.horizon}" if tc.schedule != "inverse-sqrt" else "")
-                  + f"; validation every {self.eval_every} updates"
-                  + (f", weight average decay {chosen.ema_decay:.4f}" if chosen.ema_decay else "")
-                  + (f", subword dropout {chosen.bpe_dropout:g}" if chosen.bpe_dropout else ""),
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"schedule: {tc.schedule}, warm-up {chosen.warmup}, peak rate {chosen.lr:.2e}"
+                + (f", ends at update {state.horizon}" if tc.schedule != "inverse-sqrt" else "")
+                + f"; validation every {self.eval_every} updates"
+                + (f", weight average decay {chosen.ema_decay:.4f}" if chosen.ema_decay else "")
+                + (f", subword dropout {chosen.bpe_dropout:g}" if chosen.bpe_dropout else ""),
+                file=sys.stderr,
+            )
 
     def subword_dropout(self, p: float) -> SubwordDropout:
         """The training split with subword dropout `p` (`vaswani.data.dropout`)."""
@@ -340,18 +353,22 @@ class Trainer:
                 pace = state.elapsed_seconds / state.step
             else:
                 if seconds is None:
-                    seconds = recipe.update_seconds(self.tc, self.cfg, self.data, self.dist,
-                                                    self.tc.precision)  # fmt: skip
+                    seconds = recipe.update_seconds(
+                        self.tc, self.cfg, self.data, self.dist, self.tc.precision
+                    )
                 pace = seconds / (1 - recipe.EVAL_SHARE)
             by_time = self.time_horizon(pace)
             self.horizon_from_time = horizon is None or by_time < horizon
             horizon = by_time if horizon is None else min(horizon, by_time)
         state.horizon, state.horizon_budget = horizon, budget
         if before is not None and before != horizon and progress and self.dist.is_main:
-            print(f"budget changed to {tc.max_steps or '-'} steps / {tc.max_minutes or '-'} "
-                  f"minutes: the schedule now ends at update {horizon} instead of {before} "
-                  f"(from update {state.step + 1} the rate follows the {tc.schedule} schedule "
-                  "to the new end)", file=sys.stderr)  # fmt: skip
+            print(
+                f"budget changed to {tc.max_steps or '-'} steps / {tc.max_minutes or '-'} "
+                f"minutes: the schedule now ends at update {horizon} instead of {before} "
+                f"(from update {state.step + 1} the rate follows the {tc.schedule} schedule "
+                "to the new end)",
+                file=sys.stderr,
+            )
 
     def resume(self, reset_data_position: bool) -> None:
         """Continue from the newest valid checkpoint (metrics logged after it are dropped)."""
@@ -386,9 +403,17 @@ class Trainer:
         if tc.tensorboard and dist.is_main:
             resumed_at = state.step if self.resumed_from is not None else None
             self.board = Board(self.run_dir, resumed_at)
-        with StopRequest() as stop, self.board or contextlib.nullcontext(), progress_bar(total=state.horizon, initial=state.step,
-                                                  enabled=progress and dist.is_main,
-                                                  desc="training", unit="step") as bar:  # fmt: skip
+        with (
+            StopRequest() as stop,
+            self.board or contextlib.nullcontext(),
+            progress_bar(
+                total=state.horizon,
+                initial=state.step,
+                enabled=progress and dist.is_main,
+                desc="training",
+                unit="step",
+            ) as bar,
+        ):
             while state.step < max_steps:
                 update = self.update([next(stream) for _ in range(tc.accumulate)])
                 state.elapsed_seconds = clock.elapsed()
@@ -409,14 +434,24 @@ class Trainer:
         elif patience_out and not finished:
             stopped_by = "patience"
             if progress and dist.is_main:
-                print(f"stopped at step {state.step}: {tc.patience} validations without a better "
-                      f"{self.task.selection[0]} (--patience {tc.patience})", file=sys.stderr)  # fmt: skip
+                print(
+                    f"stopped at step {state.step}: {tc.patience} validations without a better "
+                    f"{self.task.selection[0]} (--patience {tc.patience})",
+                    file=sys.stderr,
+                )
         elif state.step < max_steps or self.horizon_from_time:
             stopped_by = "max_minutes"
         else:
             stopped_by = "max_steps"
-        return TrainResult(self.run_dir, state.step, stopped_by, state.best, self.last_eval,
-                           self.task.name, tc.precision)  # fmt: skip
+        return TrainResult(
+            self.run_dir,
+            state.step,
+            stopped_by,
+            state.best,
+            self.last_eval,
+            self.task.name,
+            tc.precision,
+        )
 
     def update(self, micro: list[tuple[Position, Any]]) -> Update:
         """One optimizer update on `micro` (positions and index arrays), by the NaN policy."""
@@ -428,8 +463,16 @@ class Trainer:
             group["lr"] = lr
         if isinstance(self.split, SubwordDropout):
             self.split.at(step)
-        tokens, loss, grad_norm = train_update(self.net, self.optimizer, self.scaler, self.task,
-                                               self.split, [b for _, b in micro], tc, self.dist)  # fmt: skip
+        tokens, loss, grad_norm = train_update(
+            self.net,
+            self.optimizer,
+            self.scaler,
+            self.task,
+            self.split,
+            [b for _, b in micro],
+            tc,
+            self.dist,
+        )
         update = Update(loss, grad_norm, lr, tokens)
         if self.scaler.is_enabled():
             # fp16 overflows are expected while the loss scale settles: the scaler skips such a
@@ -451,8 +494,10 @@ class Trainer:
 
     def stop_on_nan(self, step: int, update: Update) -> None:
         if self.dist.is_main:
-            append_metrics(self.run_dir, {"step": step, "loss": update.loss,
-                                          "grad_norm": update.grad_norm, "lr": update.lr})  # fmt: skip
+            append_metrics(
+                self.run_dir,
+                {"step": step, "loss": update.loss, "grad_norm": update.grad_norm, "lr": update.lr},
+            )
         latest = ckpt.latest_valid(self.run_dir / CHECKPOINTS)
         raise TrainingError(
             f"non-finite loss ({update.loss}) or gradient norm ({update.grad_norm}) at step "
@@ -465,18 +510,25 @@ class Trainer:
         state = self.state
         tokens_per_s = clock.rate(state.target_tokens)
         record = {
-            "step": state.step, "loss": update.loss, "lr": update.lr,
-            "grad_norm": update.grad_norm, "tokens_per_s": tokens_per_s,
-            "elapsed_seconds": state.elapsed_seconds, "epoch": state.position[0],
+            "step": state.step,
+            "loss": update.loss,
+            "lr": update.lr,
+            "grad_norm": update.grad_norm,
+            "tokens_per_s": tokens_per_s,
+            "elapsed_seconds": state.elapsed_seconds,
+            "epoch": state.position[0],
             "skipped_steps": state.skipped_steps,
-        }  # fmt: skip
+        }
         if self.scaler.is_enabled():
             record.update(overflow_steps=state.overflow_steps, scale=self.scaler.get_scale())
         append_metrics(self.run_dir, record)
         if self.board is not None:
             self.board.record(record)
-        postfix = {"loss": f"{update.loss:.3f}", "lr": f"{update.lr:.2e}",
-                   "tok/s": f"{tokens_per_s:.0f}"}  # fmt: skip
+        postfix = {
+            "loss": f"{update.loss:.3f}",
+            "lr": f"{update.lr:.2e}",
+            "tok/s": f"{tokens_per_s:.0f}",
+        }
         if max_seconds < float("inf"):
             postfix["left"] = f"{max(max_seconds - state.elapsed_seconds, 0.0) / 60:.1f}min"
         bar.set_postfix(postfix)
@@ -502,8 +554,15 @@ class Trainer:
                 if self.average is not None:
                     average = self.average.model
                     extra[WeightAverage.FILE] = lambda p: ckpt.save_weights(average, p)
-                save_checkpoint(self.run_dir / CHECKPOINTS, self.model, self.optimizer, state,
-                                tc.keep_last, self.scaler, extra)  # fmt: skip
+                save_checkpoint(
+                    self.run_dir / CHECKPOINTS,
+                    self.model,
+                    self.optimizer,
+                    state,
+                    tc.keep_last,
+                    self.scaler,
+                    extra,
+                )
             dist.barrier()
         return patience_out
 

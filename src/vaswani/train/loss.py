@@ -170,8 +170,11 @@ class LossHead:
 
     def __init__(self, projection: torch.nn.Linear, target: Tensor, pad_id: int, smoothing: float):
         self.projection, self.target, self.pad_id, self.smoothing = (
-            projection, target, pad_id, smoothing,
-        )  # fmt: skip
+            projection,
+            target,
+            pad_id,
+            smoothing,
+        )
 
     def __call__(self, hidden: Tensor) -> tuple[Tensor, Tensor]:
         return linear_cross_entropy(

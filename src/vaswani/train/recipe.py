@@ -183,8 +183,9 @@ def settle(
             )
 
             def timed(preset: str, model: dict, batch_tokens: int) -> float:
-                candidate = dataclasses.replace(tc, preset=preset, model=model,
-                                                batch_tokens=batch_tokens)  # fmt: skip
+                candidate = dataclasses.replace(
+                    tc, preset=preset, model=model, batch_tokens=batch_tokens
+                )
                 cfg = model_config_for(candidate, data)
                 return update_seconds(candidate, cfg, data, dist, precision)
 

@@ -22,8 +22,15 @@ from pathlib import Path
 from vaswani.data.corpora import DataError, Pair, read_parallel_files, read_tsv, walk_files
 
 FORMATS = ("tsv", "moses", "tmx", "xliff", "po", "mo", "jsonl")
-SUFFIXES = {".tsv": "tsv", ".tmx": "tmx", ".xlf": "xliff", ".xliff": "xliff", ".po": "po",
-            ".mo": "mo", ".jsonl": "jsonl"}  # fmt: skip
+SUFFIXES = {
+    ".tsv": "tsv",
+    ".tmx": "tmx",
+    ".xlf": "xliff",
+    ".xliff": "xliff",
+    ".po": "po",
+    ".mo": "mo",
+    ".jsonl": "jsonl",
+}
 
 
 @dataclass
@@ -70,8 +77,9 @@ def open_corpora(paths: list[Path], opts: ReadOptions) -> list[Corpus]:
         if len(paths) != 2:
             raise DataError(f"--format moses reads two aligned files, got {len(paths)}")
         dropped: Counter = Counter()
-        pairs = read_parallel_files(paths[0], paths[1], dropped, opts.skip_invalid,
-                                    opts.max_line_bytes)  # fmt: skip
+        pairs = read_parallel_files(
+            paths[0], paths[1], dropped, opts.skip_invalid, opts.max_line_bytes
+        )
         return [Corpus({"name": "files", "paths": [str(p) for p in paths]}, pairs, dropped)]
     if len(paths) == 1 and formats == [None]:
         formats = ["tsv"]
@@ -104,8 +112,18 @@ LINE_CHECKED = ("tsv",)
 
 
 BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")  # NUL, and halves of a surrogate pair
-DAMAGE = (RecursionError, MemoryError, UnicodeError, LookupError, ValueError, OverflowError,
-          struct.error, OSError, EOFError, zlib.error)  # fmt: skip
+DAMAGE = (
+    RecursionError,
+    MemoryError,
+    UnicodeError,
+    LookupError,
+    ValueError,
+    OverflowError,
+    struct.error,
+    OSError,
+    EOFError,
+    zlib.error,
+)
 
 
 def text_problem(text: str, limit: int) -> str | None:

@@ -145,8 +145,19 @@ def message_pairs(sources: list[str], targets: list[str], dropped: Counter) -> I
 
 # --- PO ---------------------------------------------------------------------------------------
 
-ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "a": "\a", "b": "\b",
-           "f": "\f", "v": "\v", "?": "?", "'": "'"}  # fmt: skip
+ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    '"': '"',
+    "\\": "\\",
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "v": "\v",
+    "?": "?",
+    "'": "'",
+}
 KEYWORDS = ("msgctxt", "msgid_plural", "msgid", "msgstr")
 
 

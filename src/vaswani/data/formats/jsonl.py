@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from vaswani.data.corpora import DataError, Pair, _decoded, read_lines
+from vaswani.data.corpora import DataError, Pair, numbered_lines, read_lines
 
 
 def read_jsonl(
@@ -20,7 +20,7 @@ def read_jsonl(
     """(object[fields[0]], object[fields[1]]) of each line; a line that is not a JSON object with
     both fields as strings is an error naming the file and line, or with `skip_invalid` dropped
     and counted."""
-    for number, item in _decoded(read_lines(path, max_line_bytes), path):
+    for number, item in numbered_lines(read_lines(path, max_line_bytes), path):
         problem = item if isinstance(item, DataError) else None
         if problem is None and not item.strip():
             dropped["empty line"] += 1
