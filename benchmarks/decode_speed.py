@@ -40,12 +40,12 @@ import torch
 
 from vaswani import ModelConfig, Transformer, export
 from vaswani.config import DecodeConfig
+from vaswani.decoding.quantize import quantize
+from vaswani.decoding.search import decode
+from vaswani.decoding.shortlist import Shortlist
 from vaswani.device import DTYPES, benchmark_setting
 from vaswani.export import save_ctranslate2
 from vaswani.marian import load_marian_model, model_config
-from vaswani.quantize import quantize
-from vaswani.search import decode
-from vaswani.shortlist import Shortlist
 
 
 def marian_config(cfg: ModelConfig):

@@ -19,9 +19,9 @@ import time
 import torch
 
 from vaswani.config import ModelConfig
+from vaswani.decoding.search import sample
 from vaswani.device import autocast, benchmark_setting
 from vaswani.model import DecoderOnly
-from vaswani.search import sample
 
 
 def timed(model: DecoderOnly, prompts: list[list[int]], new: int, use_cache: bool, repeats: int):

@@ -13,7 +13,7 @@ from vaswani.config import ModelConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.builtin import _LIKE, _POSITIVE, sentiment_en
 from vaswani.data.corpora import DataError
-from vaswani.decode import classify
+from vaswani.decoding.text import classify
 from vaswani.model import EncoderClassifier
 from vaswani.run import load_trained
 from vaswani.serve import ServeSettings, create_app

@@ -9,10 +9,7 @@ from hypothesis import strategies as st
 from helpers import random_ids
 from vaswani.config import DecodeConfig, ModelConfig
 from vaswani.data import PreparedData
-from vaswani.decode import TruncatedInput, encode_sources, translate, translate_nbest
-from vaswani.model import DecoderOnly, Transformer
-from vaswani.run import load_trained
-from vaswani.search import (
+from vaswani.decoding.search import (
     Hypothesis,
     beam_search,
     decode,
@@ -21,6 +18,9 @@ from vaswani.search import (
     length_penalty,
     sample,
 )
+from vaswani.decoding.text import TruncatedInput, encode_sources, translate, translate_nbest
+from vaswani.model import DecoderOnly, Transformer
+from vaswani.run import load_trained
 
 
 def make_model(seed: int = 0, **overrides) -> Transformer:

@@ -74,7 +74,7 @@ def test_evaluate_cli_prints_scores_signature_and_speed(run, tmp_path):
 
 def test_the_python_api_scores_what_the_model_translates(numbers_run):
     from vaswani.config import DecodeConfig
-    from vaswani.decode import translate
+    from vaswani.decoding.text import translate
     from vaswani.evaluate import EvaluationError, evaluate_translation
     from vaswani.run import load_run
 

@@ -10,11 +10,11 @@ import torch
 from helpers import cli
 from vaswani.config import DecodeConfig
 from vaswani.data import PreparedData
-from vaswani.decode import translate, translate_nbest
+from vaswani.decoding.quantize import QuantizeError, quantize, weight_bytes
+from vaswani.decoding.text import translate, translate_nbest
 from vaswani.export import ExportError, export, marian_refusals
 from vaswani.marian import import_marian
 from vaswani.metrics import score
-from vaswani.quantize import QuantizeError, quantize, weight_bytes
 from vaswani.run import load_run
 from vaswani.train import checkpoint as ckpt
 

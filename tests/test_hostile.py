@@ -321,7 +321,7 @@ def test_a_line_limit_beyond_memory_is_refused_before_reading(numbers_run, capsy
 
 def test_a_beam_wider_than_the_vocabulary_is_refused():
     from vaswani.config import DecodeConfig
-    from vaswani.decode import BeamTooWide, translate_nbest
+    from vaswani.decoding.text import BeamTooWide, translate_nbest
     from vaswani.model import Transformer
 
     model = Transformer(

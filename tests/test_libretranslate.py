@@ -8,7 +8,7 @@ import pytest
 
 from helpers import Server
 from vaswani.config import DecodeConfig, ServeSettings
-from vaswani.decode import translate
+from vaswani.decoding.text import translate
 from vaswani.run import load_run
 from vaswani.serve import Access, Served, create_app
 

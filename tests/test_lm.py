@@ -18,9 +18,9 @@ from vaswani.config import TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.builtin import grammar_en
 from vaswani.data.corpora import DataError
-from vaswani.decode import InputTooLong, generate
+from vaswani.decoding.search import sample
+from vaswani.decoding.text import InputTooLong, generate
 from vaswani.run import load_trained
-from vaswani.search import sample
 from vaswani.serve import ServeSettings, create_app
 from vaswani.tasks import LANGUAGE_MODEL, split_loss
 from vaswani.train.loop import resume_config, train

@@ -20,11 +20,11 @@ from transformers import MarianConfig, MarianMTModel, MarianTokenizer
 from helpers import Server
 from vaswani.cli import main
 from vaswani.config import DecodeConfig
-from vaswani.decode import translate
+from vaswani.decoding.search import beam_search, greedy
+from vaswani.decoding.text import translate
 from vaswani.marian import MarianImportError, import_marian
 from vaswani.plot import attention
 from vaswani.run import RunError, load_run, load_trained
-from vaswani.search import beam_search, greedy
 from vaswani.serve import ServeSettings, create_app
 from vaswani.train.checkpoint import CheckpointError
 

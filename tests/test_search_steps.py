@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from vaswani.config import ModelConfig
-from vaswani.model import OutputLayer, Transformer
-from vaswani.model.output import log_normaliser, top_k_rows
-from vaswani.quantize import quantize
-from vaswani.search import best_extensions
+from vaswani.decoding.output import OutputLayer, log_normaliser, top_k_rows
+from vaswani.decoding.quantize import quantize
+from vaswani.decoding.search import best_extensions
+from vaswani.model import Transformer
 
 
 @pytest.mark.parametrize("width", [1000, 1024, 50, 7])  # a partial last block; short rows

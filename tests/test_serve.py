@@ -15,7 +15,7 @@ import pytest
 from helpers import Server, request
 from vaswani.cli import build_parser
 from vaswani.config import DecodeConfig
-from vaswani.decode import translate
+from vaswani.decoding.text import translate
 from vaswani.run import load_trained
 from vaswani.serve import ServeSettings, create_app
 

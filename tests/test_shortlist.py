@@ -9,8 +9,8 @@ import torch
 from helpers import cli
 from test_decode import make_model, pad_sources, sentences
 from vaswani.config import DecodeConfig
-from vaswani.search import beam_search, decode, greedy
-from vaswani.shortlist import Shortlist, ShortlistError, build_shortlist, coverage
+from vaswani.decoding.search import beam_search, decode, greedy
+from vaswani.decoding.shortlist import Shortlist, ShortlistError, build_shortlist, coverage
 
 
 def pairs_with_a_dictionary(n: int = 300, seed: int = 0):
@@ -145,7 +145,7 @@ def test_a_damaged_shortlist_file_is_one_line_error(numbers_run, capsys, tmp_pat
 
 def test_the_server_translates_over_its_shortlist(numbers_run):
     from helpers import Server
-    from vaswani.decode import translate
+    from vaswani.decoding.text import translate
     from vaswani.run import load_run
     from vaswani.serve import Served, ServeSettings, create_app
 

@@ -10,7 +10,7 @@ import pytest
 
 from helpers import cli
 from vaswani.config import DecodeConfig
-from vaswani.decode import translate
+from vaswani.decoding.text import translate
 from vaswani.run import load_trained
 
 NUMBERS = ["271493", "", "500181", "   ", "566528", "42"]

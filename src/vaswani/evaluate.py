@@ -24,10 +24,10 @@ from vaswani.data.corpora import read_text_files, read_tsv
 from vaswani.data.dataset import EncodedSplit, ParallelSplit
 from vaswani.data.pipeline import cut_into_pieces
 from vaswani.data.tokenizer import LabelSet
-from vaswani.decode import Tokenizer, encode_each, encode_sources, translate
+from vaswani.decoding.shortlist import Shortlist
+from vaswani.decoding.text import Tokenizer, encode_each, encode_sources, translate
 from vaswani.errors import VaswaniError
 from vaswani.metrics import Scores, perplexity_of, score
-from vaswani.shortlist import Shortlist
 from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, split_loss
 
 

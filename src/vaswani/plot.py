@@ -18,11 +18,11 @@ import torch
 from matplotlib.figure import Figure
 
 from vaswani.config import DecodeConfig
+from vaswani.decoding.search import decode
 from vaswani.errors import VaswaniError
 from vaswani.files import is_number, read_records, write_atomic
 from vaswani.model import sinusoidal_encoding
 from vaswani.run import METRICS
-from vaswani.search import decode
 
 
 class PlotError(VaswaniError, ValueError):

@@ -30,12 +30,12 @@ from vaswani.config import DecodeConfig, ModelConfig, TrainConfig
 from vaswani.data import PreparedData
 from vaswani.data.dataset import task_of
 from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
-from vaswani.decode import translate
+from vaswani.decoding.shortlist import FILE as SHORTLIST
+from vaswani.decoding.shortlist import Shortlist
+from vaswani.decoding.text import translate
 from vaswani.errors import VaswaniError
 from vaswani.files import append_record, member, read_json, read_records, write_atomic
 from vaswani.languages import LanguageError, Languages
-from vaswani.shortlist import FILE as SHORTLIST
-from vaswani.shortlist import Shortlist
 from vaswani.tasks import Task, get_task
 from vaswani.train import checkpoint as ckpt
 
@@ -114,7 +114,7 @@ class LoadedRun:
         dc: DecodeConfig | None = None,
         too_long: str = "error",
     ) -> list[str]:
-        """The best translation of each text (`vaswani.decode.translate`); a multilingual model
+        """The best translation of each text (`vaswani.decoding.text.translate`); a multilingual model
         needs the `target` language (one for all texts, or one each)."""
         return translate(
             self.model,

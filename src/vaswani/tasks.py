@@ -28,11 +28,11 @@ from vaswani.config import DecodeConfig, ModelConfig
 from vaswani.data.batching import Batch, TokenBatchSampler, collate
 from vaswani.data.corpora import DataError, Pair, read_text_files, read_tsv
 from vaswani.data.dataset import EncodedSplit, ParallelSplit, PreparedData
-from vaswani.decode import translate
+from vaswani.decoding.search import sample
+from vaswani.decoding.text import translate
 from vaswani.device import autocast
 from vaswani.metrics import perplexity_of, score
 from vaswani.model import DecoderOnly, EncoderClassifier, Transformer
-from vaswani.search import sample
 from vaswani.train.loss import LossHead, classification_loss, label_smoothed_cross_entropy
 
 

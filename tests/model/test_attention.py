@@ -1,7 +1,9 @@
-import pytest
+from functools import partial
+
 import torch
 
 from vaswani.config import ModelConfig
+from vaswani.decoding.cache import KVCache
 from vaswani.model import CrossAttention, SelfAttention, causal_mask, padding_mask
 
 
@@ -26,10 +28,15 @@ def test_self_attention_with_past_equals_attending_over_everything():
     x = torch.randn(2, 6, cfg.d_model)
     full, _, (k, v) = attn(x, causal_mask(6))
     _, _, past = attn(x[:, :4], causal_mask(4))
-    last, _, (k2, v2) = attn(x[:, 4:], causal_mask(2, past=4), past=past, past_len=4)
+
+    def keep(k_new, v_new):  # the simplest state: the past and the new positions side by side
+        both = (torch.cat([past[0], k_new], dim=2), torch.cat([past[1], v_new], dim=2))
+        return both, both
+
+    last, _, (k2, v2) = attn(x[:, 4:], causal_mask(2, past=4), keep)
     torch.testing.assert_close(last, full[:, 4:], atol=1e-6, rtol=1e-5)
-    torch.testing.assert_close(k2[:, :, :6], k)
-    torch.testing.assert_close(v2[:, :, :6], v)
+    torch.testing.assert_close(k2, k)
+    torch.testing.assert_close(v2, v)
 
 
 def test_key_value_buffers_are_written_in_place_while_they_have_room():
@@ -38,26 +45,18 @@ def test_key_value_buffers_are_written_in_place_while_they_have_room():
     x = torch.randn(2, 5, cfg.d_model)
     with torch.no_grad():
         full, _, (k, v) = attn(x, causal_mask(5))
-        outs, past = [], None
+        outs, cache = [], KVCache(self_kv=[None], capacity=5)
         for t in range(5):
-            out, _, past = attn(x[:, t : t + 1], None, past, past_len=t, capacity=5)
+            out, _, kept = attn(x[:, t : t + 1], None, partial(cache.keep, 0))
+            cache = cache.advanced([kept], 1)
             outs.append(out)
             if t == 0:
-                first = past[0]
+                first = kept[0]
     assert first.shape == (2, cfg.n_heads, 5, cfg.head_dim)
-    assert past[0] is first  # room reserved once, then filled in place
+    assert cache.self_kv[0][0] is first  # room reserved once, then filled in place
     torch.testing.assert_close(torch.cat(outs, dim=1), full, atol=1e-6, rtol=1e-5)
-    torch.testing.assert_close(past[0], k)
-    torch.testing.assert_close(past[1], v)
-
-
-def test_past_without_its_length_is_refused():
-    cfg = ModelConfig.from_preset("tiny", dropout=0.0)
-    attn = SelfAttention(cfg).eval()
-    x = torch.randn(1, 3, cfg.d_model)
-    _, _, past = attn(x, causal_mask(3))
-    with pytest.raises(ValueError, match="past_len"):
-        attn(x[:, :1], None, past)
+    torch.testing.assert_close(cache.self_keys_values(0)[0], k)
+    torch.testing.assert_close(cache.self_keys_values(0)[1], v)
 
 
 def test_cross_attention_has_its_own_projections():

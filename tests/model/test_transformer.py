@@ -3,7 +3,7 @@ import torch
 from torch import nn
 
 from helpers import random_ids
-from vaswani import DecoderOnly, EncoderOnly, ModelConfig, Transformer
+from vaswani import DecoderOnly, EncoderOnly, ModelConfig, Transformer, new_cache
 from vaswani.model import causal_mask
 from vaswani.train import label_smoothed_cross_entropy
 from vaswani.train.loss import mean_loss
@@ -142,7 +142,7 @@ def test_cached_decoding_equals_the_full_pass_step_by_step(overrides):
     src[1, 4:] = cfg.pad_id
     with torch.no_grad():
         full = model(src, tgt)
-        cache = model.init_cache(*model.encode(src))
+        cache = new_cache(model, *model.encode(src))
         # A prefix of three tokens in one call, then one token per step.
         logits, cache = model.decode_step(tgt[:, :3], cache)
         steps = [logits]
@@ -158,7 +158,7 @@ def test_cache_reorder_follows_the_indices(tiny):
     model = Transformer(tiny).eval()
     src, tgt = random_ids(tiny, 3, 5), random_ids(tiny, 3, 4)
     with torch.no_grad():
-        cache = model.init_cache(*model.encode(src))
+        cache = new_cache(model, *model.encode(src))
         _, cache = model.decode_step(tgt[:, :3], cache)
         order = torch.tensor([2, 2, 0])
         reordered = cache.reorder(order)
@@ -173,7 +173,7 @@ def test_decoder_only_cached_generation_equals_the_full_pass():
     ids = random_ids(cfg, 2, 10)
     with torch.no_grad():
         full = model(ids)
-        cache, steps = model.init_cache(), []
+        cache, steps = new_cache(model), []
         for t in range(10):
             logits, cache = model.decode_step(ids[:, t : t + 1], cache)
             steps.append(logits)
@@ -283,7 +283,7 @@ def test_bad_target_raises_a_clear_value_error(tiny):
 def test_decoding_past_the_position_limit_is_refused():
     cfg = ModelConfig.from_preset("tiny", max_len=4)
     model = Transformer(cfg).eval()
-    cache = model.init_cache(*model.encode(torch.tensor([[5, 6]])))
+    cache = new_cache(model, *model.encode(torch.tensor([[5, 6]])))
     _, cache = model.decode_step(torch.tensor([[1, 5, 6, 7]]), cache)
     with pytest.raises(ValueError, match="position 5.*max_len=4"):
         model.decode_step(torch.tensor([[8]]), cache)
@@ -346,8 +346,8 @@ def test_a_beam_cache_matches_one_row_per_beam_and_keeps_beams_in_their_sentence
     order = torch.tensor([2, 0, 0, 4, 5, 3])  # beams trade places within each sentence
     with torch.no_grad():
         memory, mask = model.encode(src)
-        shared = model.init_cache(memory, mask, capacity=8, beams=k)
-        rows = model.init_cache(memory, mask, capacity=8).reorder(
+        shared = new_cache(model, memory, mask, capacity=8, beams=k)
+        rows = new_cache(model, memory, mask, capacity=8).reorder(
             torch.arange(2).repeat_interleave(k)
         )
         for t in range(4):

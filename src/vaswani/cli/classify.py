@@ -13,7 +13,7 @@ from vaswani.cli.common import (
     positive_int,
     texts_or_input,
 )
-from vaswani.decode import classify
+from vaswani.decoding.text import classify
 from vaswani.tasks import CLASSIFY
 
 HELP = "label texts with a trained classifier (arguments, a file, or stdin)"

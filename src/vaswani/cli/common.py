@@ -22,9 +22,9 @@ from vaswani.data.corpora import (
     open_binary,
     split_lines,
 )
+from vaswani.decoding.quantize import QUANTIZATIONS, quantize
 from vaswani.device import Placement, place
 from vaswani.errors import VaswaniError
-from vaswani.quantize import QUANTIZATIONS, quantize
 from vaswani.run import LoadedRun, load_run
 from vaswani.tasks import Task
 

@@ -18,7 +18,7 @@ from vaswani.cli.common import (
     positive_int,
     probability,
 )
-from vaswani.decode import generate
+from vaswani.decoding.text import generate
 from vaswani.tasks import LANGUAGE_MODEL
 
 HELP = "continue prompts with a trained language model (sampling, KV cache)"

@@ -33,8 +33,8 @@ from vaswani.cli.common import (
 )
 from vaswani.cli.fields import add_field_flags, settings_from
 from vaswani.config import DecodeConfig, ServeSettings
+from vaswani.decoding.quantize import weight_bytes
 from vaswani.device import Placement
-from vaswani.quantize import weight_bytes
 from vaswani.run import LoadedRun, RunError
 from vaswani.tasks import TASKS_BY_NAME, TRANSLATE
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from vaswani.cli.common import CliError, positive_int
 from vaswani.data import PreparedData
 from vaswani.data.tokenizer import vocab_mismatch
+from vaswani.decoding.shortlist import build_shortlist, coverage
 from vaswani.evaluate import training_data
 from vaswani.progress import progress_bar
 from vaswani.run import SHORTLIST, load_run
-from vaswani.shortlist import build_shortlist, coverage
 from vaswani.tasks import get_task
 
 HELP = "build a lexical shortlist of a run's target tokens, for faster decoding"

@@ -19,7 +19,7 @@ from vaswani.cli.common import (
     read_input_lines,
     writable_file,
 )
-from vaswani.decode import Translation, best_texts, translate_nbest
+from vaswani.decoding.text import Translation, best_texts, translate_nbest
 from vaswani.files import write_atomic
 from vaswani.progress import progress_bar
 from vaswani.tasks import TRANSLATE

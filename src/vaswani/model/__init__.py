@@ -1,7 +1,6 @@
-"""The Transformer's modules: nn.Modules only, no training, data or CLI code."""
+"""The Transformer's modules: nn.Modules only, no training, data, decoding or CLI code."""
 
 from vaswani.model.attention import CrossAttention, MultiHeadAttention, SelfAttention
-from vaswani.model.cache import BeamCache, KVCache
 from vaswani.model.embeddings import Embeddings, sinusoidal_encoding
 from vaswani.model.layers import (
     DecoderLayer,
@@ -11,36 +10,36 @@ from vaswani.model.layers import (
     causal_mask,
     padding_mask,
 )
-from vaswani.model.output import OutputLayer
 from vaswani.model.transformer import (
     AttentionMaps,
     Decoder,
     DecoderOnly,
+    DecoderState,
     Encoder,
     EncoderClassifier,
     EncoderOnly,
     Transformer,
+    WholeSequence,
 )
 
 __all__ = [
-    "OutputLayer",
-    "Residual",
     "AttentionMaps",
-    "BeamCache",
     "CrossAttention",
     "Decoder",
     "DecoderLayer",
     "DecoderOnly",
+    "DecoderState",
     "Embeddings",
     "Encoder",
     "EncoderClassifier",
     "EncoderLayer",
     "EncoderOnly",
-    "KVCache",
     "MultiHeadAttention",
     "PositionwiseFeedForward",
+    "Residual",
     "SelfAttention",
     "Transformer",
+    "WholeSequence",
     "causal_mask",
     "padding_mask",
     "sinusoidal_encoding",

@@ -11,55 +11,22 @@ outputs stay finite on every PyTorch version and on both paths below.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention import sdpa_kernel
 
 from vaswani.config import ModelConfig
+from vaswani.kernels import fast_backends
 
 KV = tuple[Tensor, Tensor]
 """Keys and values of one attention layer, each (B, H, Lk, Dh)."""
-
-ALL_BACKENDS = [
-    SDPBackend.FLASH_ATTENTION,
-    SDPBackend.EFFICIENT_ATTENTION,
-    SDPBackend.CUDNN_ATTENTION,
-    SDPBackend.MATH,
-]
-# On a CPU, PyTorch's flash kernel pays off in training only for long keys: forward + backward of
-# one layer (bf16, 4 heads of 64) measured 12.3 ms flash vs 5.5 ms math at 64 keys, 8.4 vs 12.1 at
-# 256. Without gradients (decoding) flash is the faster one: one query per sequence 50 vs 90 us at
-# 24 keys, 101 vs 223 at 64 (batch 32); 4 beams' queries over 4 x 16 masked keys 1.1 vs 2.4 ms
-# (200 sentences, fp32).
-CPU_MATH_MAX_KEYS = 192
-
-
-def fast_backends(q: Tensor, k: Tensor) -> list[SDPBackend]:
-    """The SDPA kernels to allow: on a CPU the plain math kernel when training over short keys,
-    else PyTorch's choice."""
-    if q.device.type == "cpu" and torch.is_grad_enabled() and k.size(-2) <= CPU_MATH_MAX_KEYS:
-        return [SDPBackend.MATH]
-    return ALL_BACKENDS
-
-
-def write_at(buffer: Tensor | None, used: int, new: Tensor, capacity: int = 0) -> Tensor:
-    """Write `new` (B, H, L, Dh) at positions used .. used + L of a key or value buffer.
-
-    The buffer (B, H, room, Dh) is written in place while it has room, and otherwise replaced by
-    one at least twice as long (or `capacity` long), so decoding T tokens copies O(T) cache
-    entries in all, where growing by `torch.cat` would copy O(T^2).
-    """
-    end = used + new.size(2)
-    if buffer is None or buffer.size(2) < end:
-        room = max(capacity, end if buffer is None else 2 * end)
-        grown = new.new_empty(new.size(0), new.size(1), room, new.size(3))
-        if buffer is not None:
-            grown[:, :, :used] = buffer[:, :, :used]
-        buffer = grown
-    buffer[:, :, used:end] = new
-    return buffer
+Keep = Callable[[Tensor, Tensor], tuple[KV, KV]]
+"""Where a decoder layer's new keys and values go: given this step's (B, H, L, Dh) each, it
+stores them after the earlier positions and returns what it stored (kept for the next step) and
+the keys and values to attend over now, (B, H, Lpast + L, Dh) each."""
 
 
 class MultiHeadAttention(nn.Module):
@@ -119,11 +86,9 @@ class SelfAttention(MultiHeadAttention):
 
     Shapes:
         x: (B, L, D); mask: broadcastable to (B, H, L, Lpast + L)
-        past: key and value buffers (B, H, room, Dh) whose first `past_len` positions hold the
-            earlier positions, when decoding step by step; None for the first call
-        capacity: room to reserve for later positions when starting a buffer (0: none)
-        returns: output (B, L, D), weights (B, H, L, Lpast + L) or None, and the key and value
-        buffers, now holding Lpast + L positions (written in place when they had room)
+        keep: stores the new keys and values after the Lpast earlier ones (decoding step by
+            step; see `Keep`); None: the L positions are the whole sequence
+        returns: output (B, L, D), weights (B, H, L, Lpast + L) or None, and what `keep` stored
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
@@ -132,27 +97,15 @@ class SelfAttention(MultiHeadAttention):
         self.reset_parameters()
 
     def forward(
-        self,
-        x: Tensor,
-        mask: Tensor | None,
-        past: KV | None = None,
-        past_len: int = 0,
-        need_weights: bool = False,
-        capacity: int = 0,
+        self, x: Tensor, mask: Tensor | None, keep: Keep | None = None, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None, KV]:
         q, k, v = self.qkv_proj(x).chunk(3, dim=-1)  # 3 x (B, L, D)
         q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)  # (B, H, L, Dh)
-        if past is not None and past_len < 1:
-            raise ValueError("past key/value buffers need past_len, the positions they hold")
-        if past is None and capacity <= k.size(2):
-            keys, values = k, v  # a whole sequence at once (training): nothing to keep room for
-        else:
-            keys = write_at(None if past is None else past[0], past_len, k, capacity)
-            values = write_at(None if past is None else past[1], past_len, v, capacity)
-            end = past_len + k.size(2)
-            k, v = keys[:, :, :end], values[:, :, :end]  # (B, H, Lpast + L, Dh), views
+        kept = (k, v)
+        if keep is not None:
+            kept, (k, v) = keep(k, v)  # (B, H, Lpast + L, Dh) each
         out, weights = self.attend(q, k, v, mask, need_weights)
-        return out, weights, (keys, values)
+        return out, weights, kept
 
 
 class CrossAttention(MultiHeadAttention):

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from vaswani.config import ModelConfig
-from vaswani.model.layers import Dropout
+from vaswani.kernels import Dropout
 
 
 def sinusoidal_encoding(length: int, d_model: int, layout: str = "interleaved") -> Tensor:

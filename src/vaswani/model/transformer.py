@@ -1,4 +1,4 @@
-"""The encoder and decoder stacks, the KV cache, and the three model families built from them.
+"""The encoder and decoder stacks, the decoder's state, and the three model families built from them.
 
 Notation (used in every shape comment):
     B batch, S source length, T target length, H heads, D d_model, Dh = D / H, V vocabulary size.
@@ -7,24 +7,28 @@ Notation (used in every shape comment):
 `EncoderClassifier` (an encoder with a pooled classification head) and `DecoderOnly` (GPT-style
 language model) are built from the same `EncoderLayer` and `DecoderLayer`.
 Every `forward` returns logits (training may pass a head that turns the last states into its loss
-instead); losses live in training code and search lives in `vaswani.decode`.
+instead); losses live in training code, and the caches and search of decoding in
+`vaswani.decoding`.
+
+The decoder takes its state explicitly and returns the state to go on from (`DecoderState`): a
+whole-sequence pass (training, attention maps) uses `WholeSequence`; decoding passes a cache whose
+buffers and beam layout the model never sees.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor, nn
 
 from vaswani.config import ModelConfig
 from vaswani.model.attention import KV
-from vaswani.model.cache import BeamCache, KVCache
 from vaswani.model.embeddings import Embeddings
-from vaswani.model.layers import DecoderLayer, EncoderLayer, padding_mask
-from vaswani.model.output import OutputLayer
+from vaswani.model.layers import DecoderLayer, EncoderLayer, causal_mask, padding_mask
 
 Head = Callable[[Tensor], Any]
 """What turns the decoder's last states into a forward pass's result (the output projection's logits
@@ -61,6 +65,52 @@ def check_ids(
     if low.item() < 0 or high.item() >= vocab_size:
         bad = low.item() if low.item() < 0 else high.item()
         raise ValueError(f"{what} holds token id {bad}, outside the vocabulary [0, {vocab_size})")
+
+
+class DecoderState(Protocol):
+    """What the decoder reads and keeps between calls.
+
+    length: target positions decoded so far (the position of the next token).
+    cross_kv: per decoder layer, the encoder output's keys and values (B, H, S, Dh) each, computed
+        once per source; None for a decoder-only model. memory_mask: (B, 1, 1, S) or None.
+    """
+
+    length: int
+    cross_kv: list[KV] | None
+    memory_mask: Tensor | None
+
+    def begin_step_(self, x: Tensor, need_weights: bool) -> tuple[Tensor, Tensor | None]:
+        """The decoder's rows for new positions x (N, T, D) and their self-attention mask."""
+        ...
+
+    def keep(self, layer: int, k: Tensor, v: Tensor) -> tuple[KV, KV]:
+        """Store layer `layer`'s new keys and values (`attention.Keep`)."""
+        ...
+
+    def advanced(self, kept: list[KV], positions: int) -> DecoderState:
+        """The state after a step that decoded `positions` more and stored `kept` per layer."""
+        ...
+
+
+@dataclass
+class WholeSequence:
+    """The state of a pass over whole target sequences at once (training, attention maps): the
+    positions attend causally among themselves, and nothing is kept for a next step."""
+
+    cross_kv: list[KV] | None = None
+    memory_mask: Tensor | None = None
+    length: int = 0
+
+    def begin_step_(self, x: Tensor, need_weights: bool) -> tuple[Tensor, Tensor | None]:
+        del need_weights  # every layout can give attention maps
+        t = x.size(1)  # a single new position may attend to everything: no mask
+        return x, causal_mask(t, self.length, x.device) if t > 1 else None
+
+    def keep(self, layer: int, k: Tensor, v: Tensor) -> tuple[KV, KV]:
+        return (k, v), (k, v)
+
+    def advanced(self, kept: list[KV], positions: int) -> DecoderState:
+        return self
 
 
 @dataclass
@@ -104,7 +154,7 @@ class Decoder(nn.Module):
     One code path serves training and decoding: the teacher-forced pass over a whole target is a
     single step from an empty cache.
 
-    Shapes: ids (B, T) at positions cache.length .. cache.length + T - 1 -> (B, T, D)
+    Shapes: ids (B, T) at positions state.length .. state.length + T - 1 -> (B, T, D)
     """
 
     def __init__(self, cfg: ModelConfig, cross_attention: bool = True) -> None:
@@ -120,28 +170,26 @@ class Decoder(nn.Module):
         )
 
     def forward(
-        self, ids: Tensor, cache: KVCache, maps: AttentionMaps | None = None
-    ) -> tuple[Tensor, KVCache]:
-        # The cache lays out the new positions (a beam cache: each sentence's beams as one row).
-        x, self_mask = cache.begin_step_(self.embed(ids, offset=cache.length), maps is not None)
-        new_kv: list[KV | None] = []
+        self, ids: Tensor, state: DecoderState, maps: AttentionMaps | None = None
+    ) -> tuple[Tensor, DecoderState]:
+        # The state lays out the new positions (a beam cache: each sentence's beams as one row).
+        x, self_mask = state.begin_step_(self.embed(ids, offset=state.length), maps is not None)
+        kept: list[KV] = []
         for i, layer in enumerate(self.layers):
             x, kv, self_w, cross_w = layer(
                 x,
                 self_mask,
-                memory_kv=None if cache.cross_kv is None else cache.cross_kv[i],
-                memory_mask=cache.memory_mask,
-                past=cache.self_kv[i],
-                past_len=cache.slots,
+                memory_kv=None if state.cross_kv is None else state.cross_kv[i],
+                memory_mask=state.memory_mask,
+                keep=partial(state.keep, i),
                 need_weights=maps is not None,
-                capacity=cache.room,
             )
-            new_kv.append(kv)
+            kept.append(kv)
             if maps is not None:
                 maps.decoder_self.append(self_w)
                 if cross_w is not None:
                     maps.cross.append(cross_w)
-        return self.final_norm(x).view(*ids.shape, -1), cache.advanced(new_kv, ids.size(1))
+        return self.final_norm(x).view(*ids.shape, -1), state.advanced(kept, ids.size(1))
 
 
 def output_projection(cfg: ModelConfig, vocab_size: int) -> nn.Linear:
@@ -163,7 +211,8 @@ class Transformer(nn.Module):
     Shapes:
         forward: src_ids (B, S), tgt_ids (B, T) -> logits (B, T, V)
         encode: src_ids (B, S) -> memory (B, S, D), src_mask (B, 1, 1, S)
-        decode_step: tgt_ids (B, t) new tokens, cache -> logits (B, t, V), cache grown by t
+        cross_keys_values: memory (B, S, D) -> per decoder layer, keys and values (B, H, S, Dh)
+        decode_step: tgt_ids (B, t) new tokens, state -> logits (B, t, V), state grown by t
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
@@ -182,7 +231,8 @@ class Transformer(nn.Module):
         (training's loss: `vaswani.train.loss.LossHead`)."""
         check_ids(tgt_ids, self.cfg.target_vocab_size, self.cfg.max_len, "target")
         memory, src_mask = self.encode(src_ids)
-        logits, _ = self.decode_step(tgt_ids, self.init_cache(memory, src_mask), head)
+        state = WholeSequence(self.cross_keys_values(memory), src_mask)
+        logits, _ = self.decode_step(tgt_ids, state, head)
         return logits
 
     def encode(self, src_ids: Tensor) -> tuple[Tensor, Tensor]:
@@ -190,36 +240,21 @@ class Transformer(nn.Module):
         src_mask = padding_mask(src_ids, self.cfg.pad_id)  # (B, 1, 1, S), built once
         return self.encoder(src_ids, src_mask), src_mask
 
-    def init_cache(
-        self, memory: Tensor, src_mask: Tensor, capacity: int = 0, beams: int = 1
-    ) -> KVCache:
-        """An empty cache for decoding `memory`: encoder-decoder keys/values computed once here.
-
-        capacity: the most target positions decoding will reach, to reserve room for at once.
-        beams: decode `beams` hypotheses per sentence, rows b*beams .. b*beams+beams-1 of each
-            step's tokens, sharing one cache row per sentence (needs a capacity; see `KVCache`).
-        """
-        cross_kv = [layer.cross_attn.project_memory(memory) for layer in self.decoder.layers]
-        empty = [None] * len(self.decoder.layers)
-        if beams == 1:
-            return KVCache(empty, cross_kv, src_mask, 0, capacity)
-        if capacity < 1:
-            raise ValueError("a cache for several beams needs a capacity")
-        ancestry = torch.zeros(
-            memory.size(0), beams, capacity * beams, dtype=torch.bool, device=memory.device
-        )
-        return BeamCache(empty, cross_kv, src_mask, 0, capacity, beams, ancestry)
+    def cross_keys_values(self, memory: Tensor) -> list[KV]:
+        """The encoder-decoder attention keys and values of every decoder layer (§3.2.3),
+        computed once per source."""
+        return [layer.cross_attn.project_memory(memory) for layer in self.decoder.layers]
 
     def decode_step(
-        self, tgt_ids: Tensor, cache: KVCache, output: OutputLayer | Head | None = None
-    ) -> tuple[Any, KVCache]:
-        """Logits of the next positions and the cache to go on from; `output`: the output
-        projection to apply instead of `output_projection` (search's, over a shortlist or into
-        a reused buffer)."""
+        self, tgt_ids: Tensor, state: DecoderState, output: Head | None = None
+    ) -> tuple[Any, DecoderState]:
+        """Logits of the next positions and the state to go on from; `output`: the output
+        projection to apply instead of `output_projection` (decoding's, over a shortlist or into
+        a reused buffer; training's loss)."""
         cfg = self.cfg
-        check_ids(tgt_ids, cfg.target_vocab_size, cfg.max_len, "target", cache.length, values=False)
-        h, cache = self.decoder(tgt_ids, cache)
-        return (self.output_projection if output is None else output)(h), cache
+        check_ids(tgt_ids, cfg.target_vocab_size, cfg.max_len, "target", state.length, values=False)
+        h, state = self.decoder(tgt_ids, state)
+        return (self.output_projection if output is None else output)(h), state
 
     @torch.no_grad()
     def attention_maps(self, src_ids: Tensor, tgt_ids: Tensor) -> AttentionMaps:
@@ -229,7 +264,7 @@ class Transformer(nn.Module):
         check_ids(tgt_ids, self.cfg.target_vocab_size, self.cfg.max_len, "target")
         src_mask = padding_mask(src_ids, self.cfg.pad_id)
         memory = self.encoder(src_ids, src_mask, maps)
-        self.decoder(tgt_ids, self.init_cache(memory, src_mask), maps)
+        self.decoder(tgt_ids, WholeSequence(self.cross_keys_values(memory), src_mask), maps)
         return maps
 
 
@@ -261,7 +296,7 @@ class DecoderOnly(nn.Module):
 
     Shapes:
         forward: ids (B, T) -> logits (B, T, V)
-        decode_step: ids (B, t) new tokens, cache -> logits (B, t, V), cache grown by t
+        decode_step: ids (B, t) new tokens, state -> logits (B, t, V), state grown by t
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
@@ -272,31 +307,25 @@ class DecoderOnly(nn.Module):
         if cfg.tie_embeddings != "none":
             self.output_projection.weight = self.decoder.embed.token.weight
 
-    def init_cache(self, capacity: int = 0) -> KVCache:
-        """An empty cache; `capacity`: the most positions decoding will reach (room reserved)."""
-        return KVCache([None] * len(self.decoder.layers), capacity=capacity)
-
     def decode_step(
-        self, ids: Tensor, cache: KVCache, output: OutputLayer | Head | None = None
-    ) -> tuple[Any, KVCache]:
-        """Logits of the next positions and the cache to go on from; `output`: the output
-        projection to apply instead of `output_projection` (search's, over a shortlist or into
-        a reused buffer)."""
+        self, ids: Tensor, state: DecoderState, output: Head | None = None
+    ) -> tuple[Any, DecoderState]:
+        """Logits of the next positions and the state to go on from (as `Transformer`'s)."""
         cfg = self.cfg
-        check_ids(ids, cfg.target_vocab_size, cfg.max_len, "input", cache.length, values=False)
-        h, cache = self.decoder(ids, cache)
-        return (self.output_projection if output is None else output)(h), cache
+        check_ids(ids, cfg.target_vocab_size, cfg.max_len, "input", state.length, values=False)
+        h, state = self.decoder(ids, state)
+        return (self.output_projection if output is None else output)(h), state
 
     def forward(self, ids: Tensor, head: Head | None = None) -> Any:
         """Logits, or what `head` makes of the states (as `Transformer.forward`)."""
         check_ids(ids, self.cfg.target_vocab_size, self.cfg.max_len, "input")
-        return self.decode_step(ids, self.init_cache(), head)[0]
+        return self.decode_step(ids, WholeSequence(), head)[0]
 
     @torch.no_grad()
     def attention_maps(self, ids: Tensor) -> AttentionMaps:
         check_ids(ids, self.cfg.target_vocab_size, self.cfg.max_len, "input")
         maps = AttentionMaps()
-        self.decoder(ids, self.init_cache(), maps)
+        self.decoder(ids, WholeSequence(), maps)
         return maps
 
 

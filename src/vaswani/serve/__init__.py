@@ -1,4 +1,4 @@
-"""`vaswani serve`: a trained model over HTTP (FastAPI + uvicorn), calling `vaswani.decode`.
+"""`vaswani serve`: a trained model over HTTP (FastAPI + uvicorn), calling `vaswani.decoding.text`.
 
 The endpoint follows the model: POST /translate for a translation model, POST /generate for a
 language model, POST /classify for a classifier (GET /health says which: "task").

@@ -19,7 +19,8 @@ from pydantic import ValidationError
 
 from vaswani import __version__
 from vaswani.config import DecodeConfig, ServeSettings
-from vaswani.decode import classify, generate, translate, translate_nbest
+from vaswani.decoding.shortlist import Shortlist
+from vaswani.decoding.text import classify, generate, translate, translate_nbest
 from vaswani.errors import VaswaniError
 from vaswani.serve.libre import Access, Libre, Pairs, request_fields
 from vaswani.serve.schemas import (
@@ -36,7 +37,6 @@ from vaswani.serve.schemas import (
     json_body,
 )
 from vaswani.serve.worker import Targeted, Worker
-from vaswani.shortlist import Shortlist
 from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, TRANSLATE, task_of_model
 
 

@@ -35,7 +35,7 @@ import torch
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from vaswani.decode import Translation
+from vaswani.decoding.text import Translation
 from vaswani.errors import VaswaniError
 from vaswani.files import read_text
 from vaswani.languages import lingua_language

@@ -19,10 +19,10 @@ from fastapi.responses import JSONResponse
 
 from vaswani import __version__
 from vaswani.config import DecodeConfig, ServeSettings
-from vaswani.decode import InputTooLong, encode_sources
+from vaswani.decoding.shortlist import Shortlist
+from vaswani.decoding.text import InputTooLong, encode_sources
 from vaswani.device import autocast, pick_precision
 from vaswani.serve.schemas import Sampling
-from vaswani.shortlist import Shortlist
 from vaswani.tasks import task_of_model
 
 
@@ -58,7 +58,7 @@ class Worker:
     ) -> None:
         self.model, self.src_tok, self.tgt_tok = model, src_tok, tgt_tok
         self.shortlist = shortlist
-        """A translation model's `vaswani.shortlist.Shortlist`, or None: the whole vocabulary."""
+        """A translation model's `vaswani.decoding.shortlist.Shortlist`, or None: the whole vocabulary."""
         self.task = task_of_model(model)
         self.endpoint = endpoint
         """The `serve.app.Endpoint` of the task: its route, its model call, its health check."""

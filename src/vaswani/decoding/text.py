@@ -1,6 +1,6 @@
 """Inference over text: `translate` (beam or greedy search), `generate` (a language model) and
 `classify` (a classifier). Texts are tokenized, checked against the model's position limit,
-batched by length under a token budget, searched (`vaswani.search`) and turned back into text,
+batched by length under a token budget, searched (`vaswani.decoding.search`) and turned back into text,
 in the order they came.
 """
 
@@ -15,10 +15,10 @@ import torch
 from torch import Tensor
 
 from vaswani.config import DecodeConfig, ModelConfig
+from vaswani.decoding.search import decode, sample
+from vaswani.decoding.shortlist import Shortlist
 from vaswani.errors import VaswaniError
 from vaswani.model import DecoderOnly, EncoderClassifier, Transformer
-from vaswani.search import decode, sample
-from vaswani.shortlist import Shortlist
 
 
 class Tokenizer(Protocol):
@@ -158,7 +158,7 @@ def translate_nbest(
     Sentences are sorted by length and batched under a token budget (dc.batch_tokens counts source
     tokens, padding included, times the beam size), so little of a batch is padding. `progress` is
     called with the number of sentences each batch finished. `shortlist`: score only each
-    sentence's shortlisted target tokens (`vaswani.shortlist`).
+    sentence's shortlisted target tokens (`vaswani.decoding.shortlist`).
     """
     cfg = model.cfg
     dc = dc or DecodeConfig()

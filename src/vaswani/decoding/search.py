@@ -6,7 +6,7 @@ values of the prefix (`use_cache=False` re-runs the whole prefix every step inst
 same result, slowly, and the tests compare the two).
 
 A sentence's output never depends on the rest of its batch: each sentence has its own length limit,
-padding is masked, and finished sentences leave the batch. Text in, text out is `vaswani.decode`.
+padding is masked, and finished sentences leave the batch. Text in, text out is `vaswani.decoding.text`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import torch
 from torch import Tensor
 
 from vaswani.config import DecodeConfig, ModelConfig
-from vaswani.model import DecoderOnly, KVCache, OutputLayer, Transformer
-from vaswani.model.output import log_normaliser, top_k_rows
-from vaswani.shortlist import Shortlist
+from vaswani.decoding.cache import KVCache, new_cache
+from vaswani.decoding.output import OutputLayer, log_normaliser, top_k_rows
+from vaswani.decoding.shortlist import Shortlist
+from vaswani.model import DecoderOnly, Transformer
 
 
 @dataclass
@@ -130,9 +131,9 @@ def start_decoding(
     memory, src_mask = model.encode(src_ids)
     if use_cache:
         # Beams of a sentence share one cache row (no copies of keys; see `KVCache`).
-        cache = model.init_cache(memory, src_mask, int(limits.max()) + 1, beams=copies)
+        cache = new_cache(model, memory, src_mask, int(limits.max()) + 1, beams=copies)
     else:
-        cache = model.init_cache(memory, src_mask)
+        cache = new_cache(model, memory, src_mask)
         if copies > 1:  # re-running prefixes: one plain row per beam
             rows = torch.arange(src_ids.size(0), device=src_ids.device).repeat_interleave(copies)
             cache = cache.reorder(rows)
@@ -350,7 +351,7 @@ def decode(
     shortlist: Shortlist | None = None,
 ) -> list[list[Hypothesis]]:
     """The `dc.n_best` best hypotheses per sentence: greedy search for beam size 1, else beam
-    search; over the whole target vocabulary, or each sentence's `shortlist` (`vaswani.shortlist`)."""
+    search; over the whole target vocabulary, or each sentence's `shortlist` (`vaswani.decoding.shortlist`)."""
     if dc.beam_size == 1:
         return [[h] for h in greedy(model, src_ids, dc, use_cache, shortlist)]
     return beam_search(model, src_ids, dc, use_cache, shortlist)
@@ -448,7 +449,7 @@ def sample(
         generators = [torch.Generator(device).manual_seed(seed + i) for i in group]
         tokens = torch.tensor([[cfg.bos_id, *prompts[i]] for i in group], device=device)
         stepper = Stepper(
-            model, model.init_cache(capacity=length + 1 + steps if use_cache else 0), use_cache
+            model, new_cache(model, capacity=length + 1 + steps if use_cache else 0), use_cache
         )
         log_prob = torch.zeros(len(group), device=device)
         stopped = torch.zeros(len(group), dtype=torch.bool, device=device)

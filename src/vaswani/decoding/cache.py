@@ -1,9 +1,10 @@
 """The KV cache of decoding: what the decoder keeps between steps, and where it keeps it.
 
 `KVCache` stores one row per sequence; `BeamCache` stores the k beams of a sentence in one row
-(see its docstring). The decoder asks the cache how its new positions are laid out
-(`begin_step_`), where they go (`slots`, `room`) and for the cache that follows (`advanced`);
-it does no layout arithmetic of its own. Beam search asks it to `reorder_` rows.
+(see its docstring). Both are the model's `DecoderState`: the decoder asks the cache how its new
+positions are laid out (`begin_step_`), hands it each layer's new keys and values (`keep`) and asks
+for the cache that follows (`advanced`); it does no layout arithmetic of its own. Beam search asks
+it to `reorder_` rows. `new_cache` makes the empty cache a decoding starts from.
 """
 
 from __future__ import annotations
@@ -14,8 +15,26 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from vaswani.model import DecoderOnly, Transformer, WholeSequence
 from vaswani.model.attention import KV
-from vaswani.model.layers import causal_mask
+
+
+def write_at(buffer: Tensor | None, used: int, new: Tensor, capacity: int = 0) -> Tensor:
+    """Write `new` (B, H, L, Dh) at positions used .. used + L of a key or value buffer.
+
+    The buffer (B, H, room, Dh) is written in place while it has room, and otherwise replaced by
+    one at least twice as long (or `capacity` long), so decoding T tokens copies O(T) cache
+    entries in all, where growing by `torch.cat` would copy O(T^2).
+    """
+    end = used + new.size(2)
+    if buffer is None or buffer.size(2) < end:
+        room = max(capacity, end if buffer is None else 2 * end)
+        grown = new.new_empty(new.size(0), new.size(1), room, new.size(3))
+        if buffer is not None:
+            grown[:, :, :used] = buffer[:, :, :used]
+        buffer = grown
+    buffer[:, :, used:end] = new
+    return buffer
 
 
 def select_rows(t: Tensor, rows: Tensor, in_place: bool, used: int | None = None) -> Tensor:
@@ -32,7 +51,7 @@ def select_rows(t: Tensor, rows: Tensor, in_place: bool, used: int | None = None
 
 
 @dataclass
-class KVCache:
+class KVCache(WholeSequence):
     """What decoding keeps between steps; passed to each step, which returns the cache to go on
     from. A step writes its new keys and values into the buffers in place when they have room,
     so the cache passed in is used up: `reorder` (a copy) before branching from one cache twice.
@@ -47,10 +66,7 @@ class KVCache:
         first call needs); decoding sets it to its length limit, so the buffers never regrow.
     """
 
-    self_kv: list[KV | None]
-    cross_kv: list[KV] | None = None
-    memory_mask: Tensor | None = None
-    length: int = 0
+    self_kv: list[KV | None] = dataclasses.field(default_factory=list)
     capacity: int = 0
 
     @property
@@ -63,16 +79,20 @@ class KVCache:
         """Key positions to reserve per row."""
         return self.capacity
 
-    def begin_step_(self, x: Tensor, need_weights: bool) -> tuple[Tensor, Tensor | None]:
-        """The decoder's rows for new positions x (N, T, D) and their self-attention mask: causal
-        over the new positions (a single new one may attend to everything: no mask)."""
-        del need_weights  # a plain cache can give attention maps
-        t = x.size(1)
-        return x, causal_mask(t, self.length, x.device) if t > 1 else None
+    def keep(self, layer: int, k: Tensor, v: Tensor) -> tuple[KV, KV]:
+        """Layer `layer`'s new keys and values (B, H, L, Dh) written after the `slots` stored ones
+        (in place while the buffers have room): the buffers, and views of their filled part."""
+        past = self.self_kv[layer]
+        if past is None and self.room <= k.size(2):
+            return (k, v), (k, v)  # one call over whole sequences: nothing to keep room for
+        keys = write_at(None if past is None else past[0], self.slots, k, self.room)
+        values = write_at(None if past is None else past[1], self.slots, v, self.room)
+        end = self.slots + k.size(2)
+        return (keys, values), (keys[:, :, :end], values[:, :, :end])
 
-    def advanced(self, self_kv: list[KV | None], positions: int) -> KVCache:
-        """The cache after a step that decoded `positions` more, with its layers' `self_kv`."""
-        return dataclasses.replace(self, self_kv=self_kv, length=self.length + positions)
+    def advanced(self, kept: list[KV], positions: int) -> KVCache:
+        """The cache after a step that decoded `positions` more, with its layers' buffers."""
+        return dataclasses.replace(self, self_kv=kept, length=self.length + positions)
 
     def self_keys_values(self, layer: int) -> KV:
         """The self-attention keys and values of `layer` so far, (B, H, slots, Dh)."""
@@ -191,3 +211,31 @@ class BeamCache(KVCache):
 
     def reorder_(self, indices: Tensor, same_sources: bool = False) -> KVCache:
         return self._reorder(indices, same_sources, in_place=True)
+
+
+def new_cache(
+    model: Transformer | DecoderOnly,
+    memory: Tensor | None = None,
+    src_mask: Tensor | None = None,
+    capacity: int = 0,
+    beams: int = 1,
+) -> KVCache:
+    """An empty cache for decoding with `model`: for an encoder-decoder, of `memory` (B, S, D) with
+    its `src_mask`, the encoder-decoder keys and values computed once here.
+
+    capacity: the most target positions decoding will reach, to reserve room for at once.
+    beams: decode `beams` hypotheses per sentence, rows b*beams .. b*beams+beams-1 of each step's
+        tokens, sharing one cache row per sentence (needs a capacity; see `BeamCache`).
+    """
+    empty: list[KV | None] = [None] * len(model.decoder.layers)
+    if memory is None:
+        return KVCache(self_kv=empty, capacity=capacity)
+    cross_kv = model.cross_keys_values(memory)
+    if beams == 1:
+        return KVCache(cross_kv, src_mask, 0, empty, capacity)
+    if capacity < 1:
+        raise ValueError("a cache for several beams needs a capacity")
+    ancestry = torch.zeros(
+        memory.size(0), beams, capacity * beams, dtype=torch.bool, device=memory.device
+    )
+    return BeamCache(cross_kv, src_mask, 0, empty, capacity, beams, ancestry)
