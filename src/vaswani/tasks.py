@@ -16,6 +16,7 @@ compares a task's name (a source rule checks it): the rest of vaswani asks the `
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -169,10 +170,12 @@ class Translate(Task):
         batch_tokens: int,
         precision: str,
         eval_sentences: int = 200,
+        deadline: float | None = None,
         **options: Any,
     ) -> dict:
         """Loss and perplexity, then sacreBLEU and chrF of greedy translations of the first
-        `eval_sentences` validation pairs (a fixed sample)."""
+        `eval_sentences` validation pairs (a fixed sample); with a `deadline` (on
+        `time.perf_counter`), of those decoded before it, `VALIDATION_CHUNK` at a time."""
         result = super().validate(model, data, batch_tokens, precision)
         sources, references = data.text("valid")
         targets, prefixes = data.targets("valid"), None
@@ -184,15 +187,22 @@ class Translate(Task):
             sources, references = [sources[i] for i in picked], [references[i] for i in picked]
             prefixes = data.languages.prefixes([targets[i] for i in picked], data.src_tokenizer)
         device = next(model.parameters()).device
-        with autocast(device, precision):
-            hypotheses = translate(
-                model,
-                data.src_tokenizer,
-                data.tgt_tokenizer,
-                sources,
-                DecodeConfig(beam_size=1, batch_tokens=batch_tokens),
-                prefixes=prefixes,
-            )
+        chunk = len(sources) if deadline is None else VALIDATION_CHUNK
+        hypotheses: list[str] = []
+        for start in range(0, len(sources), chunk):
+            if hypotheses and deadline is not None and time.perf_counter() > deadline:
+                sources, references = sources[:start], references[:start]
+                result["valid_sentences"] = start  # fewer than asked: the time budget ran out
+                break
+            with autocast(device, precision):
+                hypotheses += translate(
+                    model,
+                    data.src_tokenizer,
+                    data.tgt_tokenizer,
+                    sources[start : start + chunk],
+                    DecodeConfig(beam_size=1, batch_tokens=batch_tokens),
+                    prefixes=None if prefixes is None else prefixes[start : start + chunk],
+                )
         scores = score(hypotheses, references)
         samples = [[s, r, h] for s, r, h in zip(sources[:3], references, hypotheses, strict=False)]
         return {**result, "valid_bleu": scores.bleu, "valid_chrf": scores.chrf, "samples": samples}
@@ -299,6 +309,9 @@ class Classify(Task):
     def best_line(self, value: float) -> str:
         return f"accuracy {100 * value:.1f}%"
 
+
+VALIDATION_CHUNK = 25
+"""Sentences a validation under a deadline decodes between two looks at the clock."""
 
 TRANSLATE, LANGUAGE_MODEL, CLASSIFY = Translate(), LanguageModel(), Classify()
 TASKS_BY_NAME: dict[str, Task] = {task.name: task for task in (TRANSLATE, LANGUAGE_MODEL, CLASSIFY)}

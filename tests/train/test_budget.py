@@ -2,12 +2,15 @@
 `auto` chooses (and keeps on resume), the weight average and --patience."""
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from vaswani.config import TrainConfig
+from vaswani import tasks
+from vaswani.config import ModelConfig, TrainConfig
+from vaswani.data import PreparedData
 from vaswani.train import checkpoint as ckpt
 from vaswani.train import loop, recipe
 from vaswani.train.average import WeightAverage
@@ -115,7 +118,7 @@ class FakeClock:
 
     updates = 0
 
-    def __init__(self, elapsed: float, tokens: int) -> None:
+    def __init__(self, elapsed: float, tokens: int, began: float | None = None) -> None:
         self.now = elapsed
 
     def elapsed(self) -> float:
@@ -269,7 +272,7 @@ def test_auto_choice_is_printed_recorded_and_kept_on_resume(
 def test_patience_stops_at_the_right_validation(numbers_data, tmp_path, monkeypatch):
     figures = iter([10.0, 12.0, 11.0, 12.0, 9.0, 30.0, 40.0])
 
-    def validate(model, data, tc, device):
+    def validate(model, data, tc, device, deadline=None):
         return {"valid_loss": 1.0, "valid_chrf": next(figures), "valid_bleu": 0.0}
 
     monkeypatch.setattr(loop, "evaluate", validate)
@@ -288,3 +291,50 @@ def test_patience_stops_at_the_right_validation(numbers_data, tmp_path, monkeypa
     # chrF 10, 12 (best), 11, 12 (not better), 9: three validations without a better figure.
     assert result.stopped_by == "patience" and result.step == 10 and result.best == 12.0
     assert ckpt.latest_valid(tmp_path / "run" / "checkpoints").name == ckpt.step_name(10)
+
+
+def test_max_minutes_is_a_deadline_even_when_steps_and_validations_are_slow(
+    numbers_data, tmp_path, monkeypatch
+):
+    """A busy machine: every update takes 0.15 s and every validation over 1 s. The run must end,
+    with a valid checkpoint of its last step, by the deadline it was given, setup included: no
+    validation or save starts that cannot end in time (before, the run trained until the budget
+    was spent and only then validated and saved)."""
+    real_update, real_evaluate = loop.train_update, loop.evaluate
+
+    def slow_update(*args, **kwargs):
+        time.sleep(0.15)
+        return real_update(*args, **kwargs)
+
+    def slow_evaluate(*args, **kwargs):
+        time.sleep(1.0)
+        return real_evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "train_update", slow_update)
+    monkeypatch.setattr(loop, "evaluate", slow_evaluate)
+    monkeypatch.setattr(recipe, "update_seconds", lambda *args, **kwargs: 0.15)
+    budget = 6.0
+    settings = dict(max_minutes=budget / 60, schedule="inverse-sqrt", warmup=10, eval_every=4)
+    began = time.perf_counter()
+    result = train(budget_config(numbers_data, tmp_path / "run", **settings), progress=False)
+    took = time.perf_counter() - began
+    assert result.stopped_by == "max_minutes" and result.step >= 4
+    # The final validation and save were reserved for: the whole run ends on time (a quarter of
+    # a second for returning and Python's own pauses), where the old loop overran by a
+    # validation (over 1 s) and a save.
+    assert took < budget + 0.25, f"{took:.2f} s for a budget of {budget} s"
+    latest = ckpt.latest_valid(tmp_path / "run" / "checkpoints")
+    assert latest is not None and latest.name == ckpt.step_name(result.step)
+    last = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()][-1]
+    assert last["step"] == result.step and "valid_chrf" in last
+
+
+def test_validation_under_a_passed_deadline_decodes_one_chunk(numbers_data):
+    data = PreparedData(numbers_data)
+    model = tasks.TRANSLATE.build_model(ModelConfig.from_preset("tiny", vocab_size=300)).eval()
+    late = time.perf_counter() - 1.0
+    result = tasks.TRANSLATE.validate(model, data, 1024, "fp32", eval_sentences=100, deadline=late)
+    assert result["valid_sentences"] == tasks.VALIDATION_CHUNK
+    assert "valid_sentences" not in tasks.TRANSLATE.validate(
+        model, data, 1024, "fp32", eval_sentences=30
+    )

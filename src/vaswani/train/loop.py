@@ -97,11 +97,16 @@ def initial_model(init: Path, data: PreparedData) -> nn.Module:
 
 @torch.no_grad()
 def evaluate(
-    model: nn.Module, data: PreparedData, tc: TrainConfig, device: torch.device
+    model: nn.Module,
+    data: PreparedData,
+    tc: TrainConfig,
+    device: torch.device,
+    deadline: float | None = None,
 ) -> dict | None:
     """Validation loss over the whole valid split; then by task: perplexity (lm), accuracy
     (classify), or perplexity and sacreBLEU of greedy translations of the split's first
-    `eval_sentences` pairs (translate, a fixed sample)."""
+    `eval_sentences` pairs (translate, a fixed sample; with a `deadline` on `time.perf_counter`,
+    the sentences decoded before it)."""
     if len(data.split("valid")) == 0:
         return None
     with evaluation_mode(model):
@@ -112,6 +117,7 @@ def evaluate(
             tc.precision,
             eval_sentences=tc.eval_sentences,
             seed=tc.seed,
+            deadline=deadline,
         )
 
 
@@ -167,6 +173,7 @@ def _train(
     progress: bool,
     reset_data_position: bool,
 ) -> TrainResult:
+    started = time.perf_counter()  # a time budget counts from here: it is a deadline
     data = PreparedData(Path(tc.data))
     task = get_task(data.task)
     if tc.task is not None and get_task(tc.task) is not task:
@@ -186,6 +193,7 @@ def _train(
     trainer = Trainer(
         dataclasses.replace(chosen, precision=placement.precision), dist, data, task, cfg, initial
     )
+    trainer.started = started
     if resume:
         trainer.resume(reset_data_position)
     trainer.plan(record, seconds, progress)
@@ -224,6 +232,20 @@ def open_run(
         }
         write_atomic(run / ENVIRONMENT, json.dumps(info, indent=2).encode())
     return cfg, initial
+
+
+@dataclass
+class Closing:
+    """What ending a run costs, measured as it goes (the last validation and the last checkpoint
+    save), so that a time budget is a deadline: no update starts after which the final
+    validation and save would not end in time."""
+
+    validate: float = 0.0
+    save: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        return self.validate + self.save
 
 
 @dataclass
@@ -277,6 +299,10 @@ class Trainer:
         self.horizon_from_time = False
         self.resumed_from: Path | None = None
         self.board: Board | None = None  # --tensorboard, on the main process
+        self.started = time.perf_counter()  # when the run's command began (set by `train`)
+        self.closing = Closing()
+        self.first: tuple[int, float] | None = None  # this session's first update and its time
+        self.max_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else math.inf
 
     def plan(self, record: dict, seconds: float | None, progress: bool) -> None:
         """Fix the schedule: its horizon (`plan_horizon`), and what follows from it where the
@@ -396,9 +422,9 @@ class Trainer:
         max_steps = tc.max_steps if tc.max_steps is not None else float("inf")
         if tc.schedule != "inverse-sqrt" and state.horizon is not None:
             max_steps = state.horizon
-        max_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else float("inf")
+        max_seconds = self.max_seconds
         stream = self.sampler.iterate(Position(*state.position))
-        clock = Clock(state.elapsed_seconds, state.target_tokens)
+        clock = Clock(state.elapsed_seconds, state.target_tokens, self.started)
         self.model.train()
         if tc.tensorboard and dist.is_main:
             resumed_at = state.step if self.resumed_from is not None else None
@@ -422,7 +448,7 @@ class Trainer:
                 ):
                     self.log(update, clock, bar, max_seconds)
                 bar.update(1)
-                out_of_time = state.elapsed_seconds >= max_seconds
+                out_of_time = self.out_of_time()
                 finished = state.step >= max_steps or dist.any(out_of_time or stop.requested)
                 patience_out = self.validate_and_save(finished, bar)
                 if self.schedule.horizon is not None:
@@ -452,6 +478,19 @@ class Trainer:
             self.task.name,
             tc.precision,
         )
+
+    def out_of_time(self) -> bool:
+        """True when one more update and then the final validation and save would pass the time
+        budget; at a validation step, when this validation and the final one would (so this one
+        is the final one). The pace is this session's after its first update (which also paid
+        for the setup), validations included."""
+        state = self.state
+        if self.first is None:
+            self.first = (state.step, state.elapsed_seconds)
+        room = self.max_seconds - state.elapsed_seconds
+        pace = (state.elapsed_seconds - self.first[1]) / max(state.step - self.first[0], 1)
+        closing = self.closing.seconds * (2 if state.step % self.eval_every == 0 else 1)
+        return room < pace + closing
 
     def update(self, micro: list[tuple[Position, Any]]) -> Update:
         """One optimizer update on `micro` (positions and index arrays), by the NaN policy."""
@@ -542,13 +581,16 @@ class Trainer:
         patience_out = False
         if step % self.eval_every == 0 or finished:
             if dist.is_main:
+                began = time.perf_counter()
                 self.last_eval = self.validate(bar)
+                self.closing.validate = time.perf_counter() - began
             if tc.patience is not None:
                 patience_out = dist.any(state.since_best >= tc.patience)
             if self.horizon_from_time and not finished:
                 self.replan(step)
             dist.barrier()
         if step % self.save_every == 0 or finished or patience_out:
+            began = time.perf_counter()
             if dist.is_main:
                 extra = {}
                 if self.average is not None:
@@ -564,19 +606,24 @@ class Trainer:
                     extra,
                 )
             dist.barrier()
+            self.closing.save = time.perf_counter() - began
         return patience_out
 
     def validate(self, bar: Any) -> dict | None:
         """Validate the weights and, when kept, their moving average; best/ takes whichever
         scores higher. The record holds the weights' figures, and the average's as ema_*."""
         tc, state, device = self.tc, self.state, self.dist.device
-        result = evaluate(self.model, self.data, tc, device)
+        deadline = None  # decoding stops where the run must end, less the save after it
+        if math.isfinite(self.max_seconds):
+            left = self.max_seconds - state.elapsed_seconds - self.closing.save
+            deadline = time.perf_counter() + left
+        result = evaluate(self.model, self.data, tc, device, deadline)
         if result is None:
             return None
         model, key = self.model, self.task.selection[0]
         line = f"step {state.step}: {evaluation_line(result)}"
         if self.average is not None and state.step > self.average.start:
-            averaged = evaluate(self.average.model, self.data, tc, device)
+            averaged = evaluate(self.average.model, self.data, tc, device, deadline)
             assert averaged is not None
             sign = 1 if self.task.selection[1] else -1
             use_average = sign * averaged[key] > sign * result[key]
@@ -619,8 +666,9 @@ class Trainer:
 class Clock:
     """Training time, counted on from a resumed run's, and tokens/s between two `rate` calls."""
 
-    def __init__(self, elapsed: float, tokens: int) -> None:
-        self.offset, self.began = elapsed, time.perf_counter()
+    def __init__(self, elapsed: float, tokens: int, began: float | None = None) -> None:
+        self.offset = elapsed
+        self.began = time.perf_counter() if began is None else began
         self.window = (self.began, tokens)
 
     def elapsed(self) -> float:
