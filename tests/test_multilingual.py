@@ -10,7 +10,7 @@ from helpers import Server, cli
 from vaswani.config import DecodeConfig, TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.corpora import DataError
-from vaswani.data.pipeline import temperature_weights
+from vaswani.data.split import temperature_weights
 from vaswani.decoding.text import encode_sources, translate_nbest
 from vaswani.languages import Languages, parse_pair
 from vaswani.run import RunError, load_run

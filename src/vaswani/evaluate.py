@@ -22,7 +22,7 @@ from vaswani.config import DecodeConfig
 from vaswani.data import PreparedData
 from vaswani.data.corpora import read_text_files, read_tsv
 from vaswani.data.dataset import EncodedSplit, ParallelSplit
-from vaswani.data.pipeline import cut_into_pieces
+from vaswani.data.encode import cut_into_pieces
 from vaswani.data.tokenizer import LabelSet
 from vaswani.decoding.shortlist import Shortlist
 from vaswani.decoding.text import Tokenizer, encode_each, encode_sources, translate

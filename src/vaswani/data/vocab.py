@@ -1,0 +1,189 @@
+"""Stage 4 of `prepare`, the tokenizer: BPE learnt from a sample of the training split (shared or
+one per side; a classifier's labels as a `LabelSet`), or copied from a run (--tokenizer-from), and a
+multilingual dataset's target-language tokens."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from vaswani.data.corpora import DataError, Pair
+from vaswani.data.dataset import SIDES, SPLITS
+from vaswani.data.options import LABELS_FILE, PrepareOptions
+from vaswani.data.split import KeptText, training_words
+from vaswani.data.tokenizer import (
+    SPECIAL_TOKENS,
+    LabelSet,
+    SubwordTokenizer,
+    auto_vocab_size,
+    iter_text_lines,
+    load_tokenizers,
+)
+from vaswani.files import UnsafeFileError, member, read_json
+from vaswani.languages import Languages
+from vaswani.tasks import get_task
+
+
+def dataset_tokenizers(
+    work: Path,
+    raw: dict[tuple[str, str], Path],
+    records: Path,
+    text: KeptText,
+    opts: PrepareOptions,
+) -> tuple[dict[str, Any], dict, list[int] | None]:
+    """The dataset's tokenizers (learnt, or --tokenizer-from a run) and their meta.json record;
+    for a multilingual dataset, also the target-language token id of each language pair."""
+    if opts.tokenizer_from is None:
+        sides = get_task(opts.task).sides
+        learnt = sides if opts.shared_vocab else sides[:1]  # (both sides of a shared vocabulary)
+        words = None if opts.vocab_size is not None else training_words(records, text.keep, learnt)
+        tokenizers, tokenizer_meta = new_tokenizers(
+            work, raw, partial(text.pairs, "train"), int(text.keep.sum()), words, opts
+        )
+    else:
+        tokenizers, tokenizer_meta = copy_tokenizers(work, Path(opts.tokenizer_from))
+    prefix = None
+    if text.languages is not None:
+        prefix = language_token_ids(
+            text.languages,
+            tokenizers["src"],
+            work / tokenizer_meta["files"]["src"],
+            opts.tokenizer_from,
+        )
+    tokenizer_meta["vocab_size"] = {side: tokenizers[side].vocab_size for side in SIDES}
+    return tokenizers, tokenizer_meta, prefix
+
+
+def new_tokenizers(
+    work: Path,
+    raw: dict[tuple[str, str], Path],
+    train_pairs: Callable[[], Iterator[Pair]],
+    n_train: int,
+    words: int | None,
+    opts: PrepareOptions,
+) -> tuple[dict[str, SubwordTokenizer], dict]:
+    """Tokenizers learnt from the `n_train` training pairs, and their meta.json record. `words`:
+    the words of the text they learn, to size the vocabulary from (--vocab-size auto); None when
+    the size is given."""
+    requested = opts.vocab_size
+    if words is not None:
+        opts = dataclasses.replace(opts, vocab_size=auto_vocab_size(words))
+    tokenizers, files = train_tokenizers(work, raw, train_pairs, n_train, opts)
+    meta = {
+        "shared": files["src"] == files["tgt"],
+        "requested_vocab_size": requested if requested is not None else "auto",
+        **({"auto_vocab_size": {"words": words}} if words is not None else {}),
+        "min_frequency": opts.min_frequency,
+        "sample_pairs": min(opts.tokenizer_sample or n_train, n_train),
+        "files": files,
+    }
+    if get_task(opts.task).labelled:
+        meta["labels"] = True
+    return tokenizers, meta
+
+
+def train_tokenizers(
+    work: Path,
+    raw: dict[tuple[str, str], Path],
+    train_pairs: Callable[[], Iterator[Pair]],
+    n_train: int,
+    opts: PrepareOptions,
+) -> tuple[dict[str, SubwordTokenizer], dict[str, str]]:
+    """BPE learned from the training split only: one shared tokenizer (§3.4), or one per side.
+    A language model's text is all on the target side; a classifier's labels get a `LabelSet`
+    made from every split (a label seen only in the test split is still a class)."""
+    sample = min(opts.tokenizer_sample or n_train, n_train)
+
+    def text_of(*sides: str) -> Iterator[str]:  # those sides of `sample` pairs, evenly spread
+        columns = [SIDES.index(side) for side in sides]
+        for i, pair in enumerate(train_pairs()):
+            if (i * sample) % n_train < sample:
+                yield from (pair[k] for k in columns)
+
+    task = get_task(opts.task)
+    if task.labelled:
+        texts = text_of(*task.sides)
+        labels = sorted(set(iter_text_lines(*(raw[split, "tgt"] for split in SPLITS))))
+        if len(labels) < 2:
+            raise DataError(f"a classification dataset needs at least 2 labels, found {labels}")
+        tokenizers = {
+            "src": SubwordTokenizer.train(texts, opts.vocab_size, opts.min_frequency, sample),
+            "tgt": LabelSet(labels),
+        }
+        files = {"src": "tokenizer.json", "tgt": LABELS_FILE}
+    elif opts.shared_vocab or not task.parallel:  # a language model's one side is shared too
+        texts = text_of(*task.sides)
+        shared = SubwordTokenizer.train(
+            texts, opts.vocab_size, opts.min_frequency, len(task.sides) * sample
+        )
+        tokenizers = {"src": shared, "tgt": shared}
+        files = {"src": "tokenizer.json", "tgt": "tokenizer.json"}
+    else:
+        tokenizers = {
+            side: SubwordTokenizer.train(text_of(side), opts.vocab_size, opts.min_frequency, sample)
+            for side in SIDES
+        }
+        files = {side: f"{side}.tokenizer.json" for side in SIDES}
+    for side in SIDES:
+        tokenizers[side].save(work / files[side])
+    return tokenizers, files  # type: ignore[return-value]
+
+
+def copy_tokenizers(work: Path, run: Path) -> tuple[dict[str, Any], dict]:
+    """The tokenizer of run directory `run` (e.g. an imported OPUS-MT model), copied into `work`."""
+    record = run / "data.json"  # vaswani.run.DATA_INFO (data cannot import run: run imports data)
+    try:
+        info = read_json(record, "run record", dict)
+        tokenizer_meta = dict(info["meta"]["tokenizer"])
+        files = tokenizer_meta["files"]
+        for name in set(files.values()):
+            # Read only inside the run; write only plain names inside the new dataset.
+            source = member(run, name, str(record))
+            if not isinstance(name, str) or Path(name).name != name or name.startswith("."):
+                raise UnsafeFileError(f"{record} names {name!r}, which is not a plain file name")
+            shutil.copyfile(source, work / name)
+        src, tgt = load_tokenizers(work, tokenizer_meta)
+    except UnsafeFileError as error:
+        raise DataError(f"--tokenizer-from {run}: {error}") from None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise DataError(
+            f"--tokenizer-from {run}: not a run directory with a usable tokenizer ({error})"
+        ) from None
+    kind = tokenizer_meta.get("kind", "bpe")
+    # One vocabulary for both sides: Marian's vocab.json (unless a target_vocab.json is added), or
+    # one BPE file.
+    shared = "tgt_vocab" not in files if kind == "marian" else files["src"] == files["tgt"]
+    return {"src": src, "tgt": tgt}, {
+        "kind": kind,
+        "shared": shared,
+        "files": files,
+        "from_run": str(run),
+    }
+
+
+def language_token_ids(
+    languages: Languages, tokenizer: Any, file: Path, run: Path | None
+) -> list[int]:
+    """The id of the target-language token of each language pair: the tokens are added to a new
+    tokenizer (and its file saved again); a tokenizer taken --tokenizer-from a run must have them."""
+    tokens = [languages.token_of(target) for target in languages.targets]
+    taken = sorted(set(tokens) & set(SPECIAL_TOKENS))
+    if taken:
+        raise DataError(
+            f"--language-token {languages.token}: {', '.join(taken)} would be the "
+            "tokenizer's own special token; choose another form"
+        )
+    if run is None:
+        tokenizer.add_special_tokens(tokens)
+        tokenizer.save(file)
+    missing = [token for token in tokens if tokenizer.token_id(token) is None]
+    if missing:
+        raise DataError(
+            f"--tokenizer-from {run}: its vocabulary has no {', '.join(missing)}; "
+            "give the --language-token form that model uses (OPUS-MT: >>{lang}<<)"
+        )
+    return [tokenizer.token_id(languages.token_of(target)) for _, target in languages.pairs]
