@@ -87,15 +87,18 @@ def test_dict_round_trip_and_unknown_keys():
 
 def test_train_config_fills_preset_settings_and_refuses_unknown_fields():
     from vaswani.config import PRESET_TRAINING, TrainConfig
+    from vaswani.train.recipe import resolved
 
-    tc = TrainConfig(data="d", out="o", preset="base", max_steps=10).resolved()
+    tc = resolved(TrainConfig(data="d", out="o", preset="base", max_steps=10))
     assert (tc.warmup, tc.lr_scale, tc.batch_tokens) == (4000, 1.0, 4096)  # §5.3
-    tc = TrainConfig(
-        data="d", out="o", preset="small", warmup=300, max_steps=10, schedule="inverse-sqrt"
-    ).resolved()
+    tc = resolved(
+        TrainConfig(
+            data="d", out="o", preset="small", warmup=300, max_steps=10, schedule="inverse-sqrt"
+        )
+    )
     assert tc.warmup == 300 and tc.lr_scale == PRESET_TRAINING["small"]["lr_scale"]
     # The schedules that know their end take warm-up and rate from the horizon (recipe.plan).
-    tc = TrainConfig(data="d", out="o", preset="small", max_steps=10).resolved()
+    tc = resolved(TrainConfig(data="d", out="o", preset="small", max_steps=10))
     assert (tc.schedule, tc.warmup, tc.lr_scale, tc.batch_tokens) == ("linear", None, None, 2048)
     assert TrainConfig.from_dict(tc.to_dict()) == tc
     with pytest.raises(ValueError, match=r"invalid ModelConfig: unknown field\(s\) d_modle"):

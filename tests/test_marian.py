@@ -352,6 +352,7 @@ def test_fine_tuning_an_imported_model(imported, tmp_path, capsys):
     from vaswani.config import TrainConfig
     from vaswani.data import PreparedData
     from vaswani.train.loop import evaluate
+    from vaswani.train.recipe import resolved
 
     run = imported[0]
     corpus = tmp_path / "pairs.tsv"
@@ -370,15 +371,17 @@ def test_fine_tuning_an_imported_model(imported, tmp_path, capsys):
     assert prepared.src_tokenizer.encode("der Hund") == imported[1][1].encode("der Hund")
 
     tc = TrainConfig(data=str(data), out=str(tmp_path / "tuned"), init=str(run), max_steps=40)
-    tc = dataclasses.replace(
-        tc,
-        warmup=10,
-        lr_scale=0.5,
-        batch_tokens=512,
-        eval_every=40,
-        save_every=40,
-        precision="fp32",
-    ).resolved()
+    tc = resolved(
+        dataclasses.replace(
+            tc,
+            warmup=10,
+            lr_scale=0.5,
+            batch_tokens=512,
+            eval_every=40,
+            save_every=40,
+            precision="fp32",
+        )
+    )
     before = evaluate(imported[1][0], prepared, tc, torch.device("cpu"))["valid_loss"]
     args = ["train", "--data", str(data), "--out", tc.out, "--init", str(run), "--max-steps", "40"]
     args += ["--warmup", "10", "--lr-scale", "0.5", "--batch-tokens", "512", "--eval-every", "40"]

@@ -96,8 +96,9 @@ def test_the_cycle_finder_sees_a_cycle_hidden_in_a_function(tmp_path):
     assert imported_modules(package / "b.py", modules, package) == {"vaswani.a"}
 
 
-def task_name_comparisons(text: str) -> list[int]:
-    """Lines of `text` that compare something with a task's name (==, !=, in, not in)."""
+def task_name_comparisons(text: str, names: tuple[str, ...] = TASK_NAMES) -> list[int]:
+    """Lines of `text` that compare something with one of `names` (==, !=, in, not in), or that
+    build a table keyed by them."""
     lines = []
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Compare):
@@ -107,11 +108,11 @@ def task_name_comparisons(text: str) -> list[int]:
                     if isinstance(operand, ast.Tuple | ast.List | ast.Set)
                     else [operand]
                 )
-                if any(isinstance(e, ast.Constant) and e.value in TASK_NAMES for e in elements):
+                if any(isinstance(e, ast.Constant) and e.value in names for e in elements):
                     lines.append(node.lineno)
         elif isinstance(node, ast.Dict) and len(node.keys) > 1:
             keys = {key.value if isinstance(key, ast.Constant) else None for key in node.keys}
-            if keys <= set(TASK_NAMES):  # a table keyed by task (not the commands' table)
+            if keys <= set(names):  # a table keyed by them (not the commands' table)
                 lines.append(node.lineno)
     return lines
 
@@ -151,3 +152,15 @@ def test_files_vaswani_reads_from_directories_go_through_one_reader():
     assert not offenders, "read these with vaswani.files.read_json / read_text:\n" + "\n".join(
         offenders
     )
+
+
+def test_only_the_schedules_compare_schedule_names():
+    """A schedule's traits (`knows_end`, `ending_at`) are asked of its object (`train/schedule.py`)."""
+    names = ("inverse-sqrt", "linear", "wsd")
+    offenders = [
+        f"{path.relative_to(SRC)}:{line}"
+        for path in SRC.rglob("*.py")
+        if path.name != "schedule.py"
+        for line in task_name_comparisons(path.read_text(encoding="utf-8"), names)
+    ]
+    assert not offenders, f"ask the Schedule instead of comparing its name: {offenders}"

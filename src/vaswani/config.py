@@ -314,10 +314,6 @@ PRESET_TRAINING: dict[str, dict[str, Any]] = {
 }
 
 AUTO = "auto"
-PAPER_PRESETS = ("base", "big")
-"""Presets that, chosen by name with --max-steps, train with the paper's recipe exactly."""
-SCHEDULES = ("inverse-sqrt", "linear", "wsd")
-"""Learning-rate schedules (`vaswani.train.schedule`)."""
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 """Autocast precisions; "auto" is resolved from the hardware by `vaswani.device.pick_precision`."""
 NAN_POLICIES = ("stop", "skip")
@@ -359,7 +355,7 @@ class TrainConfig:
     lr: float | None = None
     """Peak learning rate (reached at the end of warm-up); None: the paper's
     lr_scale * d_model^-0.5 * warmup^-0.5, or auto's choice."""
-    schedule: str | None = one_of(None, SCHEDULES)
+    schedule: str | None = None
     """inverse-sqrt (the paper's, §5.3; never reaches zero), linear (warm-up, then linear decay to
     zero when the budget ends) or wsd (warm-up, constant, linear cool-down over the last fifth).
     None: inverse-sqrt for base and big chosen by name, linear otherwise."""
@@ -454,22 +450,6 @@ class TrainConfig:
             "give a budget: max_steps and/or max_minutes",
         )
         check_fields(ModelConfig, self.model)
-
-    def resolved(self) -> TrainConfig:
-        """This configuration with the preset's value for every setting left as None (`auto` is
-        decided by `vaswani.train.recipe`, which replaces the preset first)."""
-        # `vaswani.train.recipe` decides `auto` before training; a fine-tune (--init), whose model
-        # comes from that run, takes the small preset's training settings.
-        preset = dict(PRESET_TRAINING["small" if self.preset == AUTO else self.preset])
-        schedule = self.schedule
-        if schedule is None:
-            schedule = "inverse-sqrt" if self.preset in PAPER_PRESETS else "linear"
-        if schedule != "inverse-sqrt":  # warm-up from the horizon, the rate by width (recipe)
-            del preset["warmup"], preset["lr_scale"]
-        preset["schedule"] = schedule
-        return dataclasses.replace(
-            self, **{name: value for name, value in preset.items() if getattr(self, name) is None}
-        )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

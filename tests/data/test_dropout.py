@@ -66,9 +66,10 @@ def test_validation_never_sees_subword_dropout(numbers_data, tmp_path):
     recorded = [json.loads(line) for line in (run / "metrics.jsonl").open()]
     logged = [r["valid_loss"] for r in recorded if "valid_loss" in r][-1]
     from vaswani.run import load_trained
+    from vaswani.train.recipe import resolved
 
     model = load_trained(run, "latest")[0]
-    again = evaluate(model, PreparedData(numbers_data), tc.resolved(), torch.device("cpu"))
+    again = evaluate(model, PreparedData(numbers_data), resolved(tc), torch.device("cpu"))
     assert again["valid_loss"] == pytest.approx(logged, rel=1e-6)
     plan = json.loads((run / "recipe.json").read_text())["plan"]
     assert plan["bpe_dropout"] == 0.5

@@ -15,11 +15,11 @@ from vaswani.train import checkpoint as ckpt
 from vaswani.train import loop, recipe
 from vaswani.train.average import WeightAverage
 from vaswani.train.loop import resume_config, train
-from vaswani.train.schedule import Schedule, noam_lr
+from vaswani.train.schedule import noam_lr, schedule_named
 
 
 def test_linear_schedule_warms_up_then_falls_to_zero_at_the_horizon():
-    schedule = Schedule("linear", peak=1e-3, warmup=10, horizon=100)
+    schedule = schedule_named("linear")(peak=1e-3, warmup=10, horizon=100)
     rates = [schedule(step) for step in range(1, 101)]
     assert rates[9] == pytest.approx(1e-3) == max(rates)
     assert rates[4] == pytest.approx(0.5e-3)  # linear warm-up
@@ -29,7 +29,7 @@ def test_linear_schedule_warms_up_then_falls_to_zero_at_the_horizon():
 
 
 def test_wsd_schedule_holds_the_peak_then_cools_down_over_the_last_fifth():
-    schedule = Schedule("wsd", peak=2e-3, warmup=10, horizon=100)
+    schedule = schedule_named("wsd")(peak=2e-3, warmup=10, horizon=100)
     rates = [schedule(step) for step in range(1, 101)]
     assert rates[9:80] == [2e-3] * 71  # constant until update 80 = 100 - 20% of 100
     assert rates[89] == pytest.approx(1e-3)  # halfway through the cool-down
@@ -38,13 +38,13 @@ def test_wsd_schedule_holds_the_peak_then_cools_down_over_the_last_fifth():
 
 def test_inverse_sqrt_schedule_is_the_papers():
     peak = 256**-0.5 * 100**-0.5 * 2.0
-    schedule = Schedule("inverse-sqrt", peak=peak, warmup=100)
+    schedule = schedule_named("inverse-sqrt")(peak=peak, warmup=100)
     for step in (1, 50, 100, 101, 5000):
         assert schedule(step) == pytest.approx(noam_lr(step, 256, 100, scale=2.0))
 
 
 def test_a_horizon_shorter_than_the_warm_up_still_reaches_the_peak_and_zero():
-    schedule = Schedule("linear", peak=1.0, warmup=100, horizon=10)
+    schedule = schedule_named("linear")(peak=1.0, warmup=100, horizon=10)
     assert schedule(5) == 1.0 and schedule(10) == 0.0
 
 

@@ -17,8 +17,9 @@ from typing import Any
 
 from vaswani.errors import ConfigError
 from vaswani.tasks import TASK_NAMES
+from vaswani.train.schedule import SCHEDULE_NAMES
 
-REGISTRIES = {"task": TASK_NAMES}
+REGISTRIES = {"task": TASK_NAMES, "schedule": SCHEDULE_NAMES}
 """Choices of fields named here that come from a registry the settings cannot import (the tasks
 are defined above the settings)."""
 

@@ -53,7 +53,8 @@ from vaswani.train import recipe
 from vaswani.train.average import WeightAverage
 from vaswani.train.board import Board, require_tensorboard
 from vaswani.train.distributed import Distributed, init_distributed
-from vaswani.train.schedule import Schedule, paper_peak
+from vaswani.train.plan import TrainPlan, print_plan, resolve_plan, time_horizon
+from vaswani.train.schedule import Schedule
 from vaswani.train.state import TrainState, load_checkpoint, save_checkpoint
 from vaswani.train.step import TrainingError, model_config_for, train_update
 from vaswani.train.stop import StopRequest
@@ -196,7 +197,15 @@ def _train(
     trainer.started = started
     if resume:
         trainer.resume(reset_data_position)
-    trainer.plan(record, seconds, progress)
+    state = trainer.state
+    if seconds is None and tc.max_minutes is not None and state.step == 0:
+        seconds = recipe.update_seconds(trainer.tc, cfg, data, dist, trainer.tc.precision)
+    plan = resolve_plan(
+        trainer.tc, cfg.d_model, state, record, seconds, Path(tc.out) if dist.is_main else None
+    )
+    if progress and dist.is_main:
+        print_plan(plan)
+    trainer.apply(plan)
     return trainer.run(progress)
 
 
@@ -293,9 +302,10 @@ class Trainer:
         )
         self.state = TrainState(task.selection[0], data_fingerprint(data.meta))
         self.last_eval: dict | None = None
-        self.schedule: Schedule | None = None  # set by `plan`
+        self.plan: TrainPlan | None = None  # what the run does, taken by `apply`
+        self.schedule: Schedule | None = None
         self.average: WeightAverage | None = None
-        self.eval_every = self.save_every = 0  # set by `plan`
+        self.eval_every = self.save_every = 0
         self.horizon_from_time = False
         self.resumed_from: Path | None = None
         self.board: Board | None = None  # --tensorboard, on the main process
@@ -304,50 +314,18 @@ class Trainer:
         self.first: tuple[int, float] | None = None  # this session's first update and its time
         self.max_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else math.inf
 
-    def plan(self, record: dict, seconds: float | None, progress: bool) -> None:
-        """Fix the schedule: its horizon (`plan_horizon`), and what follows from it where the
-        user left it to auto (`recipe.plan`: warm-up, peak rate, validations, the average's
-        decay). A new run writes them to recipe.json; a resumed run reads them back from it."""
-        tc, state = self.tc, self.state
-        self.plan_horizon(seconds, progress)
-        if "plan" not in record:
-            chosen = recipe.plan(tc, self.cfg.d_model, state.horizon or 1)
-            if tc.schedule == "inverse-sqrt":  # the paper's recipe: only what was asked for
-                warmup = tc.warmup
-                chosen = dataclasses.replace(
-                    chosen,
-                    warmup=warmup,
-                    eval_every=tc.eval_every or 500,
-                    lr=tc.lr or paper_peak(self.cfg.d_model, warmup, tc.lr_scale),
-                    ema_decay=tc.ema_decay or 0.0,
-                )
-            record.update(schedule=tc.schedule, plan=dataclasses.asdict(chosen))
-            if self.dist.is_main:
-                write_atomic(self.run_dir / recipe.RECORD, json.dumps(record, indent=1).encode())
-        chosen = recipe.Plan(**record["plan"])
-        self.schedule = Schedule(
-            tc.schedule,
-            chosen.lr,
-            chosen.warmup,
-            state.horizon if tc.schedule != "inverse-sqrt" else None,
-        )
-        self.eval_every, self.save_every = chosen.eval_every, tc.save_every or chosen.eval_every
-        if chosen.bpe_dropout > 0:
-            self.split = self.subword_dropout(chosen.bpe_dropout)
-        if chosen.ema_decay > 0:
-            self.average = WeightAverage(self.model, chosen.ema_decay, chosen.warmup)
+    def apply(self, plan: TrainPlan) -> None:
+        """Take the run's `TrainPlan`: its schedule, cadence, weight average and subword dropout."""
+        self.plan, self.schedule = plan, plan.schedule
+        self.eval_every, self.save_every = plan.eval_every, plan.save_every
+        self.horizon_from_time = plan.horizon_from_time
+        if plan.bpe_dropout > 0:
+            self.split = self.subword_dropout(plan.bpe_dropout)
+        if plan.ema_decay > 0:
+            self.average = WeightAverage(self.model, plan.ema_decay, plan.schedule.warmup)
             ema = self.resumed_from / WeightAverage.FILE if self.resumed_from else None
             if ema is not None and ema.exists():
                 ckpt.load_weights(self.average.model, ckpt.read_weights(ema), ema)
-        if progress and self.dist.is_main:
-            print(
-                f"schedule: {tc.schedule}, warm-up {chosen.warmup}, peak rate {chosen.lr:.2e}"
-                + (f", ends at update {state.horizon}" if tc.schedule != "inverse-sqrt" else "")
-                + f"; validation every {self.eval_every} updates"
-                + (f", weight average decay {chosen.ema_decay:.4f}" if chosen.ema_decay else "")
-                + (f", subword dropout {chosen.bpe_dropout:g}" if chosen.bpe_dropout else ""),
-                file=sys.stderr,
-            )
 
     def subword_dropout(self, p: float) -> SubwordDropout:
         """The training split with subword dropout `p` (`vaswani.data.dropout`)."""
@@ -361,40 +339,6 @@ class Trainer:
         shared = self.data.tgt_tokenizer is self.data.src_tokenizer
         parts["tgt"] = parts["src"] if shared else merge_parts(self.data.tgt_tokenizer)
         return SubwordDropout(self.split, parts, p, self.tc.seed, self.cfg.max_len - 1)
-
-    def plan_horizon(self, seconds: float | None, progress: bool) -> None:
-        """The update at which the schedule ends: max_steps, or with a time budget the updates it
-        buys at the measured pace (a new run times a few updates; a resumed run uses its own
-        pace so far), whichever is smaller. Kept in the state; a resume re-plans only when the
-        budget changed, and says what that does."""
-        tc, state = self.tc, self.state
-        self.horizon_from_time = tc.max_minutes is not None
-        budget = [tc.max_steps, tc.max_minutes]
-        if state.horizon is not None and state.horizon_budget == budget:
-            return
-        before = state.horizon
-        horizon = tc.max_steps if tc.max_steps is not None else None
-        if tc.max_minutes is not None:
-            if state.step > 0:
-                pace = state.elapsed_seconds / state.step
-            else:
-                if seconds is None:
-                    seconds = recipe.update_seconds(
-                        self.tc, self.cfg, self.data, self.dist, self.tc.precision
-                    )
-                pace = seconds / (1 - recipe.EVAL_SHARE)
-            by_time = self.time_horizon(pace)
-            self.horizon_from_time = horizon is None or by_time < horizon
-            horizon = by_time if horizon is None else min(horizon, by_time)
-        state.horizon, state.horizon_budget = horizon, budget
-        if before is not None and before != horizon and progress and self.dist.is_main:
-            print(
-                f"budget changed to {tc.max_steps or '-'} steps / {tc.max_minutes or '-'} "
-                f"minutes: the schedule now ends at update {horizon} instead of {before} "
-                f"(from update {state.step + 1} the rate follows the {tc.schedule} schedule "
-                "to the new end)",
-                file=sys.stderr,
-            )
 
     def resume(self, reset_data_position: bool) -> None:
         """Continue from the newest valid checkpoint (metrics logged after it are dropped)."""
@@ -420,8 +364,8 @@ class Trainer:
         and checkpoint on the way."""
         tc, state, dist = self.tc, self.state, self.dist
         max_steps = tc.max_steps if tc.max_steps is not None else float("inf")
-        if tc.schedule != "inverse-sqrt" and state.horizon is not None:
-            max_steps = state.horizon
+        if self.schedule.horizon is not None:
+            max_steps = self.schedule.horizon
         max_seconds = self.max_seconds
         stream = self.sampler.iterate(Position(*state.position))
         clock = Clock(state.elapsed_seconds, state.target_tokens, self.started)
@@ -496,7 +440,7 @@ class Trainer:
         """One optimizer update on `micro` (positions and index arrays), by the NaN policy."""
         state, tc = self.state, self.tc
         step = state.step + 1
-        assert self.schedule is not None, "plan() fixes the schedule before the first update"
+        assert self.schedule is not None, "apply() takes the plan before the first update"
         lr = self.schedule(step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -645,22 +589,14 @@ class Trainer:
         bar.write(line)
         return result
 
-    def time_horizon(self, pace: float) -> int:
-        """The update at which the time budget runs out, at `pace` seconds an update."""
-        remaining = max(self.tc.max_minutes * 60 - self.state.elapsed_seconds, 0.0)
-        return self.state.step + max(int(remaining / pace), 1)
-
     def replan(self, step: int) -> None:
         """Move the schedule's end to where the time budget runs out at the pace so far (the
         mean over processes, so that every process keeps the same rate)."""
         tc, state, dist = self.tc, self.state, self.dist
-        horizon = self.time_horizon(state.elapsed_seconds / max(step, 1))
-        if tc.max_steps is not None:
-            horizon = min(horizon, tc.max_steps)
+        horizon = time_horizon(tc, state, state.elapsed_seconds / max(step, 1))
         mean = dist.sum(torch.tensor(float(horizon), dtype=torch.float64)).item()
         state.horizon = round(mean / dist.world_size)
-        if self.schedule is not None and self.schedule.horizon is not None:
-            self.schedule = dataclasses.replace(self.schedule, horizon=state.horizon)
+        self.schedule = self.schedule.ending_at(state.horizon)
 
 
 class Clock:

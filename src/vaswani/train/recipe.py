@@ -29,7 +29,7 @@ from vaswani.device import grad_scaler
 from vaswani.files import read_json
 from vaswani.tasks import Task, get_task
 from vaswani.train.distributed import Distributed
-from vaswani.train.schedule import paper_peak
+from vaswani.train.schedule import paper_peak, schedule_named
 from vaswani.train.step import model_config_for, train_update
 
 RECORD = "recipe.json"
@@ -52,6 +52,29 @@ PEAK_LR_AT_256 = 2e-3
 scale it by (256 / d_model)^0.5, as the paper's schedule does with d_model^-0.5."""
 EVALUATIONS = 8
 """Validations in a run whose horizon is known (each also saves a checkpoint)."""
+
+
+PAPER_PRESETS = ("base", "big")
+"""Presets that, chosen by name with --max-steps, train with the paper's recipe exactly."""
+PAPER_SCHEDULE, BUDGET_SCHEDULE = "inverse-sqrt", "linear"
+"""The schedules a run gets when none is asked for: the paper's for its presets, else linear."""
+PAPER_EVAL_EVERY = 500
+"""Validations of a schedule with no end: every 500 updates unless asked otherwise."""
+
+
+def resolved(tc: TrainConfig) -> TrainConfig:
+    """`tc` with the preset's value for every setting left as None (`auto` is decided by
+    `settle`, which replaces the preset first; a fine-tune (--init), whose model comes from
+    that run, takes the small preset's training settings). A schedule with an end derives its
+    warm-up and rate from the horizon instead (`plan`)."""
+    preset = dict(PRESET_TRAINING["small" if tc.preset == AUTO else tc.preset])
+    name = tc.schedule or (PAPER_SCHEDULE if tc.preset in PAPER_PRESETS else BUDGET_SCHEDULE)
+    if schedule_named(name).knows_end:
+        del preset["warmup"], preset["lr_scale"]
+    preset["schedule"] = name
+    return dataclasses.replace(
+        tc, **{key: value for key, value in preset.items() if getattr(tc, key) is None}
+    )
 
 
 @dataclass(frozen=True)
@@ -172,7 +195,7 @@ def settle(
     if resume:
         path = run / RECORD
         # A run from before recipe.json trained with the paper's schedule, the only one then.
-        record = read_json(path, "recipe", dict) if path.exists() else {"schedule": "inverse-sqrt"}
+        record = read_json(path, "recipe", dict) if path.exists() else {"schedule": PAPER_SCHEDULE}
     seconds = None
     if tc.preset == AUTO and tc.init is None:
         if "choice" in record:
@@ -197,7 +220,7 @@ def settle(
             print(f"preset: {choice.preset} (auto: {choice.reason})", file=sys.stderr)
     if tc.schedule is None and "schedule" in record:
         tc = dataclasses.replace(tc, schedule=record["schedule"])
-    return tc.resolved(), record, seconds
+    return resolved(tc), record, seconds
 
 
 def update_seconds(
@@ -214,7 +237,7 @@ def update_seconds(
 
     rng = torch.get_rng_state()
     task = get_task(data.task)
-    tc = dataclasses.replace(tc.resolved(), precision=precision)
+    tc = dataclasses.replace(resolved(tc), precision=precision)
     alone = Distributed(device=dist.device)
     model = task.build_model(cfg).to(dist.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-9)
