@@ -18,7 +18,8 @@ from vaswani.data.corpora import DataError, read_lines
 from vaswani.run import load_run, load_trained
 from vaswani.serve import Served, ServeError, ServeSettings, create_app, listen
 from vaswani.train import checkpoint as ckpt
-from vaswani.train.loop import resume_config, train
+from vaswani.train.loop import train
+from vaswani.train.setup import resume_config
 
 
 def copy_run(run, tmp_path, name="copy"):

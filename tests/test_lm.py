@@ -23,7 +23,8 @@ from vaswani.decoding.text import InputTooLong, generate
 from vaswani.run import load_trained
 from vaswani.serve import ServeSettings, create_app
 from vaswani.tasks import LANGUAGE_MODEL, split_loss
-from vaswani.train.loop import resume_config, train
+from vaswani.train.loop import train
+from vaswani.train.setup import resume_config
 
 VENV_BIN = Path(sys.executable).parent
 

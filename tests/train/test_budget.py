@@ -14,8 +14,9 @@ from vaswani.data import PreparedData
 from vaswani.train import checkpoint as ckpt
 from vaswani.train import loop, recipe
 from vaswani.train.average import WeightAverage
-from vaswani.train.loop import resume_config, train
+from vaswani.train.loop import train
 from vaswani.train.schedule import noam_lr, schedule_named
+from vaswani.train.setup import resume_config
 
 
 def test_linear_schedule_warms_up_then_falls_to_zero_at_the_horizon():

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from helpers import losses
+from vaswani import run as run_files
 from vaswani import tasks
 from vaswani.cli import main
 from vaswani.config import TrainConfig
@@ -20,7 +21,8 @@ from vaswani.run import RunError
 from vaswani.train import checkpoint as ckpt
 from vaswani.train import loop
 from vaswani.train.average import average_checkpoints
-from vaswani.train.loop import TrainingError, resume_config, train
+from vaswani.train.loop import TrainingError, train
+from vaswani.train.setup import resume_config
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -314,7 +316,7 @@ def test_mixed_precision_training_resumes_bitwise(numbers_data, tmp_path, precis
     train(resume_config(tmp_path / "split", max_steps=n), resume=True, progress=False)
     assert_same_weights(weights(tmp_path / "whole", n), weights(tmp_path / "split", n))
     assert losses(tmp_path / "whole") == losses(tmp_path / "split")
-    environment = json.loads((tmp_path / "split" / loop.ENVIRONMENT).read_text())
+    environment = json.loads((tmp_path / "split" / run_files.ENVIRONMENT).read_text())
     assert environment["precision"] == precision and environment["device"] == "cpu"
 
 
@@ -338,8 +340,10 @@ def test_auto_precision_is_recorded_as_asked_and_as_chosen(numbers_data, tmp_pat
         config(numbers_data, tmp_path / "run", max_steps=1, precision="auto"), progress=False
     )
     assert result.precision == "fp32"  # tests never pick bf16 (conftest.py)
-    assert json.loads((tmp_path / "run" / loop.TRAIN_CONFIG).read_text())["precision"] == "auto"
-    environment = json.loads((tmp_path / "run" / loop.ENVIRONMENT).read_text())
+    assert (
+        json.loads((tmp_path / "run" / run_files.TRAIN_CONFIG).read_text())["precision"] == "auto"
+    )
+    environment = json.loads((tmp_path / "run" / run_files.ENVIRONMENT).read_text())
     assert environment["precision"] == "fp32" and environment["precision_reason"].startswith("auto")
 
 

@@ -81,7 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vaswani.train.loop import resume_config, train  # inference commands never load it
+    from vaswani.train.loop import train  # inference commands never load it
+    from vaswani.train.setup import resume_config
 
     if args.resume:
         tc = resume_config(args.resume, max_steps=args.max_steps, max_minutes=args.max_minutes)

@@ -1,7 +1,8 @@
 """`vaswani train`: the paper's training recipe; `Trainer.run` is the loop, on one screen.
 
-Over 500 lines on purpose: the Trainer (its schedule plan, the loop, one update, validation with
-the weight average, checkpoints) reads top to bottom in one file, as DESIGN.md asks of the loop.
+`train` settles what `auto` leaves open (`recipe.py`), sets the run up (`setup.py`), resolves the
+`TrainPlan` once (`plan.py`) and hands it to the `Trainer`, which updates (`step.py`), validates
+(`validation.py`) and saves (`state.py`, `checkpoint.py`) until the budget (`budget.py`) is spent.
 
 The same loop trains the three model families, by the task the data was prepared for: a
 translation `Transformer` (loss over target tokens, best weights by validation chrF), a `DecoderOnly`
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -30,34 +30,29 @@ from torch.nn.parallel import DistributedDataParallel
 
 from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data import Position, PreparedData, TokenBatchSampler
-from vaswani.data.dataset import task_of
 from vaswani.data.dropout import SubwordDropout, merge_parts
-from vaswani.device import Placement, grad_scaler, machine_name, place
-from vaswani.files import read_json, write_atomic
+from vaswani.device import Placement, grad_scaler, place
 from vaswani.progress import progress_bar
 from vaswani.run import (
-    BEST,
     CHECKPOINTS,
-    CONFIG,
-    ENVIRONMENT,
-    TRAIN_CONFIG,
     append_metrics,
-    create_run_dir,
     data_fingerprint,
-    load_trained,
     truncate_metrics,
 )
-from vaswani.tasks import Task, evaluation_mode, get_task
+from vaswani.tasks import Task, get_task
 from vaswani.train import checkpoint as ckpt
 from vaswani.train import recipe
 from vaswani.train.average import WeightAverage
 from vaswani.train.board import Board, require_tensorboard
+from vaswani.train.budget import Clock, Closing
 from vaswani.train.distributed import Distributed, init_distributed
 from vaswani.train.plan import TrainPlan, print_plan, resolve_plan, time_horizon
 from vaswani.train.schedule import Schedule
+from vaswani.train.setup import open_run
 from vaswani.train.state import TrainState, load_checkpoint, save_checkpoint
-from vaswani.train.step import TrainingError, model_config_for, train_update
+from vaswani.train.step import TrainingError, train_update
 from vaswani.train.stop import StopRequest
+from vaswani.train.validation import evaluate, evaluation_line, record_evaluation
 
 
 @dataclass
@@ -71,77 +66,6 @@ class TrainResult:
     task: str = "translate"
     precision: str = "fp32"
     """The precision training ran in (`--precision auto` resolved)."""
-
-
-def initial_model(init: Path, data: PreparedData) -> nn.Module:
-    """The model of run directory `init` to fine-tune on `data`, which must use its tokenizer."""
-    model, _, _, info = load_trained(init)
-    if get_task(task_of(info["meta"])) is not get_task(data.task):
-        raise TrainingError(
-            f"{init} holds a {task_of(info['meta'])} model, but {data.directory} was prepared "
-            f"for --task {data.task}"
-        )
-    theirs = info["meta"]["tokenizer"]
-    ours = data.meta["tokenizer"]
-    same = theirs.get("kind", "bpe") == ours.get("kind", "bpe") and all(
-        (init / name).read_bytes() == (data.directory / name).read_bytes()
-        for name in set(theirs["files"].values())
-        if (data.directory / name).is_file()
-    )
-    if not same or set(theirs["files"].values()) != set(ours["files"].values()):
-        raise TrainingError(
-            f"{data.directory} was not prepared with the tokenizer of {init}; prepare it with "
-            f"--tokenizer-from {init}"
-        )
-    return model
-
-
-@torch.no_grad()
-def evaluate(
-    model: nn.Module,
-    data: PreparedData,
-    tc: TrainConfig,
-    device: torch.device,
-    deadline: float | None = None,
-) -> dict | None:
-    """Validation loss over the whole valid split; then by task: perplexity (lm), accuracy
-    (classify), or perplexity and sacreBLEU of greedy translations of the split's first
-    `eval_sentences` pairs (translate, a fixed sample; with a `deadline` on `time.perf_counter`,
-    the sentences decoded before it)."""
-    if len(data.split("valid")) == 0:
-        return None
-    with evaluation_mode(model):
-        return get_task(data.task).validate(
-            model,
-            data,
-            tc.batch_tokens,
-            tc.precision,
-            eval_sentences=tc.eval_sentences,
-            seed=tc.seed,
-            deadline=deadline,
-        )
-
-
-def record_evaluation(
-    run: Path, model: nn.Module, state: TrainState, result: dict, task: Task
-) -> None:
-    """Log an evaluation; keep the weights in best/ when its figure (the task's `selection`:
-    chrF, loss or accuracy) is the best so far."""
-    append_metrics(run, {"step": state.step, **result})
-    key, higher_is_better = task.selection
-    value, best = result[key], state.best
-    if best is not None and (value <= best if higher_is_better else value >= best):
-        return
-    state.best = value
-    info = json.dumps({"step": state.step, **result}, indent=1)
-    ckpt.write_checkpoint(
-        run,
-        BEST,
-        {
-            ckpt.WEIGHTS: lambda p: ckpt.save_weights(model, p),
-            ckpt.STATE: lambda p: p.write_text(info),
-        },
-    )
 
 
 def train(
@@ -207,54 +131,6 @@ def _train(
         print_plan(plan)
     trainer.apply(plan)
     return trainer.run(progress)
-
-
-def open_run(
-    asked: TrainConfig,
-    tc: TrainConfig,
-    dist: Distributed,
-    placement: Placement,
-    data: PreparedData,
-    resume: bool,
-) -> tuple[ModelConfig, nn.Module | None]:
-    """The model settings of the run directory `tc.out` (created here unless resumed, keeping the
-    settings as `asked`) and, to fine-tune (`tc.init`), the model to start from;
-    environment.json records the placement."""
-    run, initial = Path(tc.out), None
-    if resume:
-        cfg = ModelConfig.from_dict(read_json(run / CONFIG, "model settings", dict))
-    else:
-        if tc.init is None:
-            cfg = model_config_for(tc, data)
-        else:
-            initial = initial_model(Path(tc.init), data)
-            cfg = dataclasses.replace(initial.cfg, **tc.model)
-        if dist.is_main:
-            create_run_dir(asked, cfg, data)
-        dist.barrier()
-    if dist.is_main:
-        info = {
-            **placement.to_dict(),
-            "machine": machine_name(placement.device),
-            "world_size": dist.world_size,
-            "torch": torch.__version__,
-        }
-        write_atomic(run / ENVIRONMENT, json.dumps(info, indent=2).encode())
-    return cfg, initial
-
-
-@dataclass
-class Closing:
-    """What ending a run costs, measured as it goes (the last validation and the last checkpoint
-    save), so that a time budget is a deadline: no update starts after which the final
-    validation and save would not end in time."""
-
-    validate: float = 0.0
-    save: float = 0.0
-
-    @property
-    def seconds(self) -> float:
-        return self.validate + self.save
 
 
 @dataclass
@@ -597,49 +473,3 @@ class Trainer:
         mean = dist.sum(torch.tensor(float(horizon), dtype=torch.float64)).item()
         state.horizon = round(mean / dist.world_size)
         self.schedule = self.schedule.ending_at(state.horizon)
-
-
-class Clock:
-    """Training time, counted on from a resumed run's, and tokens/s between two `rate` calls."""
-
-    def __init__(self, elapsed: float, tokens: int, began: float | None = None) -> None:
-        self.offset = elapsed
-        self.began = time.perf_counter() if began is None else began
-        self.window = (self.began, tokens)
-
-    def elapsed(self) -> float:
-        return self.offset + time.perf_counter() - self.began
-
-    def rate(self, tokens: int) -> float:
-        """Tokens per second since the previous call (or the start); `tokens` is the total."""
-        now = time.perf_counter()
-        then, before = self.window
-        self.window = (now, tokens)
-        return (tokens - before) / max(now - then, 1e-9)
-
-
-def evaluation_line(result: dict) -> str:
-    """One line of what an evaluation found, e.g. "valid loss 2.301 ppl 10.0 BLEU 12.34"."""
-    parts = [f"valid loss {result['valid_loss']:.3f}"]
-    if "valid_ppl" in result:
-        parts.append(f"ppl {result['valid_ppl']:.2f}")
-    if "valid_bleu" in result:
-        parts.append(f"BLEU {result['valid_bleu']:.2f} chrF {result['valid_chrf']:.2f}")
-    if "valid_accuracy" in result:
-        parts.append(f"accuracy {100 * result['valid_accuracy']:.1f}%")
-    if "valid_bleu" not in result and result.get("samples"):
-        parts.append(f"sample: {result['samples'][0]!r}")
-    return " ".join(parts)
-
-
-def resume_config(run: Path, **budget: Any) -> TrainConfig:
-    """The saved settings of `run`, with `max_steps` / `max_minutes` replaced where given."""
-    path = Path(run) / TRAIN_CONFIG
-    if not path.is_file():
-        raise TrainingError(f"{run}: not a training run directory (no {TRAIN_CONFIG})")
-    data = read_json(path, "training settings", dict)
-    data.update({k: v for k, v in budget.items() if v is not None})
-    # The run continues where the user pointed, even when the directory was copied or moved
-    # (the `out` recorded at the start names the original).
-    data["out"] = str(run)
-    return TrainConfig.from_dict(data)
