@@ -9,6 +9,7 @@ from safetensors.torch import load_file
 
 from helpers import cli
 from vaswani.cli import build_parser, with_config
+from vaswani.config.files import ConfigFileError
 
 TRAIN_FLAGS = [
     "--preset",
@@ -159,3 +160,35 @@ def test_the_example_config_files_are_the_demo(tmp_path):
     assert {key: str(value) for key, value in demo.model.items()} == model
     prepare = parsed(["prepare", "--config", str(examples / "numbers-de.prepare.yaml")])
     assert prepare["inputs"] == ["numbers-de"] and prepare["vocab_size"] == 400
+
+
+def test_python_loads_the_same_files_as_the_commands(tmp_path):
+    """TrainConfig.from_file and PrepareOptions.from_file read the files of --config: the demo's
+    two examples give the settings the commands parse from them."""
+    from vaswani.config import TrainConfig
+    from vaswani.data import PrepareOptions
+
+    examples = Path(__file__).parent.parent / "examples"
+    tc = TrainConfig.from_file(examples / "numbers-de.train.yaml")
+    args = parsed(["train", "--config", str(examples / "numbers-de.train.yaml")])
+    assert (tc.data, tc.out) == (str(args["data"]), str(args["out"]))
+    for key in ("preset", "batch_tokens", "warmup", "lr_scale", "max_steps", "eval_every", "seed"):
+        assert getattr(tc, key) == args[key], key
+    assert tc.model == {"d_model": 64, "d_ff": 256, "dropout": 0.0, "max_len": 64}
+    assert TrainConfig.from_file(examples / "numbers-de.train.yaml", max_steps=5).max_steps == 5
+    opts = PrepareOptions.from_file(examples / "numbers-de.prepare.yaml")  # inputs, out: arguments
+    assert (opts.numbers_size, opts.vocab_size, opts.seed) == (30000, 400, 0)
+    other = tmp_path / "prepare.yaml"
+    other.write_text("exclude: [a.txt, b.txt]\ntokenizer_from: runs/opus\nvocab_sise: 300\n")
+    with pytest.raises(
+        ConfigFileError, match="unknown setting 'vocab_sise'; did you mean vocab_size"
+    ):
+        PrepareOptions.from_file(other)
+    other.write_text("exclude: [a.txt, b.txt]\ntokenizer_from: runs/opus\n")
+    opts = PrepareOptions.from_file(other)
+    assert opts.exclude == (Path("a.txt"), Path("b.txt"))
+    assert opts.tokenizer_from == Path("runs/opus")
+    bad = tmp_path / "train.yaml"
+    bad.write_text("data: d\nout: o\nmax_steps: 10\nbatch_tokens: many\n")
+    with pytest.raises(ConfigFileError, match="batch_tokens must be int"):
+        TrainConfig.from_file(bad)

@@ -10,7 +10,6 @@ line and exits with status 2; anything else is reported as a bug (status 3).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import traceback
@@ -35,7 +34,7 @@ from vaswani.cli import (
     translate,
 )
 from vaswani.cli.common import HelpFormatter, warnings_as_lines
-from vaswani.cli.config_file import add_config_flags, expand_config
+from vaswani.cli.config_file import SettingsParser, add_config_flags, expand_config
 from vaswani.errors import VaswaniError
 
 COMMANDS = {
@@ -59,15 +58,17 @@ COMMANDS = {
 CONFIG_COMMANDS = ("train", "prepare")  # those that take --config FILE and --print-config
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> SettingsParser:
+    parser = SettingsParser(
         prog="vaswani",
         description='The Transformer of "Attention Is All You Need": train, translate, inspect.',
         formatter_class=HelpFormatter,
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"vaswani {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=SettingsParser
+    )
     for name, command in COMMANDS.items():
         command_parser = sub.add_parser(
             name,
@@ -80,15 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
         if name in CONFIG_COMMANDS:
             add_config_flags(command_parser)
         command_parser.set_defaults(run=command.run)
+        parser.commands[name] = command_parser
     return parser
 
 
-def with_config(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+def with_config(parser: SettingsParser, argv: list[str]) -> list[str]:
     """`argv` with a command's `--config FILE` turned into the flags it stands for."""
     if not argv or argv[0] not in CONFIG_COMMANDS:
         return argv
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return [argv[0], *expand_config(commands.choices[argv[0]], argv[1:])]
+    return [argv[0], *expand_config(parser.commands[argv[0]], argv[1:])]
 
 
 def os_error_line(error: OSError) -> str:

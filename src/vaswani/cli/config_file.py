@@ -7,6 +7,10 @@ their meaning come from the command's own flags (which come from the dataclass f
 docstrings), so the file and the flags cannot drift apart. The file is turned into flags placed
 before the command line's, and parsed with them: a value is checked exactly as a flag's is, and a
 flag given on the command line wins (for lists, adds). A null value is the same as no key.
+
+The command's parser is a `SettingsParser`, which keeps every argument it is given (`settings`),
+so nothing here reads argparse's internals. The same YAML is loaded without the command line by
+`TrainConfig.from_file` and `PrepareOptions.from_file` (`vaswani.config.files`).
 """
 
 from __future__ import annotations
@@ -18,21 +22,40 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vaswani.errors import VaswaniError
-from vaswani.files import read_text
+from vaswani.config.files import ConfigFileError, read_settings
 
 NOT_SETTINGS = {"help", "config", "print_config", "force", "resume", "reset_data_position"}
+LIST, SWITCH, NEGATABLE = "list", "switch", "negatable"
 
 
-class ConfigFileError(VaswaniError, ValueError):
-    """A config file vaswani cannot use; the message names the file and the key."""
+class SettingsParser(argparse.ArgumentParser):
+    """An ArgumentParser that keeps what each argument is, for config files: its action and how
+    its value is written (`kinds`: a list, an on-switch, a --X/--no-X pair, or one value)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.arguments: list[argparse.Action] = []  # before argparse's own add_argument("-h")
+        self.kinds: dict[str, str] = {}
+        self.commands: dict[str, SettingsParser] = {}  # the subcommands' parsers, by name
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.arguments.append(action)
+        how = kwargs.get("action")
+        if how == "append" or not action.option_strings:
+            self.kinds[action.dest] = LIST
+        elif how == "store_true":
+            self.kinds[action.dest] = SWITCH
+        elif how is argparse.BooleanOptionalAction:
+            self.kinds[action.dest] = NEGATABLE
+        return action
 
 
-def settings(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+def settings(parser: SettingsParser) -> dict[str, argparse.Action]:
     """The command's settings a config file may hold, by key (the flag's destination)."""
     return {
         action.dest: action
-        for action in parser._actions  # argparse keeps its actions only here
+        for action in parser.arguments
         if action.dest not in NOT_SETTINGS and action.dest != argparse.SUPPRESS
     }
 
@@ -61,11 +84,6 @@ class PrintConfig(argparse.Action):
         parser.exit()
 
 
-def takes_list(action: argparse.Action) -> bool:
-    """A repeatable flag (--exclude) or a positional of many values (prepare's corpora)."""
-    return isinstance(action, argparse._AppendAction) or not action.option_strings
-
-
 def yaml_value(value: Any) -> str:
     import yaml
 
@@ -76,7 +94,7 @@ def yaml_value(value: Any) -> str:
     )
 
 
-def template(parser: argparse.ArgumentParser) -> str:
+def template(parser: SettingsParser) -> str:
     """Every key with its help as a comment and its default as the value (null: decided by the
     preset or the data, as the help says)."""
     lines = [
@@ -94,65 +112,15 @@ def template(parser: argparse.ArgumentParser) -> str:
         default = action.default
         if key == "model":
             default = {}
-        elif takes_list(action):
+        elif parser.kinds.get(key) == LIST:
             default = []
         lines += [f"{key}: {yaml_value(default)}", ""]
     return "\n".join(lines)
 
 
-MAX_ALIASES = 10  # a settings file needs few; 8 levels of 9 aliases make 9^9 values
-
-
-def settings_loader() -> type:
-    """PyYAML's SafeLoader, refusing a key given twice in one mapping (which would silently win)
-    and more than MAX_ALIASES aliases (a "billion laughs" file)."""
-    import yaml
-
-    class SettingsLoader(yaml.SafeLoader):
-        aliases = 0
-
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            if self.check_event(yaml.AliasEvent):
-                self.aliases += 1
-                if self.aliases > MAX_ALIASES:
-                    mark = self.peek_event().start_mark
-                    problem = f"more than {MAX_ALIASES} aliases (*name)"
-                    raise yaml.constructor.ConstructorError(None, None, problem, mark)
-            return super().compose_node(parent, index)
-
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            seen: set[str] = set()
-            for key_node, _ in node.value:
-                key = str(self.construct_object(key_node, deep=True))
-                if key in seen:
-                    problem = f"the key {key!r} is given twice"
-                    raise yaml.constructor.ConstructorError(
-                        None, None, problem, key_node.start_mark
-                    )
-                seen.add(key)
-            return super().construct_mapping(node, deep)
-
-    return SettingsLoader
-
-
-def config_argv(parser: argparse.ArgumentParser, path: Path) -> tuple[list[str], list[str]]:
+def config_argv(parser: SettingsParser, path: Path) -> tuple[list[str], list[str]]:
     """The flags and the positional values a config file stands for."""
-    import yaml
-
-    text = read_text(path, "config file")
-    try:
-        data = yaml.load(text, Loader=settings_loader())  # noqa: S506 - a SafeLoader, bounded
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ConfigFileError(f"{path}{where}: not valid YAML ({problem})") from None
-    if data is None:
-        return [], []
-    if not isinstance(data, dict):
-        raise ConfigFileError(
-            f"{path}: should hold a mapping of settings (key: value), found {type(data).__name__}"
-        )
+    data = read_settings(path)
     known = settings(parser)
     flags: list[str] = []
     positional: list[str] = []
@@ -163,7 +131,7 @@ def config_argv(parser: argparse.ArgumentParser, path: Path) -> tuple[list[str],
             raise ConfigFileError(f"{path}: unknown key '{key}'{hint}")
         if value is None:
             continue
-        tokens = flag_tokens(known[key], key, value, path)
+        tokens = flag_tokens(known[key], parser.kinds.get(key), key, value, path)
         if known[key].option_strings:
             flags += tokens
         else:
@@ -182,24 +150,27 @@ def list_tokens(flag: str | None, value: Any, wrong: Callable[[str], Exception])
     return items if flag is None else [f"{flag}={item}" for item in items]
 
 
-def flag_tokens(action: argparse.Action, key: str, value: Any, path: Path) -> list[str]:
-    """The command-line tokens that set `key` (its `action`) to `value`, checked as a flag's."""
+def flag_tokens(
+    action: argparse.Action, kind: str | None, key: str, value: Any, path: Path
+) -> list[str]:
+    """The command-line tokens that set `key` (its `action`, of `SettingsParser.kinds` `kind`)
+    to `value`, checked as a flag's."""
 
     def wrong(expected: str) -> ConfigFileError:
         return ConfigFileError(f"{path}: {key}: expected {expected}, found {value!r}")
 
     flag = action.option_strings[0] if action.option_strings else None
-    if isinstance(action, argparse.BooleanOptionalAction | argparse._StoreTrueAction):
+    if kind in (SWITCH, NEGATABLE):
         if not isinstance(value, bool):
             raise wrong("true or false")
-        if isinstance(action, argparse._StoreTrueAction):
+        if kind == SWITCH:
             return [flag] if value else []
         return [flag if value else action.option_strings[1]]
     if key == "model":
         if not isinstance(value, dict):
             raise wrong("a mapping of model settings (d_ff: 2048)")
         return [f"{flag}={item}={setting}" for item, setting in value.items()]
-    if takes_list(action):
+    if kind == LIST:
         return list_tokens(flag, value, wrong)
     if isinstance(value, dict | list) or (isinstance(value, bool) and action.type is not None):
         raise wrong("one value")
@@ -214,7 +185,7 @@ def flag_tokens(action: argparse.Action, key: str, value: Any, path: Path) -> li
     return [f"{flag}={text}"]  # one token: a value such as "--force" stays a value
 
 
-def expand_config(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+def expand_config(parser: SettingsParser, argv: list[str]) -> list[str]:
     """`argv` (a command's arguments) with `--config FILE` replaced by the flags it stands for,
     placed first so that the command line's own flags override them; positional values of the
     file are used only when the command line gives none."""

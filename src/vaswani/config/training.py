@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from vaswani.config.checks import (
@@ -15,6 +16,7 @@ from vaswani.config.checks import (
     one_of,
     requirement,
 )
+from vaswani.config.files import load_settings
 from vaswani.config.model import PRESETS, ModelConfig
 
 # Training settings that go with a model size. base and big: the paper's (§5.3). tiny and small,
@@ -168,6 +170,12 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_file(cls, path: Path, **overrides: Any) -> TrainConfig:
+        """The settings of YAML file `path` (the file `vaswani train --config` reads), then
+        `overrides`: `TrainConfig.from_file("train.yaml", max_minutes=5)`."""
+        return load_settings(cls, Path(path), overrides=overrides)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:

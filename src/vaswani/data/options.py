@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from vaswani.config import one_of
+from vaswani.config.files import load_settings
 from vaswani.data.builtin import DING_PATH
 from vaswani.data.clean import DEDUPE
 from vaswani.data.corpora import DEFAULT_MAX_LINE_BYTES
@@ -20,6 +22,12 @@ from vaswani.languages import LANGUAGE_TOKEN
 class PrepareOptions:
     """The options of `vaswani prepare`, grouped by the stage that reads them (each field is a
     flag of the command and a key of its config file)."""
+
+    @classmethod
+    def from_file(cls, path: Path, **overrides: Any) -> PrepareOptions:
+        """The options in YAML file `path` (the file `vaswani prepare --config` reads; its
+        `inputs` and `out`, arguments of `prepare`, are left to the caller), then `overrides`."""
+        return load_settings(cls, Path(path), ignore=("inputs", "out"), overrides=overrides)
 
     # --- The task and the corpus (`read.py`)
     task: str = "translate"
