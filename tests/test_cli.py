@@ -42,6 +42,7 @@ def test_presets_prints_parameter_counts(capsys):
     assert "63.1M" in out and "214.2M" in out
 
 
+@pytest.mark.slow
 def test_short_demo_runs_end_to_end_through_the_console_script(tmp_path):
     # The real entry point in a child process: prepare, train, evaluate, translate, plot.
     result = subprocess.run(

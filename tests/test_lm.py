@@ -251,6 +251,7 @@ def test_the_task_flag_must_match_the_data(lm_data, tmp_path, capsys):
     assert code == 2 and "prepared for --task lm, not classify" in err
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (VENV_BIN / "torchrun").exists(), reason="torchrun not installed")
 def test_two_process_ddp_trains_the_lm_like_one_process(lm_data, tmp_path):
     common = [

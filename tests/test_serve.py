@@ -131,28 +131,20 @@ def test_a_chunked_body_over_the_limit_is_refused(serving):
     assert response.status == 413 and b"over the limit" in response.read()
 
 
-def slow_model(server, seconds: float):
-    """Make each model call take `seconds` longer; returns a function that undoes it."""
-    translator = server.app.state.worker
-    run = translator.run
-
-    def slow(texts, dc, prefixes=None):
-        time.sleep(seconds)
-        return run(texts, dc, prefixes)
-
-    translator.run = slow
-    return lambda: setattr(translator, "run", run)
-
-
-def held_model(server) -> threading.Event:
-    """Make each model call wait until the returned event is set (at most 60 s)."""
+def held_model(server, finished: threading.Event | None = None) -> threading.Event:
+    """Make each model call wait until the returned event is set (at most 60 s); `finished` is
+    set when a held call has returned."""
     translator = server.app.state.worker
     run = translator.run
     gate = threading.Event()
 
     def held(texts, dc, prefixes=None):
         gate.wait(timeout=60)
-        return run(texts, dc, prefixes)
+        try:
+            return run(texts, dc, prefixes)
+        finally:
+            if finished is not None:
+                finished.set()
 
     translator.run = held
     return gate
@@ -182,11 +174,12 @@ def test_a_burst_over_the_queue_gets_503_at_once_and_the_rest_are_served(serving
 
 def test_a_request_past_its_deadline_gets_504_and_the_worker_is_freed(serving):
     server = serving(timeout_s=0.3)
-    undo = slow_model(server, 1.0)
+    finished = threading.Event()
+    gate = held_model(server, finished)  # the model answers only when the test says so
     status, body = server.request("POST", "/translate", {"text": "1"})
     assert status == 504 and "0.3 s" in body["detail"]
-    undo()
-    time.sleep(1.0)  # the batch that timed out finishes; nothing else is stuck behind it
+    gate.set()
+    assert finished.wait(timeout=60)  # the batch that timed out finishes; nothing is stuck behind
     assert server.request("POST", "/translate", {"text": "1"})[0] == 200
 
 
@@ -196,6 +189,7 @@ def rss_mb() -> float:
     return int(line.split()[1]) / 1024
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
 def test_memory_stays_flat_over_repeated_bursts(serving):
     server = serving(batch_wait_ms=2)
@@ -228,6 +222,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_sigterm_finishes_requests_in_flight_and_exits_0(numbers_run):
     port = free_port()
     child = subprocess.Popen(
@@ -267,11 +262,14 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(numbers_run):
             answer = pool.submit(
                 request, port, "POST", "/translate", {"texts": texts, "beam_size": 8}
             )
-            time.sleep(0.5)  # the request is in the model now
+            # SIGTERM once the server has admitted the request (its texts are counted as queued),
+            # so it is still being translated then: it must be answered before the server exits.
+            while request(port, "GET", "/health", timeout=5)[1]["queued_texts"] == 0:
+                assert time.time() < deadline and not answer.done()
+                time.sleep(0.01)
             child.send_signal(signal.SIGTERM)
             status, body = answer.result(timeout=120)
         assert status == 200 and len(body["translations"]) == 3000
-        assert body["seconds"] > 0.5  # it was still being translated when SIGTERM came
         assert child.wait(timeout=60) == 0
         with pytest.raises(OSError):
             request(port, "GET", "/health", timeout=5)

@@ -164,3 +164,13 @@ def test_only_the_schedules_compare_schedule_names():
         for line in task_name_comparisons(path.read_text(encoding="utf-8"), names)
     ]
     assert not offenders, f"ask the Schedule instead of comparing its name: {offenders}"
+
+
+def test_the_architecture_page_names_every_module():
+    """docs/ARCHITECTURE.md's table names each module of src/vaswani by its path, so the map
+    cannot fall behind the code."""
+    page = (SRC.parents[1] / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`([\w/]+\.py)`", page))
+    modules = {str(path.relative_to(SRC)) for path in SRC.rglob("*.py")}
+    assert not modules - named, f"docs/ARCHITECTURE.md does not name: {sorted(modules - named)}"
+    assert not named - modules - {"tests/test_source_rules.py"}, f"gone: {sorted(named - modules)}"

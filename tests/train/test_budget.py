@@ -294,6 +294,7 @@ def test_patience_stops_at_the_right_validation(numbers_data, tmp_path, monkeypa
     assert ckpt.latest_valid(tmp_path / "run" / "checkpoints").name == ckpt.step_name(10)
 
 
+@pytest.mark.slow
 def test_max_minutes_is_a_deadline_even_when_steps_and_validations_are_slow(
     numbers_data, tmp_path, monkeypatch
 ):

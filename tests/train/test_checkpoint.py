@@ -152,6 +152,7 @@ SAVER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_during_saves_never_leaves_a_bad_latest(tmp_path):
     rng = random.Random(0)
     directory = tmp_path / "ckpts"

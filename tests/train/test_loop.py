@@ -125,6 +125,7 @@ def cli_args(data: Path, out: Path, steps: int) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_killed_training_resumes_in_a_new_process_to_the_same_weights(numbers_data, tmp_path):
     n = 40
     assert (
@@ -188,6 +189,7 @@ def test_changed_data_makes_resume_refuse_unless_reset(numbers_data, tmp_path):
     assert result.step == 5
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (VENV_BIN / "torchrun").exists(), reason="torchrun not installed")
 def test_two_process_ddp_equals_one_process_with_the_same_global_batch(numbers_data, tmp_path):
     common = [

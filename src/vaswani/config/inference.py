@@ -98,7 +98,7 @@ class ServeSettings:
     """Sentences waiting or being translated; beyond this a request gets 503 at once."""
     batch_wait_ms: float = 5.0
     """How long the worker waits for more requests to batch with the first one (5 ms gave 93.5
-    requests/s against 15.0 without batching: README, benchmarks/serve_load.py)."""
+    requests/s against 15.0 without batching: docs/serving.md, benchmarks/serve_load.py)."""
     batch_tokens: int = 8192
     """Token budget of one model call (source tokens x beam size)."""
     dynamic_batching: bool = True

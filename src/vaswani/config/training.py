@@ -84,7 +84,7 @@ class TrainConfig:
     """Subword dropout on the training pairs (after BPE-dropout, Provilkov et al. 2020): each
     token is split into the two it was merged from with this probability, and each part in turn;
     never on validation, test or inference. Off by default: 0.1 cost 8 BLEU in a 20-minute CPU
-    run on 19k pairs (README). Translation with vaswani's own BPE only."""
+    run on 19k pairs (docs/training.md). Translation with vaswani's own BPE only."""
     tensorboard: bool = False
     """Write the training and validation figures, and the attention maps of a fixed validation
     sentence at each validation, as TensorBoard events under RUN/tensorboard/ (pip install

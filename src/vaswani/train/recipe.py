@@ -6,7 +6,7 @@ The rule for the size follows compute-optimal scaling (Hoffmann et al. 2022: the
 compute budget grows with its square root, at a fixed ratio of training tokens to parameters):
 the budget buys a number of training tokens on this machine, measured by timing a few updates of
 each candidate, and auto takes the largest candidate that still sees `TOKENS_PER_PARAMETER`
-target tokens per parameter. The ratio was measured with `benchmarks/learning_curve.py` (README,
+target tokens per parameter. The ratio was measured with `benchmarks/learning_curve.py` (docs/training.md,
 "How good a model will I get?").
 """
 
@@ -40,7 +40,7 @@ short warm-ups a budget allows, where the paper's post-norm needs its 4,000 step
 AUTO_MODEL = {"base": {"norm": "pre"}}
 TOKENS_PER_PARAMETER = 2.0
 """Target tokens a budget must buy per parameter for auto to take a size; measured with
-benchmarks/learning_curve.py (README): below it the smaller model scored higher."""
+benchmarks/learning_curve.py (docs/training.md): below it the smaller model scored higher."""
 EVAL_SHARE = 0.1
 """The share of a time budget expected to go to validation before the first one is timed."""
 WARMUP_SHARE = 0.1
