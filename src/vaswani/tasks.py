@@ -175,7 +175,8 @@ class Translate(Task):
     ) -> dict:
         """Loss and perplexity, then sacreBLEU and chrF of greedy translations of the first
         `eval_sentences` validation pairs (a fixed sample); with a `deadline` (on
-        `time.perf_counter`), of those decoded before it, `VALIDATION_CHUNK` at a time."""
+        `time.perf_counter`), of those decoded before it (`validation_chunks`: no chunk starts
+        that would end past it at the pace so far)."""
         result = super().validate(model, data, batch_tokens, precision)
         sources, references = data.text("valid")
         targets, prefixes = data.targets("valid"), None
@@ -187,21 +188,23 @@ class Translate(Task):
             sources, references = [sources[i] for i in picked], [references[i] for i in picked]
             prefixes = data.languages.prefixes([targets[i] for i in picked], data.src_tokenizer)
         device = next(model.parameters()).device
-        chunk = len(sources) if deadline is None else VALIDATION_CHUNK
         hypotheses: list[str] = []
-        for start in range(0, len(sources), chunk):
-            if hypotheses and deadline is not None and time.perf_counter() > deadline:
-                sources, references = sources[:start], references[:start]
-                result["valid_sentences"] = start  # fewer than asked: the time budget ran out
-                break
+        began = time.perf_counter()
+        for start, end in validation_chunks(len(sources), deadline):
+            if hypotheses and deadline is not None:
+                per_sentence = (time.perf_counter() - began) / len(hypotheses)
+                if time.perf_counter() + per_sentence * (end - start) > deadline:
+                    sources, references = sources[:start], references[:start]
+                    result["valid_sentences"] = start  # fewer than asked: the budget ran out
+                    break
             with autocast(device, precision):
                 hypotheses += translate(
                     model,
                     data.src_tokenizer,
                     data.tgt_tokenizer,
-                    sources[start : start + chunk],
+                    sources[start:end],
                     DecodeConfig(beam_size=1, batch_tokens=batch_tokens),
-                    prefixes=None if prefixes is None else prefixes[start : start + chunk],
+                    prefixes=None if prefixes is None else prefixes[start:end],
                 )
         scores = score(hypotheses, references)
         samples = [[s, r, h] for s, r, h in zip(sources[:3], references, hypotheses, strict=False)]
@@ -311,7 +314,23 @@ class Classify(Task):
 
 
 VALIDATION_CHUNK = 25
-"""Sentences a validation under a deadline decodes between two looks at the clock."""
+"""Sentences a validation under a deadline decodes between two looks at the clock (the first
+look comes after `FIRST_CHUNK`, so that a late validation still ends soon)."""
+FIRST_CHUNK = 5
+
+
+def validation_chunks(count: int, deadline: float | None) -> Iterator[tuple[int, int]]:
+    """(start, end) of the chunks of `count` sentences a validation decodes: all at once without
+    a deadline, else FIRST_CHUNK and then VALIDATION_CHUNK at a time."""
+    if deadline is None:
+        yield 0, count
+        return
+    start = 0
+    while start < count:
+        end = min(start + (FIRST_CHUNK if start == 0 else VALIDATION_CHUNK), count)
+        yield start, end
+        start = end
+
 
 TRANSLATE, LANGUAGE_MODEL, CLASSIFY = Translate(), LanguageModel(), Classify()
 TASKS_BY_NAME: dict[str, Task] = {task.name: task for task in (TRANSLATE, LANGUAGE_MODEL, CLASSIFY)}

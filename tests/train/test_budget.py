@@ -321,10 +321,10 @@ def test_max_minutes_is_a_deadline_even_when_steps_and_validations_are_slow(
     result = train(budget_config(numbers_data, tmp_path / "run", **settings), progress=False)
     took = time.perf_counter() - began
     assert result.stopped_by == "max_minutes" and result.step >= 4
-    # The final validation and save were reserved for: the whole run ends on time (a quarter of
-    # a second for returning and Python's own pauses), where the old loop overran by a
-    # validation (over 1 s) and a save.
-    assert took < budget + 0.25, f"{took:.2f} s for a budget of {budget} s"
+    # The final validation and save were reserved for: the whole run ends on time (with 0.75 s
+    # for returning and for a machine busier than when the costs were measured), where the old
+    # loop overran by a validation (over 1 s) and a save: 7.4 s.
+    assert took < budget + 0.75, f"{took:.2f} s for a budget of {budget} s"
     latest = ckpt.latest_valid(tmp_path / "run" / "checkpoints")
     assert latest is not None and latest.name == ckpt.step_name(result.step)
     last = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()][-1]
@@ -336,7 +336,7 @@ def test_validation_under_a_passed_deadline_decodes_one_chunk(numbers_data):
     model = tasks.TRANSLATE.build_model(ModelConfig.from_preset("tiny", vocab_size=300)).eval()
     late = time.perf_counter() - 1.0
     result = tasks.TRANSLATE.validate(model, data, 1024, "fp32", eval_sentences=100, deadline=late)
-    assert result["valid_sentences"] == tasks.VALIDATION_CHUNK
+    assert result["valid_sentences"] == tasks.FIRST_CHUNK
     assert "valid_sentences" not in tasks.TRANSLATE.validate(
         model, data, 1024, "fp32", eval_sentences=30
     )

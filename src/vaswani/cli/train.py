@@ -81,6 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from vaswani.train.budget import process_started
     from vaswani.train.loop import train  # inference commands never load it
     from vaswani.train.setup import resume_config
 
@@ -95,7 +96,12 @@ def run(args: argparse.Namespace) -> int:
         )
     if tc.max_steps is None and tc.max_minutes is None:
         raise CliError("give a budget: --max-steps N and/or --max-minutes M")
-    result = train(tc, resume=bool(args.resume), reset_data_position=args.reset_data_position)
+    result = train(
+        tc,
+        resume=bool(args.resume),
+        reset_data_position=args.reset_data_position,
+        started=process_started(),  # --max-minutes counts from the command's start
+    )
     line = f"stopped by {result.stopped_by} at step {result.step}; run directory {result.run_dir}"
     if result.best is not None:
         line += f"; best validation {get_task(result.task).best_line(result.best)}"

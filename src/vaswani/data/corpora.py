@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 from itertools import zip_longest
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from vaswani.errors import VaswaniError
 
@@ -26,6 +26,16 @@ MAX_LINE_BYTES = 1 << 26  # 64 MiB, the most --max-line-bytes may allow: a line 
 BOM = "\ufeff"
 
 Pair = tuple[str, str]
+"""A source and a target text, as the readers yield them."""
+
+
+class Example(NamedTuple):
+    """A kept pair as the later stages of `prepare` read it back: its texts and, in a
+    multilingual dataset, the index of its language pair (`Languages.pairs`; 0 otherwise)."""
+
+    src: str
+    tgt: str
+    language_pair: int = 0
 
 
 class DataError(VaswaniError, ValueError):

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from vaswani.data.clean import ratio_outlier
-from vaswani.data.corpora import Pair
+from vaswani.data.corpora import Example
 from vaswani.data.dataset import SIDES
 from vaswani.data.ids import IdsWriter
 from vaswani.data.options import ENCODE_CHUNK, PrepareOptions
@@ -46,7 +46,7 @@ def cut_into_pieces(texts: list[list[int]], room: int) -> list[list[int]]:
 
 
 def encode_chunk(
-    chunk: list[Any],
+    chunk: list[Example],
     tokenizers: dict[str, SubwordTokenizer],
     room: dict[str, int],
     task: Task,
@@ -54,14 +54,15 @@ def encode_chunk(
 ) -> tuple[dict[str, list[list[int]]], list[int], int]:
     """Token ids of a chunk of pairs by side, the indices of those that fit their `room`, and how
     many texts were cut into pieces (a language model's long texts are cut, not dropped). A
-    multilingual dataset's pairs are (source, target, language pair), and each source starts with
-    the id `prefix[language pair]`: the token that asks for its target language."""
+    multilingual dataset's sources each start with the id `prefix[language pair]`: the token
+    that asks for its target language."""
     ids = {
         side: tokenizers[side].encode_batch([p[k] for p in chunk]) for k, side in enumerate(SIDES)
     }
     if prefix is not None:
         ids["src"] = [
-            [prefix[pair[2]], *source] for pair, source in zip(chunk, ids["src"], strict=True)
+            [prefix[pair.language_pair], *source]
+            for pair, source in zip(chunk, ids["src"], strict=True)
         ]
     cut = 0
     if task.cuts_long_texts:
@@ -80,12 +81,12 @@ def in_ratio(ids: dict[str, list[list[int]]], keep: list[int], max_ratio: float)
 
 
 def encoded_chunks(
-    pairs: Iterator[Any],
+    pairs: Iterator[Example],
     tokenizers: dict[str, SubwordTokenizer],
     room: dict[str, int],
     task: Task,
     prefix: list[int] | None = None,
-) -> Iterator[tuple[list[Any], tuple[dict[str, list[list[int]]], list[int], int]]]:
+) -> Iterator[tuple[list[Example], tuple[dict[str, list[list[int]]], list[int], int]]]:
     """Chunks of `pairs` with their `encode_chunk`, each encoded (by the tokenizer's threads,
     outside the GIL, on every core) while the caller writes the one before."""
     with ThreadPoolExecutor(1) as encoder:
@@ -117,7 +118,7 @@ def evaluation_text(
 def encode_split(
     work: Path,
     split: str,
-    pairs: Iterator[Pair],
+    pairs: Iterator[Example],
     count: int,
     tokenizers: dict[str, SubwordTokenizer],
     dtype: np.dtype,
@@ -158,7 +159,7 @@ def encode_split(
                 if text_out:
                     text_out[side].writelines(chunk[i][k] + "\n" for i in keep)
             if languages is not None:
-                found = [pair_name(*languages.pairs[chunk[i][2]]) for i in keep]
+                found = [pair_name(*languages.pairs[chunk[i].language_pair]) for i in keep]
                 by_pair.update(found)
                 if text_out:
                     text_out["pair"].writelines(name + "\n" for name in found)

@@ -10,14 +10,14 @@ import math
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
-from itertools import compress
+from itertools import compress, starmap
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from vaswani.data.clean import PAIR_RECORD, PairFilter, record_chunks, text_key
-from vaswani.data.corpora import DataError, Pair, pair_digest, split_of
+from vaswani.data.corpora import DataError, Example, Pair, pair_digest, split_of
 from vaswani.data.dataset import SIDES, SPLITS
 from vaswani.data.formats import Corpus
 from vaswani.data.langid import LanguageFilter
@@ -234,13 +234,13 @@ class KeptText:
             return int(self.keep.sum())
         return int(round(float((self.trained * self.weights).sum())))
 
-    def pairs(self, split: str, sampled: bool = False) -> Iterator[Any]:
-        """The (source, target) pairs of a split, (source, target, language pair index) for a
-        multilingual dataset, whose training pairs are `sampled` by temperature if asked."""
+    def pairs(self, split: str, sampled: bool = False) -> Iterator[Example]:
+        """The kept pairs of a split, each with its language pair in a multilingual dataset,
+        whose training pairs are `sampled` by temperature if asked."""
         columns = [iter_text_lines(self.raw[split, "src"]), iter_text_lines(self.raw[split, "tgt"])]
         if self.languages is not None:
             columns.append(iter(self.language_pair[split].tolist()))
-        pairs: Iterator[Any] = zip(*columns, strict=True)
+        pairs: Iterator[Example] = starmap(Example, zip(*columns, strict=True))
         if split == "train":
             pairs = compress(pairs, self.keep)
             if sampled and self.languages is not None:
@@ -271,14 +271,12 @@ def temperature_weights(pairs: np.ndarray, temperature: float) -> np.ndarray:
     return np.where(pairs > 0, np.minimum(weights, MAX_WEIGHT), 0.0)
 
 
-def repeated(
-    pairs: Iterator[tuple[str, str, int]], weights: np.ndarray
-) -> Iterator[tuple[str, str, int]]:
-    """Each (source, target, language pair) as many times as its pair's weight says
-    (`copies_of`: the whole part, and one more for a share of the pairs equal to the fraction)."""
+def repeated(pairs: Iterator[Example], weights: np.ndarray) -> Iterator[Example]:
+    """Each pair as many times as its language pair's weight says (`copies_of`: the whole part,
+    and one more for a share of the pairs equal to the fraction)."""
     for pair in pairs:
-        weight = float(weights[pair[2]])
-        copies = 1 if weight == 1 else copies_of(pair_digest(pair[0], pair[1]), weight)
+        weight = float(weights[pair.language_pair])
+        copies = 1 if weight == 1 else copies_of(pair_digest(pair.src, pair.tgt), weight)
         for _ in range(copies):
             yield pair
 

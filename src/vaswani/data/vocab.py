@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from vaswani.data.corpora import DataError, Pair
+from vaswani.data.corpora import DataError, Example
 from vaswani.data.dataset import SIDES, SPLITS
 from vaswani.data.options import LABELS_FILE, PrepareOptions
 from vaswani.data.split import KeptText, training_words
@@ -61,7 +61,7 @@ def dataset_tokenizers(
 def new_tokenizers(
     work: Path,
     raw: dict[tuple[str, str], Path],
-    train_pairs: Callable[[], Iterator[Pair]],
+    train_pairs: Callable[[], Iterator[Example]],
     n_train: int,
     words: int | None,
     opts: PrepareOptions,
@@ -89,7 +89,7 @@ def new_tokenizers(
 def train_tokenizers(
     work: Path,
     raw: dict[tuple[str, str], Path],
-    train_pairs: Callable[[], Iterator[Pair]],
+    train_pairs: Callable[[], Iterator[Example]],
     n_train: int,
     opts: PrepareOptions,
 ) -> tuple[dict[str, SubwordTokenizer], dict[str, str]]:

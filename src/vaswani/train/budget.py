@@ -4,8 +4,22 @@ cost of the final validation and save."""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
+
+
+def process_started() -> float | None:
+    """When this process started, on `time.perf_counter`'s clock (Linux's /proc; None
+    elsewhere): a command's time budget counts from there, Python's start-up included."""
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime
+            since_boot = float(uptime.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    age = since_boot - ticks / os.sysconf("SC_CLK_TCK")
+    return time.perf_counter() - max(age, 0.0)
 
 
 @dataclass

@@ -69,13 +69,20 @@ class TrainResult:
 
 
 def train(
-    tc: TrainConfig, resume: bool = False, progress: bool = True, reset_data_position: bool = False
+    tc: TrainConfig,
+    resume: bool = False,
+    progress: bool = True,
+    reset_data_position: bool = False,
+    started: float | None = None,
 ) -> TrainResult:
     """Train (or resume) the run `tc` describes, until its step or time budget is spent.
 
     `tc.device` and `tc.precision` "auto" are resolved here, from the hardware (`vaswani.device`);
     with `progress`, the choice is printed (stderr) and it is always recorded in environment.json.
+    `started`: when the time budget began, on `time.perf_counter` (`vaswani train`: when its
+    process started); None: now.
     """
+    started = time.perf_counter() if started is None else started
     if tc.tensorboard:
         require_tensorboard()  # before anything is written
     placement = place(tc.device, tc.precision, int(os.environ.get("WORLD_SIZE", "1")))
@@ -85,7 +92,7 @@ def train(
         for line in placement.lines():
             print(line, file=sys.stderr)
     try:
-        return _train(tc, dist, placement, resume, progress, reset_data_position)
+        return _train(tc, dist, placement, resume, progress, reset_data_position, started)
     finally:
         dist.close()
 
@@ -97,8 +104,8 @@ def _train(
     resume: bool,
     progress: bool,
     reset_data_position: bool,
+    started: float,
 ) -> TrainResult:
-    started = time.perf_counter()  # a time budget counts from here: it is a deadline
     data = PreparedData(Path(tc.data))
     task = get_task(data.task)
     if tc.task is not None and get_task(tc.task) is not task:
@@ -124,9 +131,9 @@ def _train(
     state = trainer.state
     if seconds is None and tc.max_minutes is not None and state.step == 0:
         seconds = recipe.update_seconds(trainer.tc, cfg, data, dist, trainer.tc.precision)
-    plan = resolve_plan(
-        trainer.tc, cfg.d_model, state, record, seconds, Path(tc.out) if dist.is_main else None
-    )
+    run_dir = Path(tc.out) if dist.is_main else None
+    spent = time.perf_counter() - started
+    plan = resolve_plan(trainer.tc, cfg.d_model, state, record, seconds, run_dir, spent)
     if progress and dist.is_main:
         print_plan(plan)
     trainer.apply(plan)
@@ -403,7 +410,8 @@ class Trainer:
             if dist.is_main:
                 began = time.perf_counter()
                 self.last_eval = self.validate(bar)
-                self.closing.validate = time.perf_counter() - began
+                # The longest so far: validations grow as the model learns to say more.
+                self.closing.validate = max(self.closing.validate, time.perf_counter() - began)
             if tc.patience is not None:
                 patience_out = dist.any(state.since_best >= tc.patience)
             if self.horizon_from_time and not finished:

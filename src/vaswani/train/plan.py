@@ -48,14 +48,16 @@ def resolve_plan(
     record: dict,
     seconds: float | None,
     run_dir: Path | None,
+    spent: float = 0.0,
 ) -> TrainPlan:
     """The plan of run `tc` with model width `d_model` from `state` (a resumed run's horizon is
     kept unless the budget changed). `record`: recipe.json so far; a new plan is added to it and
     written to `run_dir` (None: another process writes it). `seconds`: one update's measured time,
-    or None (timed here when a time budget needs it)."""
+    or None (timed here when a time budget needs it); `spent`: seconds of the budget this
+    session has used before its first update (start-up, timing)."""
     schedule_kind = schedule_named(tc.schedule)
     before = state.horizon
-    horizon_from_time = plan_horizon(tc, state, seconds)
+    horizon_from_time = plan_horizon(tc, state, seconds, spent)
     reasons = []
     if before is not None and before != state.horizon:
         reasons.append(
@@ -98,7 +100,9 @@ def resolve_plan(
     )
 
 
-def plan_horizon(tc: TrainConfig, state: TrainState, seconds: float | None) -> bool:
+def plan_horizon(
+    tc: TrainConfig, state: TrainState, seconds: float | None, spent: float = 0.0
+) -> bool:
     """Set `state.horizon`, the update at which the schedule ends: max_steps, or with a time
     budget the updates it buys at the measured pace (a new run's `seconds` per update; a resumed
     run's own pace so far), whichever is smaller. A resume re-plans only when the budget changed.
@@ -114,17 +118,17 @@ def plan_horizon(tc: TrainConfig, state: TrainState, seconds: float | None) -> b
         else:
             assert seconds is not None, "a new run with a time budget times its updates first"
             pace = seconds / (1 - recipe.EVAL_SHARE)
-        by_time = time_horizon(tc, state, pace)
+        by_time = time_horizon(tc, state, pace, spent)
         from_time = horizon is None or by_time < horizon
         horizon = by_time if horizon is None else min(horizon, by_time)
     state.horizon, state.horizon_budget = horizon, budget
     return from_time
 
 
-def time_horizon(tc: TrainConfig, state: TrainState, pace: float) -> int:
+def time_horizon(tc: TrainConfig, state: TrainState, pace: float, spent: float = 0.0) -> int:
     """The update at which the time budget runs out, at `pace` seconds an update (at most
-    max_steps)."""
-    remaining = max(tc.max_minutes * 60 - state.elapsed_seconds, 0.0)
+    max_steps), `spent` seconds after the state's time."""
+    remaining = max(tc.max_minutes * 60 - state.elapsed_seconds - spent, 0.0)
     horizon = state.step + max(int(remaining / pace), 1)
     return horizon if tc.max_steps is None else min(horizon, tc.max_steps)
 
