@@ -132,8 +132,7 @@ def _train(
     if seconds is None and tc.max_minutes is not None and state.step == 0:
         seconds = recipe.update_seconds(trainer.tc, cfg, data, dist, trainer.tc.precision)
     run_dir = Path(tc.out) if dist.is_main else None
-    spent = time.perf_counter() - started
-    plan = resolve_plan(trainer.tc, cfg.d_model, state, record, seconds, run_dir, spent)
+    plan = resolve_plan(trainer.tc, cfg.d_model, state, record, seconds, run_dir)
     if progress and dist.is_main:
         print_plan(plan)
     trainer.apply(plan)
@@ -194,6 +193,7 @@ class Trainer:
         self.board: Board | None = None  # --tensorboard, on the main process
         self.started = time.perf_counter()  # when the run's command began (set by `train`)
         self.closing = Closing()
+        self.clock: Clock | None = None  # the run's clock, from `run`
         self.first: tuple[int, float] | None = None  # this session's first update and its time
         self.max_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else math.inf
 
@@ -251,7 +251,7 @@ class Trainer:
             max_steps = self.schedule.horizon
         max_seconds = self.max_seconds
         stream = self.sampler.iterate(Position(*state.position))
-        clock = Clock(state.elapsed_seconds, state.target_tokens, self.started)
+        clock = self.clock = Clock(state.elapsed_seconds, state.target_tokens, self.started)
         self.model.train()
         if tc.tensorboard and dist.is_main:
             resumed_at = state.step if self.resumed_from is not None else None
@@ -408,17 +408,17 @@ class Trainer:
         patience_out = False
         if step % self.eval_every == 0 or finished:
             if dist.is_main:
-                began = time.perf_counter()
+                began = self.clock.now()
                 self.last_eval = self.validate(bar)
                 # The longest so far: validations grow as the model learns to say more.
-                self.closing.validate = max(self.closing.validate, time.perf_counter() - began)
+                self.closing.validate = max(self.closing.validate, self.clock.now() - began)
             if tc.patience is not None:
                 patience_out = dist.any(state.since_best >= tc.patience)
             if self.horizon_from_time and not finished:
                 self.replan(step)
             dist.barrier()
         if step % self.save_every == 0 or finished or patience_out:
-            began = time.perf_counter()
+            began = self.clock.now()
             if dist.is_main:
                 extra = {}
                 if self.average is not None:
@@ -434,7 +434,7 @@ class Trainer:
                     extra,
                 )
             dist.barrier()
-            self.closing.save = time.perf_counter() - began
+            self.closing.save = self.clock.now() - began
         return patience_out
 
     def validate(self, bar: Any) -> dict | None:

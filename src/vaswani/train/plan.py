@@ -48,16 +48,14 @@ def resolve_plan(
     record: dict,
     seconds: float | None,
     run_dir: Path | None,
-    spent: float = 0.0,
 ) -> TrainPlan:
     """The plan of run `tc` with model width `d_model` from `state` (a resumed run's horizon is
     kept unless the budget changed). `record`: recipe.json so far; a new plan is added to it and
     written to `run_dir` (None: another process writes it). `seconds`: one update's measured time,
-    or None (timed here when a time budget needs it); `spent`: seconds of the budget this
-    session has used before its first update (start-up, timing)."""
+    or None (timed here when a time budget needs it)."""
     schedule_kind = schedule_named(tc.schedule)
     before = state.horizon
-    horizon_from_time = plan_horizon(tc, state, seconds, spent)
+    horizon_from_time = plan_horizon(tc, state, seconds)
     reasons = []
     if before is not None and before != state.horizon:
         reasons.append(
@@ -100,9 +98,7 @@ def resolve_plan(
     )
 
 
-def plan_horizon(
-    tc: TrainConfig, state: TrainState, seconds: float | None, spent: float = 0.0
-) -> bool:
+def plan_horizon(tc: TrainConfig, state: TrainState, seconds: float | None) -> bool:
     """Set `state.horizon`, the update at which the schedule ends: max_steps, or with a time
     budget the updates it buys at the measured pace (a new run's `seconds` per update; a resumed
     run's own pace so far), whichever is smaller. A resume re-plans only when the budget changed.
@@ -118,17 +114,17 @@ def plan_horizon(
         else:
             assert seconds is not None, "a new run with a time budget times its updates first"
             pace = seconds / (1 - recipe.EVAL_SHARE)
-        by_time = time_horizon(tc, state, pace, spent)
+        by_time = time_horizon(tc, state, pace)
         from_time = horizon is None or by_time < horizon
         horizon = by_time if horizon is None else min(horizon, by_time)
     state.horizon, state.horizon_budget = horizon, budget
     return from_time
 
 
-def time_horizon(tc: TrainConfig, state: TrainState, pace: float, spent: float = 0.0) -> int:
+def time_horizon(tc: TrainConfig, state: TrainState, pace: float) -> int:
     """The update at which the time budget runs out, at `pace` seconds an update (at most
-    max_steps), `spent` seconds after the state's time."""
-    remaining = max(tc.max_minutes * 60 - state.elapsed_seconds - spent, 0.0)
+    max_steps); each validation moves it by the pace so far."""
+    remaining = max(tc.max_minutes * 60 - state.elapsed_seconds, 0.0)
     horizon = state.step + max(int(remaining / pace), 1)
     return horizon if tc.max_steps is None else min(horizon, tc.max_steps)
 
