@@ -181,7 +181,7 @@ def test_python_loads_the_same_files_as_the_commands(tmp_path):
     other = tmp_path / "prepare.yaml"
     other.write_text("exclude: [a.txt, b.txt]\ntokenizer_from: runs/opus\nvocab_sise: 300\n")
     with pytest.raises(
-        ConfigFileError, match="unknown setting 'vocab_sise'; did you mean vocab_size"
+        ConfigFileError, match="unknown key 'vocab_sise'; did you mean 'vocab_size'"
     ):
         PrepareOptions.from_file(other)
     other.write_text("exclude: [a.txt, b.txt]\ntokenizer_from: runs/opus\n")

@@ -96,7 +96,7 @@ def test_the_cycle_finder_sees_a_cycle_hidden_in_a_function(tmp_path):
     assert imported_modules(package / "b.py", modules, package) == {"vaswani.a"}
 
 
-def task_name_comparisons(text: str, names: tuple[str, ...] = TASK_NAMES) -> list[int]:
+def name_comparisons(text: str, names: tuple[str, ...] = TASK_NAMES) -> list[int]:
     """Lines of `text` that compare something with one of `names` (==, !=, in, not in), or that
     build a table keyed by them."""
     lines = []
@@ -124,14 +124,14 @@ def test_only_the_tasks_compare_task_names():
         f"{path.relative_to(SRC)}:{line}"
         for path in SRC.rglob("*.py")
         if path.name != "tasks.py"
-        for line in task_name_comparisons(path.read_text(encoding="utf-8"))
+        for line in name_comparisons(path.read_text(encoding="utf-8"))
     ]
     assert not offenders, f"compare the Task instead of its name: {offenders}"
 
 
 def test_the_task_rule_sees_comparisons_and_tables():
     text = 'if task == "lm": pass\nok = kind in ("translate",)\nTABLE = {"classify": 1, "lm": 2}\nCOMMANDS = {"translate": 1, "train": 2}\nx = "lm"\n'
-    assert task_name_comparisons(text) == [1, 2, 3]
+    assert name_comparisons(text) == [1, 2, 3]
 
 
 def test_files_vaswani_reads_from_directories_go_through_one_reader():
@@ -161,7 +161,7 @@ def test_only_the_schedules_compare_schedule_names():
         f"{path.relative_to(SRC)}:{line}"
         for path in SRC.rglob("*.py")
         if path.name != "schedule.py"
-        for line in task_name_comparisons(path.read_text(encoding="utf-8"), names)
+        for line in name_comparisons(path.read_text(encoding="utf-8"), names)
     ]
     assert not offenders, f"ask the Schedule instead of comparing its name: {offenders}"
 

@@ -16,13 +16,12 @@ so nothing here reads argparse's internals. The same YAML is loaded without the 
 from __future__ import annotations
 
 import argparse
-import difflib
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vaswani.config.files import ConfigFileError, read_settings
+from vaswani.config.files import ConfigFileError, read_settings, unknown_key
 
 NOT_SETTINGS = {"help", "config", "print_config", "force", "resume", "reset_data_position"}
 LIST, SWITCH, NEGATABLE = "list", "switch", "negatable"
@@ -126,9 +125,7 @@ def config_argv(parser: SettingsParser, path: Path) -> tuple[list[str], list[str
     positional: list[str] = []
     for key, value in data.items():
         if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(known)}"
-            raise ConfigFileError(f"{path}: unknown key '{key}'{hint}")
+            raise unknown_key(path, key, list(known))
         if value is None:
             continue
         tokens = flag_tokens(known[key], parser.kinds.get(key), key, value, path)

@@ -54,6 +54,13 @@ def settings_loader() -> type:
     return SettingsLoader
 
 
+def unknown_key(path: Path, key: Any, known: list[str]) -> ConfigFileError:
+    """The error for a key of `path` that is none of `known`, naming the closest one."""
+    close = difflib.get_close_matches(str(key), known, n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(known)}"
+    return ConfigFileError(f"{path}: unknown key '{key}'{hint}")
+
+
 def read_settings(path: Path) -> dict[str, Any]:
     """The mapping a settings file holds (empty for an empty file)."""
     import yaml
@@ -95,7 +102,7 @@ def load_settings(
 ) -> Any:
     """`cls` (a settings dataclass) from the keys of settings file `path`, then `overrides`; keys
     in `ignore` belong to the command rather than to `cls` and are left out. An unknown key is an
-    error that suggests the closest field."""
+    error that names the closest field."""
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     values = {}
@@ -103,9 +110,7 @@ def load_settings(
         if key in ignore or value is None:
             continue
         if key not in names:
-            close = difflib.get_close_matches(str(key), names, n=1)
-            hint = f"; did you mean {close[0]}?" if close else ""
-            raise ConfigFileError(f"{path}: unknown setting {key!r}{hint}")
+            raise unknown_key(path, key, names)
         values[key] = field_value(hints[key], value)
     try:
         return cls(**{**values, **(overrides or {})})

@@ -122,17 +122,18 @@ def _train(
     cfg, initial = open_run(tc, chosen, dist, placement, data, resume)
     # train_config.json keeps what was asked ("auto"), so that a resume on other hardware chooses
     # again; from here on the run uses what was chosen.
-    trainer = Trainer(
-        dataclasses.replace(chosen, precision=placement.precision), dist, data, task, cfg, initial
-    )
-    trainer.started = started
+    settings = dataclasses.replace(chosen, precision=placement.precision)
+    trainer = Trainer(settings, dist, data, task, cfg, initial, started)
     if resume:
         trainer.resume(reset_data_position)
-    state = trainer.state
-    if seconds is None and tc.max_minutes is not None and state.step == 0:
-        seconds = recipe.update_seconds(trainer.tc, cfg, data, dist, trainer.tc.precision)
+
+    def update_seconds() -> float:  # what auto measured, or a few updates timed now
+        if seconds is not None:
+            return seconds
+        return recipe.update_seconds(settings, cfg, data, dist, settings.precision)
+
     run_dir = Path(tc.out) if dist.is_main else None
-    plan = resolve_plan(trainer.tc, cfg.d_model, state, record, seconds, run_dir)
+    plan = resolve_plan(settings, cfg.d_model, trainer.state, record, update_seconds, run_dir)
     if progress and dist.is_main:
         print_plan(plan)
     trainer.apply(plan)
@@ -165,8 +166,10 @@ class Trainer:
         task: Task,
         cfg: ModelConfig,
         initial: nn.Module | None,
+        started: float,
     ) -> None:
         self.tc, self.dist, self.data, self.task, self.cfg = tc, dist, data, task, cfg
+        self.started = started  # when the time budget began (`train`'s `started`)
         self.run_dir = Path(tc.out)
         torch.manual_seed(tc.seed)
         model = task.build_model(cfg)
@@ -185,13 +188,10 @@ class Trainer:
         self.state = TrainState(task.selection[0], data_fingerprint(data.meta))
         self.last_eval: dict | None = None
         self.plan: TrainPlan | None = None  # what the run does, taken by `apply`
-        self.schedule: Schedule | None = None
+        self.schedule: Schedule | None = None  # the plan's, its end moved by a time budget
         self.average: WeightAverage | None = None
-        self.eval_every = self.save_every = 0
-        self.horizon_from_time = False
         self.resumed_from: Path | None = None
         self.board: Board | None = None  # --tensorboard, on the main process
-        self.started = time.perf_counter()  # when the run's command began (set by `train`)
         self.closing = Closing()
         self.clock: Clock | None = None  # the run's clock, from `run`
         self.first: tuple[int, float] | None = None  # this session's first update and its time
@@ -200,8 +200,6 @@ class Trainer:
     def apply(self, plan: TrainPlan) -> None:
         """Take the run's `TrainPlan`: its schedule, cadence, weight average and subword dropout."""
         self.plan, self.schedule = plan, plan.schedule
-        self.eval_every, self.save_every = plan.eval_every, plan.save_every
-        self.horizon_from_time = plan.horizon_from_time
         if plan.bpe_dropout > 0:
             self.split = self.subword_dropout(plan.bpe_dropout)
         if plan.ema_decay > 0:
@@ -292,7 +290,7 @@ class Trainer:
                     f"{self.task.selection[0]} (--patience {tc.patience})",
                     file=sys.stderr,
                 )
-        elif state.step < max_steps or self.horizon_from_time:
+        elif state.step < max_steps or self.plan.horizon_from_time:
             stopped_by = "max_minutes"
         else:
             stopped_by = "max_steps"
@@ -316,7 +314,7 @@ class Trainer:
             self.first = (state.step, state.elapsed_seconds)
         room = self.max_seconds - state.elapsed_seconds
         pace = (state.elapsed_seconds - self.first[1]) / max(state.step - self.first[0], 1)
-        closing = self.closing.seconds * (2 if state.step % self.eval_every == 0 else 1)
+        closing = self.closing.seconds * (2 if state.step % self.plan.eval_every == 0 else 1)
         return room < pace + closing
 
     def update(self, micro: list[tuple[Position, Any]]) -> Update:
@@ -406,7 +404,7 @@ class Trainer:
         tc, state, dist = self.tc, self.state, self.dist
         step = state.step
         patience_out = False
-        if step % self.eval_every == 0 or finished:
+        if step % self.plan.eval_every == 0 or finished:
             if dist.is_main:
                 began = self.clock.now()
                 self.last_eval = self.validate(bar)
@@ -414,10 +412,10 @@ class Trainer:
                 self.closing.validate = max(self.closing.validate, self.clock.now() - began)
             if tc.patience is not None:
                 patience_out = dist.any(state.since_best >= tc.patience)
-            if self.horizon_from_time and not finished:
+            if self.plan.horizon_from_time and not finished:
                 self.replan(step)
             dist.barrier()
-        if step % self.save_every == 0 or finished or patience_out:
+        if step % self.plan.save_every == 0 or finished or patience_out:
             began = self.clock.now()
             if dist.is_main:
                 extra = {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,16 +47,16 @@ def resolve_plan(
     d_model: int,
     state: TrainState,
     record: dict,
-    seconds: float | None,
+    update_seconds: Callable[[], float],
     run_dir: Path | None,
 ) -> TrainPlan:
     """The plan of run `tc` with model width `d_model` from `state` (a resumed run's horizon is
     kept unless the budget changed). `record`: recipe.json so far; a new plan is added to it and
-    written to `run_dir` (None: another process writes it). `seconds`: one update's measured time,
-    or None (timed here when a time budget needs it)."""
+    written to `run_dir` (None: another process writes it). `update_seconds`: one update's time
+    on this machine, asked only when a new run's time budget needs it."""
     schedule_kind = schedule_named(tc.schedule)
     before = state.horizon
-    horizon_from_time = plan_horizon(tc, state, seconds)
+    horizon_from_time = plan_horizon(tc, state, update_seconds)
     reasons = []
     if before is not None and before != state.horizon:
         reasons.append(
@@ -98,9 +99,9 @@ def resolve_plan(
     )
 
 
-def plan_horizon(tc: TrainConfig, state: TrainState, seconds: float | None) -> bool:
+def plan_horizon(tc: TrainConfig, state: TrainState, update_seconds: Callable[[], float]) -> bool:
     """Set `state.horizon`, the update at which the schedule ends: max_steps, or with a time
-    budget the updates it buys at the measured pace (a new run's `seconds` per update; a resumed
+    budget the updates it buys at the measured pace (a new run's `update_seconds()`; a resumed
     run's own pace so far), whichever is smaller. A resume re-plans only when the budget changed.
     Returns whether the time budget sets it."""
     from_time = tc.max_minutes is not None
@@ -112,8 +113,7 @@ def plan_horizon(tc: TrainConfig, state: TrainState, seconds: float | None) -> b
         if state.step > 0:
             pace = state.elapsed_seconds / state.step
         else:
-            assert seconds is not None, "a new run with a time budget times its updates first"
-            pace = seconds / (1 - recipe.EVAL_SHARE)
+            pace = update_seconds() / (1 - recipe.EVAL_SHARE)
         by_time = time_horizon(tc, state, pace)
         from_time = horizon is None or by_time < horizon
         horizon = by_time if horizon is None else min(horizon, by_time)
