@@ -67,3 +67,32 @@ def test_the_page_translates_what_is_typed_and_shows_attention(numbers_run, tmp_
     finally:
         driver.quit()
         server.stop()
+
+
+def test_a_file_chosen_on_the_page_comes_back_translated(numbers_run, tmp_path):
+    import urllib.request
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    run = load_run(numbers_run)
+    served = [Served(run.model, run.src_tokenizer, run.tgt_tokenizer, "en", "de")]
+    server = Server(create_app(settings=ServeSettings(precision="fp32"), served=served))
+    page = tmp_path / "page.html"
+    page.write_text("<p>271493 <b>42</b></p>")
+    driver = browser(tmp_path)
+    try:
+        driver.get(f"http://127.0.0.1:{server.port}/")
+        wait = WebDriverWait(driver, 30)
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#target option"))
+        driver.find_element(By.ID, "file").send_keys(str(page))
+        wait.until(lambda d: d.find_element(By.ID, "download").is_displayed())
+        link = driver.find_element(By.ID, "download")
+        assert link.get_attribute("download") == "page.html"
+        with urllib.request.urlopen(link.get_attribute("href")) as response:
+            translated = response.read().decode()
+        assert translated.startswith("<p>") and "<b>" in translated and "271493" not in translated
+        assert driver.find_element(By.ID, "status").text == ""
+    finally:
+        driver.quit()
+        server.stop()

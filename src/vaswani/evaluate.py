@@ -26,6 +26,7 @@ from vaswani.data.encode import cut_into_pieces
 from vaswani.data.tokenizer import LabelSet
 from vaswani.decoding.shortlist import Shortlist
 from vaswani.decoding.text import Tokenizer, encode_each, encode_sources, translate
+from vaswani.documents.segment import Sentences
 from vaswani.errors import VaswaniError
 from vaswani.metrics import Scores, perplexity_of, score
 from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, split_loss
@@ -55,7 +56,7 @@ def evaluate_translation(
     model: nn.Module,
     src_tok: Tokenizer,
     tgt_tok: Tokenizer,
-    sources: list[str],
+    sources: list[str] | Sentences,
     references: list[str],
     dc: DecodeConfig | None = None,
     too_long: str = "error",
@@ -63,10 +64,11 @@ def evaluate_translation(
     shortlist: Shortlist | None = None,
     prefixes: list[list[int]] | None = None,
 ) -> TranslationReport:
-    """Translate `sources` (under the caller's autocast, over the `shortlist` if one is given,
+    """Translate `sources` (texts, or `Sentences` to translate sentence by sentence; under the
+    caller's autocast, over the `shortlist` if one is given,
     each after its `prefixes`, a multilingual model's target token) and score them against
     `references`."""
-    if not sources:
+    if not references:
         raise EvaluationError("nothing to evaluate: no non-empty sentence pairs")
     start = time.perf_counter()
     hypotheses = translate(

@@ -33,6 +33,7 @@ from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
 from vaswani.decoding.shortlist import FILE as SHORTLIST
 from vaswani.decoding.shortlist import Shortlist
 from vaswani.decoding.text import translate
+from vaswani.documents.segment import Sentences
 from vaswani.errors import VaswaniError
 from vaswani.files import append_record, member, read_json, read_records, write_atomic
 from vaswani.languages import LanguageError, Languages
@@ -107,20 +108,43 @@ class LoadedRun:
         except ValueError as error:
             raise RunError(str(error)) from None
 
+    @property
+    def source_language(self) -> str | None:
+        """The language the model translates from, when its data says (`prepare --src-lang`, a
+        built-in corpus, a multilingual model of one source language): its rules split text
+        into sentences."""
+        languages = self.languages
+        if languages is not None:
+            return languages.sources[0] if len(languages.sources) == 1 else None
+        return self.info["meta"].get("pair", {}).get("source")
+
+    @property
+    def target_language(self) -> str | None:
+        """The language the model translates into, when its data says (one target only)."""
+        languages = self.languages
+        if languages is not None:
+            return languages.targets[0] if len(languages.targets) == 1 else None
+        return self.info["meta"].get("pair", {}).get("target")
+
     def translate(
         self,
         texts: list[str],
         target: str | list[str] | None = None,
         dc: DecodeConfig | None = None,
         too_long: str = "error",
+        split: bool = True,
+        language: str | None = None,
     ) -> list[str]:
         """The best translation of each text (`vaswani.decoding.text.translate`); a multilingual model
-        needs the `target` language (one for all texts, or one each)."""
+        needs the `target` language (one for all texts, or one each). A text of several
+        sentences is translated sentence by sentence (split by the rules of `language`, by
+        default the model's source language) and joined back in its own spacing, unless
+        `split` is False."""
         return translate(
             self.model,
             self.src_tokenizer,
             self.tgt_tokenizer,
-            texts,
+            Sentences.of(texts, language or self.source_language, split),
             dc,
             too_long,
             shortlist=self.shortlist,

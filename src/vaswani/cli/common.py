@@ -24,6 +24,7 @@ from vaswani.data.corpora import (
 )
 from vaswani.decoding.quantize import QUANTIZATIONS, quantize
 from vaswani.device import Placement, place
+from vaswani.documents.segment import Sentences
 from vaswani.errors import VaswaniError
 from vaswani.run import LoadedRun, load_run
 from vaswani.tasks import Task
@@ -138,6 +139,35 @@ def add_decoding_flags(parser: argparse.ArgumentParser) -> None:
         help="a multilingual model: the language to translate into (a model of one pair takes "
         "none); without it, the error lists the model's languages",
     )
+
+
+def add_split_flags(parser: argparse.ArgumentParser) -> None:
+    """Sentence splitting of the input: on unless --no-split, by the source language's rules."""
+    parser.add_argument(
+        "--no-split",
+        dest="split",
+        action="store_false",
+        help="translate each line as one segment; by default a line of several sentences is "
+        "translated sentence by sentence and joined back with its own spacing",
+    )
+    parser.add_argument(
+        "--source-lang",
+        metavar="LANG",
+        help="the input's language, whose rules split sentences (abbreviations, ordinals); "
+        "default: the model's source language when its data records it (prepare --src-lang)",
+    )
+
+
+def sentences_of(
+    args: argparse.Namespace,
+    loaded: LoadedRun,
+    texts: list[str],
+    languages: list[str | None] | None = None,
+) -> Sentences:
+    """`texts` as the segments to translate, by --no-split and --source-lang (or each text's
+    language in `languages`, or the model's source language)."""
+    language = args.source_lang or languages or loaded.source_language
+    return Sentences.of(texts, language, args.split)
 
 
 def add_input_flags(parser: argparse.ArgumentParser) -> None:

@@ -12,8 +12,10 @@ from pathlib import Path
 from vaswani.cli.common import (
     CliError,
     add_decoding_flags,
+    add_split_flags,
     decode_config,
     load_for_inference,
+    sentences_of,
     writable_file,
 )
 from vaswani.data.corpora import read_parallel_files
@@ -50,6 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="classify: where to draw the confusion matrix (default RUN_DIR/confusion-SPLIT.png)",
     )
     add_decoding_flags(parser)
+    add_split_flags(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -119,12 +122,14 @@ def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
         raise CliError(f"nothing to evaluate: {what} has no non-empty sentence pairs")
     dc = decode_config(args)
     prefixes = loaded.prefixes(targets, len(sources))
-    with progress_bar(total=len(sources), unit="sent", desc="translating") as bar:
+    languages = [pair.split("-")[0] for pair in pairs] if pairs is not None else None
+    sentences = sentences_of(args, loaded, sources, languages)
+    with progress_bar(total=len(sentences.flat), unit="sent", desc="translating") as bar:
         report = evaluate_translation(
             loaded.model,
             loaded.src_tokenizer,
             loaded.tgt_tokenizer,
-            sources,
+            sentences,
             references,
             dc,
             args.too_long,

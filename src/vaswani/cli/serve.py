@@ -46,6 +46,9 @@ LIMITS = (
     "max_body_bytes",
     "max_texts",
     "max_chars",
+    "max_file_bytes",
+    "max_file_chars",
+    "file_ttl_s",
     "max_beam_size",
     "max_length",
     "timeout_s",
@@ -54,7 +57,7 @@ LIMITS = (
     "batch_tokens",
     "dynamic_batching",
 )
-FLAGS = {"timeout_s": "--timeout", "dynamic_batching": "--batching"}
+FLAGS = {"timeout_s": "--timeout", "dynamic_batching": "--batching", "file_ttl_s": "--file-ttl"}
 # The search settings of a request that gives none; beam_size is ServeSettings'.
 DECODING = tuple(name for name in SEARCH_FIELDS if name != "beam_size")
 
@@ -183,6 +186,7 @@ def served_pairs(
                 source,
                 target,
                 loaded.shortlist,
+                language=source or loaded.source_language,
             )
         ]
     asked = languages.pairs if source is None else [(source, target)]
@@ -192,7 +196,14 @@ def served_pairs(
         raise CliError(f"--model {source}:{target}={run_dir}: {error}") from None
     return [
         Served(
-            loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, s, t, loaded.shortlist, prefix
+            loaded.model,
+            loaded.src_tokenizer,
+            loaded.tgt_tokenizer,
+            s,
+            t,
+            loaded.shortlist,
+            prefix,
+            loaded.source_language,
         )
         for (s, t), prefix in zip(asked, prefixes, strict=True)
     ]

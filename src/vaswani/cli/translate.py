@@ -1,103 +1,294 @@
-"""Translate TEXT arguments, or --input FILE, or stdin, one sentence per line, with beam search (or
-greedy search with --beam-size 1). Output has one line per input line, in order; an empty line
-gives an empty line. Lines are batched by length for speed."""
+"""Translate TEXT arguments, or --input FILE, or stdin, with beam search (or greedy search with
+--beam-size 1). Output has one line per input line, in order; an empty line gives an empty line.
+A line of several sentences is translated sentence by sentence and joined back with its own
+spacing (--no-split: as one segment). Sentences are batched by length for speed."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vaswani.cli.common import (
     CliError,
     add_decoding_flags,
+    add_split_flags,
     decode_config,
     load_for_inference,
     one_line,
     positive_int,
     read_input_lines,
+    sentences_of,
     writable_file,
 )
-from vaswani.decoding.text import Translation, best_texts, translate_nbest
+from vaswani.config import DecodeConfig
+from vaswani.decoding.text import Translation, join_nbest, translate_segments
+from vaswani.device import Placement
+from vaswani.documents.align import Alignment, align_texts, pharaoh
+from vaswani.documents.files import (
+    FORMATS,
+    READERS,
+    DocumentOptions,
+    format_of,
+    read_document,
+    translate_documents,
+)
+from vaswani.documents.segment import Sentences
+from vaswani.documents.translate import translator
 from vaswani.files import write_atomic
 from vaswani.progress import progress_bar
+from vaswani.run import LoadedRun
 from vaswani.tasks import TRANSLATE
 
 HELP = "translate text with a trained model (arguments, a file, or stdin)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("texts", nargs="*", metavar="TEXT", help="sentences to translate")
-    parser.add_argument("--input", type=Path, help="file of sentences, one per line (- = stdin)")
+    parser.add_argument("texts", nargs="*", metavar="TEXT", help="texts to translate")
+    parser.add_argument(
+        "--input",
+        type=Path,
+        action="extend",
+        nargs="+",
+        metavar="FILE",
+        help="a file to translate (- = stdin): a .txt file line by line; an HTML page, ... "
+        "whole, in its format (by its extension or --format); several go to --output-dir",
+    )
     parser.add_argument("--output", type=Path, help="write translations here instead of stdout")
+    parser.add_argument(
+        "--output-dir", type=Path, metavar="DIR", help="write each translated --input file here"
+    )
+    parser.add_argument(
+        "--format",
+        choices=sorted(READERS),
+        help="read every --input file as this format (default: by its extension: "
+        + ", ".join(f"{ext} {fmt}" for ext, fmt in FORMATS.items())
+        + ")",
+    )
+    parser.add_argument(
+        "--no-fuzzy",
+        dest="fuzzy",
+        action="store_false",
+        help="PO files: do not mark the entries translated fuzzy (by default they are, for review)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="PO and XLIFF files: translate entries that have a translation already (kept "
+        "by default)",
+    )
     parser.add_argument(
         "--n-best",
         type=positive_int,
         default=1,
         help="hypotheses per line (at most --beam-size); more than 1 prints LINE ||| TEXT ||| SCORE",
     )
+    parser.add_argument(
+        "--output-format",
+        choices=("text", "jsonl"),
+        default="text",
+        help="text: a translation a line; jsonl: a JSON object a line with translation, "
+        "confidence (the model's mean probability per token, 0..1), and alignment or "
+        "alternatives when asked",
+    )
+    parser.add_argument(
+        "--alignments",
+        action="store_true",
+        help="also give each translation's word alignment, as Pharaoh pairs SRC-TGT over "
+        "the whitespace-separated words (0-0 1-2 ...), read from the model's cross-attention; "
+        "in text form after ' ||| '",
+    )
     add_decoding_flags(parser)
+    add_split_flags(parser)
+
+
+@dataclass
+class Translated:
+    """A text's n-best translations, and its word alignment when asked."""
+
+    found: list[Translation]
+    alignment: Alignment | None = None
 
 
 def format_translations(
-    first_line: int, translations: list[list[Translation]], n_best: int
+    first_line: int, translations: list[Translated], n_best: int, output_format: str = "text"
 ) -> list[str]:
-    """One line per input line; with --n-best, `LINE ||| TEXT ||| SCORE` per hypothesis."""
+    """One line per input line: the translation (with ` ||| ALIGNMENT` when asked), or a JSON
+    object; with --n-best in text form, `LINE ||| TEXT ||| SCORE` per hypothesis."""
+    if output_format == "jsonl":
+        return [json.dumps(record(t), ensure_ascii=False) for t in translations]
     if n_best == 1:
-        return [one_line(text) for text in best_texts(translations)]
+        return [
+            one_line(t.found[0].text if t.found else "")
+            + ("" if t.alignment is None else f" ||| {pharaoh(t.alignment)}")
+            for t in translations
+        ]
     return [
         f"{first_line + i} ||| {one_line(t.text)} ||| {t.score:.4f}"
-        for i, found in enumerate(translations)
-        for t in found
+        for i, translated in enumerate(translations)
+        for t in translated.found
     ]
 
 
+def record(translated: Translated) -> dict[str, Any]:
+    """A line of --output-format jsonl (a blank input line: an empty translation, confidence 1)."""
+    best = translated.found[0] if translated.found else None
+    out: dict[str, Any] = {
+        "translation": best.text if best else "",
+        "confidence": round(best.confidence, 4) if best else 1.0,
+    }
+    if translated.alignment is not None:
+        out["alignment"] = pharaoh(translated.alignment)
+    if len(translated.found) > 1:
+        out["alternatives"] = [t.text for t in translated.found[1:]]
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.texts and args.input is not None:
+    inputs = args.input or []
+    if args.texts and inputs:
         raise CliError("give TEXT arguments or --input FILE, not both")
+    if document_mode(args, inputs):
+        return translate_files(args, inputs)
     writable_file(args.output)
     dc = decode_config(args, args.n_best)
-    interactive = not args.texts and args.input is None and sys.stdin.isatty()
+    interactive = not args.texts and not inputs and sys.stdin.isatty()
     if args.texts:
         lines, name = args.texts, "the arguments"
     elif not interactive:
-        lines = read_input_lines(args.input, args.max_line_bytes)
-        name = "stdin" if args.input is None else str(args.input)
+        path = inputs[0] if inputs else None
+        lines = read_input_lines(path, args.max_line_bytes)
+        name = "stdin" if path is None else str(path)
         if not lines:
             raise CliError(f"{name} is empty: nothing to translate")
     loaded, placement = load_for_inference(args, TRANSLATE)
     loaded.prefixes(args.target, 0)  # a wrong or missing --target: said before any reading
 
-    def translate(texts: list[str], bar: Any = None) -> list[list[Translation]]:
-        with placement.autocast():
-            return translate_nbest(
-                loaded.model,
-                loaded.src_tokenizer,
-                loaded.tgt_tokenizer,
-                texts,
-                dc,
-                args.too_long,
-                bar.update if bar else None,
-                loaded.shortlist,
-                loaded.prefixes(args.target, len(texts)),
-            )
+    def translate(texts: Sentences, bar: Any = None) -> list[Translated]:
+        return translated(args, loaded, placement, dc, texts, bar)
 
+    form = args.output_format
     if interactive:  # a person typing: answer each line as it comes
         print("type a sentence and press Enter; Ctrl-D ends", file=sys.stderr)
         for number, line in enumerate(sys.stdin):
-            print("\n".join(format_translations(number, translate([line.rstrip("\n")]), dc.n_best)))
+            found = translate(sentences_of(args, loaded, [line.rstrip("\n")]))
+            print("\n".join(format_translations(number, found, dc.n_best, form)))
             sys.stdout.flush()
         return 0
-    total = sum(1 for line in lines if line.strip())
-    enabled = args.input is not None
+    sentences = sentences_of(args, loaded, lines)
+    total, enabled = len(sentences.flat), bool(inputs)
     with progress_bar(total=total, unit="sent", desc="translating", enabled=enabled) as bar:
-        text = "".join(
-            line + "\n" for line in format_translations(0, translate(lines, bar), dc.n_best)
-        )
+        found = translate(sentences, bar)
+    text = "".join(line + "\n" for line in format_translations(0, found, dc.n_best, form))
     if args.output is not None:
         write_atomic(args.output, text.encode("utf-8"))  # never a half-written file
         print(f"translated {len(lines)} lines of {name} into {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0
+
+
+def translated(
+    args: argparse.Namespace,
+    loaded: LoadedRun,
+    placement: Placement,
+    dc: DecodeConfig,
+    texts: Sentences,
+    bar: Any = None,
+    alignments: bool | None = None,
+) -> list[Translated]:
+    """Each text's n-best translations (sentence by sentence, all in one batch) and, with
+    --alignments (or `alignments`), its word alignment."""
+    prefixes = loaded.prefixes(args.target, len(texts.texts))
+    model, src, tgt = loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer
+    with placement.autocast():
+        segments = translate_segments(
+            model,
+            src,
+            tgt,
+            texts,
+            dc,
+            args.too_long,
+            bar.update if bar else None,
+            loaded.shortlist,
+            prefixes,
+        )
+        aligned = (
+            align_texts(model, src, tgt, texts, segments, prefixes)
+            if (args.alignments if alignments is None else alignments)
+            else [None] * len(texts.texts)
+        )
+    found = join_nbest(texts, segments)
+    return [Translated(f, a) for f, a in zip(found, aligned, strict=True)]
+
+
+def document_mode(args: argparse.Namespace, inputs: list[Path]) -> bool:
+    """Whether to translate whole files: several, or --output-dir, or --format, or a file
+    whose extension names a document format (a .txt file is translated line by line)."""
+    known = any(FORMATS.get(p.suffix.lower(), "text") != "text" for p in inputs)
+    return len(inputs) > 1 or args.output_dir is not None or args.format is not None or known
+
+
+def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
+    """--input FILE... as documents, each written whole to --output (or into --output-dir)."""
+    if not inputs:
+        raise CliError("--format and --output-dir translate files: give them with --input FILE")
+    if args.output_dir is None and (len(inputs) > 1 or args.output is None):
+        raise CliError("give --output FILE for one file, or --output-dir DIR for several")
+    if args.output_dir is not None and args.output is not None:
+        raise CliError("give --output FILE or --output-dir DIR, not both")
+    if args.output_format != "text" or args.n_best != 1:
+        raise CliError("--output-format jsonl and --n-best are for lines, not whole files")
+    outputs = (
+        [args.output] if args.output_dir is None else [args.output_dir / p.name for p in inputs]
+    )
+    if args.output_dir is not None:
+        args.output_dir.mkdir(parents=True, exist_ok=True)
+    for source, target in zip(inputs, outputs, strict=True):
+        writable_file(target)
+        if target.exists() and source.exists() and source.resolve() == target.resolve():
+            raise CliError(f"{target}: the output would overwrite its input; write elsewhere")
+    options = DocumentOptions(fuzzy=args.fuzzy, overwrite=args.overwrite)
+    documents = [
+        read_document(regular_bytes(p), format_of(p, args.format), str(p), options) for p in inputs
+    ]
+    dc = decode_config(args)
+    loaded, placement = load_for_inference(args, TRANSLATE)
+    loaded.prefixes(args.target, 0)
+    total = sum(len(text) for d in documents for text in d.texts())
+    with contextlib.ExitStack() as bars:
+
+        def progress(sentences: int) -> Any:
+            bar = progress_bar(total=sentences, unit="sent", desc="translating")
+            return bars.enter_context(bar).update
+
+        translate = translator(
+            loaded,
+            args.target,
+            dc,
+            args.split,
+            args.source_lang,
+            args.too_long,
+            placement.autocast,
+            progress,
+        )
+        results = translate_documents(documents, translate, args.target or loaded.target_language)
+    for target, data in zip(outputs, results, strict=True):
+        write_atomic(target, data)  # never a half-written file; the input is only read
+    names = ", ".join(str(p) for p in outputs)
+    print(
+        f"translated {len(inputs)} file(s), {total:,} characters of text, into {names}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def regular_bytes(path: Path) -> bytes:
+    """A file's bytes (a directory or a missing file: one clear error)."""
+    if not path.is_file():
+        raise CliError(f"{path}: no such file")
+    return path.read_bytes()

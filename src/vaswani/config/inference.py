@@ -86,6 +86,13 @@ class ServeSettings:
     """Texts (sentences, prompts) per request."""
     max_chars: int = 2000
     """Characters per text (the model's position limit also applies, after tokenizing)."""
+    max_file_bytes: int = 20 << 20
+    """Largest file POST /translate_file takes (its request may be this much larger than
+    max_body_bytes)."""
+    max_file_chars: int = 500_000
+    """Most characters of text a file to translate may hold."""
+    file_ttl_s: float = 600.0
+    """Seconds a translated file waits to be downloaded before it is deleted."""
     max_beam_size: int = 8
     """Largest beam_size a request may ask for (at most MAX_BEAM_SIZE, 256)."""
     beam_size: int = 4

@@ -55,9 +55,10 @@ class PrepareOptions:
     format: str | None = one_of(None, FORMATS)
     """tsv, moses, tmx, xliff, po, mo or jsonl; none given: from each file's extension."""
     src_lang: str | None = None
-    """tmx: the source language (es matches es-ES, ES, es_MX); none given: the header's."""
+    """The source language: tmx's to read (es matches es-ES, ES, es_MX; none given: the
+    header's), --lang-id's, and recorded so that translating splits sentences by its rules."""
     tgt_lang: str | None = None
-    """tmx: the target language."""
+    """The target language (tmx, --lang-id)."""
     markup: str = one_of("strip", MARKUP)
     """tmx, xliff: inline codes (<bpt>, <ph>, ...) left out (strip) or kept as their text (keep)."""
     fields: str = "src,tgt"

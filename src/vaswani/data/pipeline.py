@@ -192,5 +192,7 @@ def _prepare_into(
     }
     if languages is not None:
         meta["languages"] = text.languages_record(opts.temperature, splits_meta)
+    elif opts.src_lang or opts.tgt_lang:  # what splits a text into sentences when translating
+        meta["pair"] = {"source": opts.src_lang, "target": opts.tgt_lang}
     (work / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return meta

@@ -113,6 +113,11 @@ class SubwordTokenizer:
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
 
+    def encode_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """`encode(text)` and where in `text` each token comes from: (start, end) characters."""
+        encoding = self.tokenizer.encode(text, add_special_tokens=False)
+        return encoding.ids, encoding.offsets
+
     def decode(self, ids: Iterable[int]) -> str:
         """Text of `ids`; special tokens are dropped, and ids outside the vocabulary too."""
         size = self.vocab_size

@@ -6,6 +6,7 @@ in the order they came.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from torch import Tensor
 from vaswani.config import DecodeConfig, ModelConfig
 from vaswani.decoding.search import decode, sample
 from vaswani.decoding.shortlist import Shortlist
+from vaswani.documents.segment import Segmented, Sentences
 from vaswani.errors import VaswaniError
 from vaswani.model import DecoderOnly, EncoderClassifier, Transformer
 
@@ -42,10 +44,10 @@ class BeamTooWide(VaswaniError, ValueError):
 
 
 def encode_each(
-    tokenizer: Tokenizer, texts: list[str], what: str = "line", numbers: list[int] | None = None
+    tokenizer: Tokenizer, texts: list[str], what: str | list[str] = "line"
 ) -> list[list[int]]:
     """`tokenizer.encode_batch(texts)`, where a failure inside the tokenizer names the text it
-    failed on: `what` and its number counted from 1 (`numbers[i]` is text i's number)."""
+    failed on: `what` and its number counted from 1, or `what[i]` for text i."""
     try:
         return tokenizer.encode_batch(texts)
     except (KeyboardInterrupt, SystemExit):
@@ -58,9 +60,9 @@ def encode_each(
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException:
-                number = numbers[i] if numbers is not None else i + 1
+                name = what[i] if isinstance(what, list) else f"{what} {i + 1}"
                 raise TokenizerFailed(
-                    f"{what} {number} ({len(text)} characters): the tokenizer failed on it "
+                    f"{name} ({len(text)} characters): the tokenizer failed on it "
                     f"({type(error).__name__}: {str(error)[:200]}); shorten or split it"
                 ) from None
         raise
@@ -74,7 +76,16 @@ class TruncatedInput(UserWarning):
 class Translation:
     text: str
     score: float
+    """What search ranked by (`vaswani.decoding.search.Hypothesis`)."""
     log_prob: float
+    """The model's log-probability of the translation's tokens, end-of-sentence included."""
+    tokens: int = 1
+    """How many tokens `log_prob` is over (end-of-sentence counted)."""
+
+    @property
+    def confidence(self) -> float:
+        """The model's mean probability per token, exp(log_prob / tokens), in [0, 1]."""
+        return math.exp(self.log_prob / max(self.tokens, 1))
 
 
 def encode_sources(
@@ -84,9 +95,10 @@ def encode_sources(
     too_long: str = "error",
     what: str = "line",
     prefixes: list[list[int]] | None = None,
+    labels: list[str] | None = None,
 ) -> dict[int, list[int]]:
     """Token ids with end-of-sentence, by index, of the non-blank texts; messages call a text
-    `what` and count from 1. `prefixes[i]` (a multilingual model's target-language token) is put
+    `what` and count from 1, or name text i `labels[i]`. `prefixes[i]` (a multilingual model's target-language token) is put
     before text i's ids, unless they already start with it (a user who typed OPUS-MT's ">>fra<<"
     gets it once).
 
@@ -96,7 +108,8 @@ def encode_sources(
     if too_long not in ("error", "truncate"):
         raise ValueError(f"too_long={too_long!r}: choose error or truncate")
     todo = [i for i, text in enumerate(texts) if text.strip()]
-    ids = encode_each(tokenizer, [texts[i] for i in todo], what, [i + 1 for i in todo])
+    names = labels or [f"{what} {i + 1}" for i in range(len(texts))]
+    ids = encode_each(tokenizer, [texts[i] for i in todo], [names[i] for i in todo])
     encoded = dict(zip(todo, ids, strict=True))
     if prefixes is not None:
         for i, ids in encoded.items():
@@ -106,7 +119,7 @@ def encode_sources(
         if len(ids) + 1 <= max_len:
             continue
         message = (
-            f"{what} {i + 1} has {len(ids) + 1} tokens with end-of-sentence, more than the model's "
+            f"{names[i]} has {len(ids) + 1} tokens with end-of-sentence, more than the model's "
             f"position limit max_len={max_len}"
         )
         if too_long == "error":
@@ -144,7 +157,7 @@ def translate_nbest(
     model: Transformer,
     src_tokenizer: Tokenizer,
     tgt_tokenizer: Tokenizer,
-    texts: list[str],
+    texts: list[str] | Sentences,
     dc: DecodeConfig | None = None,
     too_long: str = "error",
     progress: Callable[[int], None] | None = None,
@@ -152,14 +165,46 @@ def translate_nbest(
     prefixes: list[list[int]] | None = None,
 ) -> list[list[Translation]]:
     """The `dc.n_best` best translations of each text, in order; a blank text gets none, without
-    running the model. `prefixes`: ids put before each text's own (`encode_sources`), e.g. the
-    token of the language a multilingual model is to translate each text into.
+    running the model. `texts` as `Sentences` are translated sentence by sentence (all sentences
+    of all texts batched together) and joined back in each text's spacing; a list of texts is
+    translated text by text. `prefixes`: ids put before each text's own (`encode_sources`), e.g.
+    the token of the language a multilingual model is to translate each text into.
 
-    Sentences are sorted by length and batched under a token budget (dc.batch_tokens counts source
+    Segments are sorted by length and batched under a token budget (dc.batch_tokens counts source
     tokens, padding included, times the beam size), so little of a batch is padding. `progress` is
-    called with the number of sentences each batch finished. `shortlist`: score only each
-    sentence's shortlisted target tokens (`vaswani.decoding.shortlist`).
+    called with the number of segments each batch finished. `shortlist`: score only each
+    segment's shortlisted target tokens (`vaswani.decoding.shortlist`).
     """
+    sentences = texts if isinstance(texts, Sentences) else Sentences.of(texts, split=False)
+    return join_nbest(
+        sentences,
+        translate_segments(
+            model,
+            src_tokenizer,
+            tgt_tokenizer,
+            sentences,
+            dc,
+            too_long,
+            progress,
+            shortlist,
+            prefixes,
+        ),
+    )
+
+
+def translate_segments(
+    model: Transformer,
+    src_tokenizer: Tokenizer,
+    tgt_tokenizer: Tokenizer,
+    sentences: Sentences,
+    dc: DecodeConfig | None = None,
+    too_long: str = "error",
+    progress: Callable[[int], None] | None = None,
+    shortlist: Shortlist | None = None,
+    prefixes: list[list[int]] | None = None,
+) -> list[list[Translation]]:
+    """`translate_nbest` before the join: the n-best translations of each segment of
+    `sentences.flat` (`prefixes`: one per text)."""
     cfg = model.cfg
     dc = dc or DecodeConfig()
     if dc.beam_size > cfg.target_vocab_size:
@@ -167,9 +212,17 @@ def translate_nbest(
             f"beam_size {dc.beam_size} is over the model's target vocabulary of "
             f"{cfg.target_vocab_size} tokens; choose a narrower beam"
         )
+    segments = sentences.flat
     device = next(model.parameters()).device
-    encoded = encode_sources(src_tokenizer, texts, cfg.max_len, too_long, prefixes=prefixes)
-    results: list[list[Translation]] = [[] for _ in texts]
+    encoded = encode_sources(
+        src_tokenizer,
+        segments,
+        cfg.max_len,
+        too_long,
+        prefixes=sentences.spread(prefixes),
+        labels=sentences.labels("line"),
+    )
+    results: list[list[Translation]] = [[] for _ in segments]
     todo = sorted(encoded, key=lambda i: len(encoded[i]))
     widths = [(len(encoded[i]) + 1) * dc.beam_size for i in todo]
     for positions in length_batches(widths, dc.batch_tokens):
@@ -177,18 +230,50 @@ def translate_nbest(
         src = source_batch([encoded[i] for i in batch], cfg).to(device)
         for i, hypotheses in zip(batch, decode(model, src, dc, shortlist=shortlist), strict=True):
             results[i] = [
-                Translation(tgt_tokenizer.decode(h.tokens), h.score, h.log_prob) for h in hypotheses
+                Translation(
+                    tgt_tokenizer.decode(h.tokens), h.score, h.log_prob, len(h.tokens) + h.finished
+                )
+                for h in hypotheses
             ]
         if progress is not None:
             progress(len(batch))
     return results
 
 
+def join_nbest(sentences: Sentences, found: list[list[Translation]]) -> list[list[Translation]]:
+    """Each text's n-best translations from those of its segments (`found`, one list per segment
+    of `sentences.flat`)."""
+    return [
+        joined(text, mine)
+        for text, mine in zip(sentences.texts, sentences.per_text(found), strict=True)
+    ]
+
+
+def joined(text: Segmented, found: list[list[Translation]]) -> list[Translation]:
+    """A text's n-best translations from its segments': the k-th joins each segment's k-th best
+    (its last where it has fewer); its score is the segments' mean, its log-probability and
+    tokens their sums. No translation for a text without segments (a blank text)."""
+    if not text.sentences:
+        return []
+    if len(found) == 1 and text.gaps == ("", ""):  # one segment as it is: nothing to join
+        return found[0]
+    kth = [[f[min(k, len(f) - 1)] for f in found] for k in range(max(len(f) for f in found))]
+    return [
+        Translation(
+            text.join([t.text for t in ts]),
+            sum(t.score for t in ts) / len(ts),
+            sum(t.log_prob for t in ts),
+            sum(t.tokens for t in ts),
+        )
+        for ts in kth
+    ]
+
+
 def translate(
     model: Transformer,
     src_tokenizer: Tokenizer,
     tgt_tokenizer: Tokenizer,
-    texts: list[str],
+    texts: list[str] | Sentences,
     dc: DecodeConfig | None = None,
     too_long: str = "error",
     progress: Callable[[int], None] | None = None,

@@ -24,9 +24,13 @@ breaks come back exactly where they were.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from vaswani.errors import VaswaniError
+
+T = TypeVar("T")
 
 _EDGES = re.compile(r"^(\s*)(.*?)(\s*)$", re.S)
 _LINES = re.compile(r"(\r\n|\r|\n)")
@@ -52,6 +56,76 @@ class Segmented:
             )
         parts = [gap + text for gap, text in zip(self.gaps, translations, strict=False)]
         return "".join(parts) + self.gaps[-1]
+
+
+def whole(text: str) -> Segmented:
+    """`text` as one segment, as it is (no sentence of a blank text)."""
+    return Segmented((text,), ("", "")) if text.strip() else Segmented((), (text,))
+
+
+@dataclass(frozen=True)
+class Sentences:
+    """Several texts as one list of segments to translate together (`flat`), and the way back
+    from the segments' translations to the texts'. With `split` each text's segments are its
+    sentences; without, each non-blank text is one segment as it is."""
+
+    texts: tuple[Segmented, ...]
+
+    @classmethod
+    def of(
+        cls, texts: list[str], language: str | list[str | None] | None = None, split: bool = True
+    ) -> Sentences:
+        """`texts` split by the rules of `language` (one for all, or one per text; None:
+        sentencex's default rules)."""
+        if not split:
+            return cls(tuple(whole(text) for text in texts))
+        languages = language if isinstance(language, list) else [language] * len(texts)
+        return cls(
+            tuple(
+                split_sentences(text, lang or "en")
+                for text, lang in zip(texts, languages, strict=True)
+            )
+        )
+
+    @property
+    def flat(self) -> list[str]:
+        """Every text's segments, in order."""
+        return [sentence for text in self.texts for sentence in text.sentences]
+
+    def owners(self) -> Iterator[tuple[int, int]]:
+        """(text index, segment index within it) of each segment of `flat`."""
+        for i, text in enumerate(self.texts):
+            for j in range(len(text.sentences)):
+                yield i, j
+
+    def labels(self, what: str) -> list[str]:
+        """How messages name each segment: "line 3", or "line 3, sentence 2" in a text of several."""
+        return [
+            f"{what} {i + 1}" + (f", sentence {j + 1}" if len(self.texts[i].sentences) > 1 else "")
+            for i, j in self.owners()
+        ]
+
+    def spread(self, per_text: list[T] | None) -> list[T] | None:
+        """A value per text (a multilingual model's target token) as one per segment."""
+        return None if per_text is None else [per_text[i] for i, _ in self.owners()]
+
+    def per_text(self, per_segment: list[T]) -> list[list[T]]:
+        """What was found for each segment of `flat`, grouped by text."""
+        if len(per_segment) != sum(len(text.sentences) for text in self.texts):
+            raise ValueError(f"{len(per_segment)} results for {len(self.flat)} segments")
+        found, start = [], 0
+        for text in self.texts:
+            found.append(per_segment[start : start + len(text.sentences)])
+            start += len(text.sentences)
+        return found
+
+    def join(self, translations: list[str]) -> list[str]:
+        """Each text with its segments replaced by their translations, in the text's own
+        spacing; "" for a text without any (a blank text)."""
+        return [
+            text.join(mine) if text.sentences else ""
+            for text, mine in zip(self.texts, self.per_text(translations), strict=True)
+        ]
 
 
 def split_sentences(text: str, language: str) -> Segmented:

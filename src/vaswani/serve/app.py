@@ -3,6 +3,7 @@ with uvicorn."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import signal
@@ -20,8 +21,11 @@ from pydantic import ValidationError
 from vaswani import __version__
 from vaswani.config import DecodeConfig, ServeSettings
 from vaswani.decoding.shortlist import Shortlist
-from vaswani.decoding.text import classify, generate, translate, translate_nbest
+from vaswani.decoding.text import classify, generate, join_nbest, translate_nbest
+from vaswani.documents.align import pharaoh
+from vaswani.documents.segment import Sentences
 from vaswani.errors import VaswaniError
+from vaswani.serve.files import FileService
 from vaswani.serve.libre import Access, Libre, Pairs, request_fields
 from vaswani.serve.schemas import (
     BodyError,
@@ -36,7 +40,7 @@ from vaswani.serve.schemas import (
     TranslateResponse,
     json_body,
 )
-from vaswani.serve.worker import Targeted, Worker
+from vaswani.serve.worker import Targeted, Worker, text_problems
 from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, TRANSLATE, task_of_model
 
 
@@ -54,6 +58,9 @@ class Served:
     """A translation model's lexical shortlist (`serve --shortlist`)."""
     prefix: list[int] | None = None
     """A multilingual model's token for `target`, put before each text."""
+    language: str | None = None
+    """The source language, when known without `source` (the run's data records it): its rules
+    split a text into sentences."""
 
 
 @dataclass
@@ -104,7 +111,13 @@ def create_app(
         if id(s.model) not in by_model:
             endpoint = ENDPOINTS[task_of_model(s.model)]
             by_model[id(s.model)] = Worker(
-                s.model.eval(), s.src_tok, s.tgt_tok, settings, endpoint, s.shortlist
+                s.model.eval(),
+                s.src_tok,
+                s.tgt_tok,
+                settings,
+                endpoint,
+                s.shortlist,
+                s.language,
             )
     workers = list(by_model.values())
     if len(workers) > 1 and not all(w.task.parallel for w in workers):
@@ -137,11 +150,16 @@ def create_app(
     )
     app.state.worker, app.state.workers = workers[0], workers
     app.add_exception_handler(RequestValidationError, validation_error)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.max_body_bytes,
+        larger={"/translate_file": settings.max_file_bytes + (1 << 16)},  # + the form's fields
+    )
     app.get("/health")(workers[0].health if len(workers) == 1 else health_of(pairs))
     workers[0].endpoint.route(app, state)
     if libre is not None:
         libre.add_routes(app)
+        FileService(libre).add_routes(app)
     return app
 
 
@@ -225,7 +243,9 @@ async def native_translate(
     request: TranslateRequest, worker: Any, settings: ServeSettings
 ) -> TranslateResponse:
     texts, beam = request.all_texts(), request.beam_size or settings.beam_size
-    problems, tokens = worker.problems(texts, worker.model.cfg.max_len)
+    split = request.split and not text_problems(texts, settings)  # refused before splitting
+    sentences = Sentences.of(texts, request.source or worker.language, split)
+    problems, tokens = worker.problems(texts, worker.model.cfg.max_len, sentences=sentences)
     problems += over("beam_size", beam, settings.max_beam_size)
     problems += over("max_length", request.max_length, settings.max_length)
     dc = dataclasses.replace(
@@ -235,9 +255,20 @@ async def native_translate(
         batch_tokens=max(settings.batch_tokens, beam),
     )
     start = time.perf_counter()
-    translations = await worker.submit(texts, dc, problems, tokens)
+    if request.alignments and not hasattr(worker, "align"):
+        problems.append("alignments are not given for a pair translated through a pivot")
+    found = await worker.submit(sentences.flat, dc, problems, tokens)
+    alignments = None
+    if request.alignments:
+        loop = asyncio.get_running_loop()
+        alignments = await loop.run_in_executor(None, worker.align, sentences, found)
+    best = [options[0] if options else None for options in join_nbest(sentences, found)]
     return TranslateResponse(
-        translations=translations, beam_size=beam, seconds=time.perf_counter() - start
+        translations=[t.text if t else "" for t in best],
+        confidences=[round(t.confidence, 4) if t else 1.0 for t in best],
+        alignments=None if alignments is None else [pharaoh(a) for a in alignments],
+        beam_size=beam,
+        seconds=time.perf_counter() - start,
     )
 
 
@@ -299,7 +330,7 @@ ENDPOINTS = {  # by task
     TRANSLATE: Endpoint(
         "Translate with",
         translate_route,
-        lambda w, texts, dc, prefixes: (translate if dc.n_best == 1 else translate_nbest)(
+        lambda w, texts, dc, prefixes: translate_nbest(
             w.model, w.src_tok, w.tgt_tok, texts, dc, shortlist=w.shortlist, prefixes=prefixes
         ),
         DecodeConfig(beam_size=1, max_new_tokens=4),
@@ -326,17 +357,18 @@ ENDPOINTS = {  # by task
 class BodyLimit:
     """ASGI middleware: 413 for a body over the limit, before anything parses it."""
 
-    def __init__(self, app: Any, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app: Any, max_bytes: int, larger: dict[str, int] | None = None) -> None:
+        self.app, self.max_bytes, self.larger = app, max_bytes, larger or {}
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.larger.get(scope.get("path", ""), self.max_bytes)
         headers = dict(scope.get("headers") or [])
         length = headers.get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_bytes:
-            await self.refuse(send)
+        if length is not None and length.isdigit() and int(length) > limit:
+            await self.refuse(send, limit)
             return
         # Without a Content-Length (chunked), read up to the limit here and replay the body.
         chunks, size, more = [], 0, True
@@ -347,21 +379,25 @@ class BodyLimit:
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             more = message.get("more_body", False)
-            if size > self.max_bytes:
-                await self.refuse(send)
+            if size > limit:
+                await self.refuse(send, limit)
                 return
-        body = b"".join(chunks)
+        body: bytes | None = b"".join(chunks)
 
         async def replay() -> dict:
+            """The body once; then what the client does next (a response that streams, such
+            as a file, waits on this for the client's disconnect)."""
             nonlocal body
-            message, body = {"type": "http.request", "body": body, "more_body": False}, b""
+            if body is None:
+                return await receive()
+            message, body = {"type": "http.request", "body": body, "more_body": False}, None
             return message
 
         await self.app(scope, replay, send)
 
-    async def refuse(self, send: Any) -> None:
+    async def refuse(self, send: Any, limit: int) -> None:
         response = JSONResponse(
-            {"detail": f"request body over the limit of {self.max_bytes} bytes"}, status_code=413
+            {"detail": f"request body over the limit of {limit} bytes"}, status_code=413
         )
         await response(scope={"type": "http"}, receive=None, send=send)
 

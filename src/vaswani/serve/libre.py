@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import html
 import threading
 import time
 from contextlib import suppress
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -35,7 +33,9 @@ import torch
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from vaswani.decoding.text import Translation
+from vaswani.decoding.text import Translation, join_nbest
+from vaswani.documents.html import HtmlDocument, HtmlError
+from vaswani.documents.segment import Sentences
 from vaswani.errors import VaswaniError
 from vaswani.files import read_text
 from vaswani.languages import lingua_language
@@ -189,79 +189,6 @@ class Detector:
         ]
 
 
-class HtmlText(HTMLParser):
-    """An HTML fragment as its markup (kept as written) and its text pieces (translated)."""
-
-    VOID = {
-        "area",
-        "base",
-        "br",
-        "col",
-        "embed",
-        "hr",
-        "img",
-        "input",
-        "link",
-        "meta",
-        "source",
-        "track",
-        "wbr",
-    }
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[tuple[str, str]] = []  # ("markup" | "text", content)
-        self.open: list[str] = []
-
-    @classmethod
-    def parse(cls, fragment: str) -> HtmlText:
-        parser = cls()
-        parser.feed(fragment)
-        parser.close()
-        if parser.open:
-            raise LibreError(400, f"Malformed HTML: <{parser.open[-1]}> is never closed")
-        return parser
-
-    def handle_starttag(self, tag: str, attrs: list) -> None:
-        self.parts.append(("markup", self.get_starttag_text() or f"<{tag}>"))
-        if tag not in self.VOID:
-            self.open.append(tag)
-
-    def handle_startendtag(self, tag: str, attrs: list) -> None:
-        self.parts.append(("markup", self.get_starttag_text() or f"<{tag}/>"))
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self.VOID:
-            return
-        if not self.open or self.open[-1] != tag:
-            expected = f"</{self.open[-1]}>" if self.open else "no closing tag"
-            raise LibreError(400, f"Malformed HTML: </{tag}> where {expected} belongs")
-        self.open.pop()
-        self.parts.append(("markup", f"</{tag}>"))
-
-    def handle_data(self, data: str) -> None:
-        self.parts.append(("text", data))
-
-    def handle_comment(self, data: str) -> None:
-        self.parts.append(("markup", f"<!--{data}-->"))
-
-    def texts(self) -> list[str]:
-        """The text pieces worth translating (not only whitespace), stripped."""
-        return [text.strip() for kind, text in self.parts if kind == "text" and text.strip()]
-
-    def rebuild(self, translations: list[str]) -> str:
-        """The fragment with its text pieces replaced, their surrounding whitespace kept."""
-        pieces, out = iter(translations), []
-        for kind, content in self.parts:
-            if kind == "markup" or not content.strip():
-                out.append(content)
-                continue
-            lead = content[: len(content) - len(content.lstrip())]
-            trail = content[len(content.rstrip()) :]
-            out.append(lead + html.escape(next(pieces), quote=False) + trail)
-        return "".join(out)
-
-
 STRING_FIELDS = ("source", "target", "format", "api_key")
 
 
@@ -349,7 +276,8 @@ class Libre:
             worker = self.pairs.workers.get((fields.get("source"), fields.get("target")))
             if worker is None:
                 raise LibreError(400, "Invalid request: give a source and target served here")
-            translation = (await self.run(worker, texts, "text", 0))[0][0]
+            source = fields.get("source")
+            translation = (await self.run(worker, texts, "text", 0, source, split_of(fields)))[0][0]
             loop = asyncio.get_running_loop()
             maps = await loop.run_in_executor(None, attention_of, worker, texts[0], translation)
             return JSONResponse(maps)
@@ -403,7 +331,7 @@ class Libre:
         worker, middle = self.pairs.route(source, target)
         if worker is None:
             raise LibreError(400, f"{source}:{target} is not served; see /languages")
-        found = await self.run(worker, texts, fmt, alternatives)
+        found = await self.run(worker, texts, fmt, alternatives, source, split_of(fields))
         best = [options[0] for options in found]
         answer: dict[str, Any] = {"translatedText": best if many else best[0]}
         if middle is not None:  # not LibreTranslate's: says the text went through `middle`
@@ -416,37 +344,70 @@ class Libre:
         return answer
 
     async def run(
-        self, worker: Worker, texts: list[str], fmt: str, alternatives: int
+        self,
+        worker: Worker,
+        texts: list[str],
+        fmt: str,
+        alternatives: int,
+        language: str | None = None,
+        split: bool = True,
     ) -> list[list[str]]:
-        """Each text's best translation and `alternatives` more; html: per text piece."""
-        pages = [HtmlText.parse(t) for t in texts] if fmt == "html" else None
+        """Each text's best translation and `alternatives` more. A text (or an HTML block) of
+        several sentences is translated sentence by sentence, split by the rules of `language`,
+        unless `split` is False; html: each block with its inline markup placed back by word
+        alignment, and everything else kept (`vaswani.documents.html`)."""
+        try:
+            pages = [HtmlDocument.parse(t) for t in texts] if fmt == "html" else None
+        except HtmlError as error:
+            raise LibreError(400, f"Malformed HTML: {error}") from None
         pieces = [p for page in pages for p in page.texts()] if pages is not None else texts
-        if not pieces:  # html with no text in it
-            return [[t] * (alternatives + 1) for t in texts]
+        n = alternatives + 1
         dc = dataclasses.replace(
             self.settings.decoding,
-            beam_size=max(self.settings.beam_size, alternatives + 1),
-            n_best=alternatives + 1,
-            batch_tokens=max(self.settings.batch_tokens, alternatives + 1),
+            beam_size=max(self.settings.beam_size, n),
+            n_best=n,
+            batch_tokens=max(self.settings.batch_tokens, n),
         )
-        problems, tokens = worker.problems(pieces, worker.model.cfg.max_len)
-        found = await worker.submit(pieces, dc, problems, tokens)
-        options = [nbest_texts(f, alternatives + 1) for f in found]
+        sentences = Sentences.of(pieces, language, split)
+        problems, tokens = worker.problems(pieces, worker.model.cfg.max_len, sentences=sentences)
+        found = await worker.submit(sentences.flat, dc, problems, tokens) if pieces else []
+        options = [nbest_texts(f, n) for f in join_nbest(sentences, found)]
         if pages is None:
             return options
+        alignments: list = [None] * len(pieces)
+        if hasattr(worker, "align"):  # not through a pivot: placed by relative position
+            loop = asyncio.get_running_loop()
+            alignments = await loop.run_in_executor(None, worker.align, sentences, found)
         out, start = [], 0
         for page in pages:
-            n = len(page.texts())
-            mine = options[start : start + n]
-            start += n
-            out.append([page.rebuild([o[i] for o in mine]) for i in range(alternatives + 1)])
+            mine = slice(start, start + len(page.texts()))
+            start = mine.stop
+            out.append(
+                [
+                    page.rebuild(
+                        [o[k] for o in options[mine]],
+                        alignments[mine] if k == 0 else [None] * len(options[mine]),
+                    )
+                    for k in range(n)
+                ]
+            )
         return out
 
 
-def nbest_texts(found: str | list[Translation], n: int) -> list[str]:
-    """n texts from a worker's answer (a string, or n-best `Translation`s, padded if fewer)."""
-    texts = [found] if isinstance(found, str) else [t.text for t in found]
+def nbest_texts(found: list[Translation], n: int) -> list[str]:
+    """n texts from a text's n-best `Translation`s (padded if fewer; none: a blank text)."""
+    texts = [t.text for t in found]
     return (texts + [texts[-1]] * n)[:n] if texts else [""] * n
+
+
+def split_of(fields: dict[str, Any]) -> bool:
+    """vaswani's `split` field (not LibreTranslate's): false translates each text whole."""
+    value = fields.get("split", True)
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "false", "0"):
+        return value.strip().lower() in ("true", "1")
+    if not isinstance(value, bool):
+        raise LibreError(400, "Invalid request: split must be true or false")
+    return value
 
 
 def as_libre_error(error: HTTPException) -> JSONResponse:

@@ -43,10 +43,23 @@ class TranslateRequest(TextsRequest):
     max_length: int | None = Field(default=None, ge=1, le=INT32, description="most output tokens")
     source: str | None = Field(default=None, description="source language, with several models")
     target: str | None = Field(default=None, description="target language, with several models")
+    split: bool = Field(
+        default=True,
+        description="translate a text of several sentences sentence by sentence (false: whole)",
+    )
+    alignments: bool = Field(
+        default=False,
+        description="also answer each translation's word alignment (Pharaoh pairs SRC-TGT)",
+    )
 
 
 class TranslateResponse(BaseModel):
     translations: list[str]
+    confidences: list[float]
+    """The model's mean probability per token of each translation (1 for a blank text)."""
+    alignments: list[str] | None = None
+    """With "alignments": true, each translation's word alignment: `0-0 1-2 ...`, source word
+    - translated word, over whitespace-separated words."""
     beam_size: int
     seconds: float
     pivot: str | None = None

@@ -20,8 +20,10 @@ from fastapi.responses import JSONResponse
 from vaswani import __version__
 from vaswani.config import DecodeConfig, ServeSettings
 from vaswani.decoding.shortlist import Shortlist
-from vaswani.decoding.text import InputTooLong, encode_sources
+from vaswani.decoding.text import InputTooLong, best_texts, encode_sources
 from vaswani.device import autocast, pick_precision
+from vaswani.documents.align import align_texts
+from vaswani.documents.segment import Sentences
 from vaswani.serve.schemas import Sampling
 from vaswani.tasks import task_of_model
 
@@ -55,8 +57,11 @@ class Worker:
         settings: ServeSettings,
         endpoint: Any,
         shortlist: Shortlist | None = None,
+        language: str | None = None,
     ) -> None:
         self.model, self.src_tok, self.tgt_tok = model, src_tok, tgt_tok
+        self.language = language
+        """The language of the texts it is given, when known: its rules split sentences."""
         self.shortlist = shortlist
         """A translation model's `vaswani.decoding.shortlist.Shortlist`, or None: the whole vocabulary."""
         self.task = task_of_model(model)
@@ -82,6 +87,18 @@ class Worker:
         """The model's answer for each text: a translation, a `Generation`, a `Classification`."""
         with torch.no_grad(), autocast(self.device, self.precision):
             return self.endpoint.call(self, texts, settings, prefixes)
+
+    def align(
+        self, sentences: Sentences, segments: list[Any], prefix: list[int] | None = None
+    ) -> list[Any]:
+        """The word alignment of each text of `sentences` with its joined best translation, from
+        its segments' (`segments`, as the translation endpoint answered them), each text
+        after `prefix`; called from a thread of its own, beside the worker's."""
+        prefixes = None if prefix is None else [prefix] * len(sentences.texts)
+        with torch.no_grad(), autocast(self.device, self.precision):
+            return align_texts(
+                self.model, self.src_tok, self.tgt_tok, sentences, segments, prefixes
+            )
 
     def start(self) -> None:
         """Check the model with one request, then start the worker; on failure the server stays
@@ -117,22 +134,38 @@ class Worker:
         return body
 
     def problems(
-        self, texts: list[str], positions: int, prefix: list[int] | None = None
+        self,
+        texts: list[str],
+        positions: int,
+        prefix: list[int] | None = None,
+        *,
+        sentences: Sentences | None = None,
     ) -> tuple[list[str], int]:
-        """What is wrong with a request's texts (how many, how long, not Unicode, over the
-        model's `positions` once tokenized, after `prefix`), and their tokens. A model that is
-        not ready answers nothing (503)."""
+        """What is wrong with a request's texts (how many, how long, not Unicode, a segment
+        over the model's `positions` once tokenized, after `prefix`), and the tokens of their
+        segments (`sentences`, by default each text whole). A model that is not ready answers
+        nothing (503)."""
         if not self.healthy:
             raise HTTPException(status_code=503, detail="the model is not ready; see /health")
         problems = text_problems(texts, self.settings)
         if problems:
             return problems, 0
+        sentences = sentences or Sentences.of(texts, split=False)
+        segments = sentences.flat
         try:
-            prefixes = None if prefix is None else [prefix] * len(texts)
-            encoded = encode_sources(self.src_tok, texts, positions, "error", "text", prefixes)
+            prefixes = None if prefix is None else [prefix] * len(segments)
+            encoded = encode_sources(
+                self.src_tok,
+                segments,
+                positions,
+                "error",
+                "text",
+                prefixes,
+                sentences.labels("text"),
+            )
         except InputTooLong as error:  # refused here, not in a shared batch
             return [str(error).split("; ")[0]], 0
-        return [], sum(len(ids) + 1 for ids in encoded.values()) + len(texts) - len(encoded)
+        return [], sum(len(ids) + 1 for ids in encoded.values()) + len(segments) - len(encoded)
 
     async def submit(
         self,
@@ -249,8 +282,13 @@ class Targeted:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.worker, name)
 
-    def problems(self, texts: list[str], positions: int) -> tuple[list[str], int]:
-        return self.worker.problems(texts, positions, self.prefix)
+    def align(self, sentences: Sentences, segments: list[Any]) -> list[Any]:
+        return self.worker.align(sentences, segments, self.prefix)
+
+    def problems(
+        self, texts: list[str], positions: int, *, sentences: Sentences | None = None
+    ) -> tuple[list[str], int]:
+        return self.worker.problems(texts, positions, self.prefix, sentences=sentences)
 
     async def submit(
         self, texts: list[str], settings: Any, problems: list[str], tokens: int
@@ -267,14 +305,16 @@ class Pivot:
         self.first, self.second, self.middle = first, second, middle
         self.model = first.model  # the position limit that checks the request's texts
 
-    def problems(self, texts: list[str], positions: int) -> tuple[list[str], int]:
-        return self.first.problems(texts, positions)
+    def problems(
+        self, texts: list[str], positions: int, *, sentences: Sentences | None = None
+    ) -> tuple[list[str], int]:
+        return self.first.problems(texts, positions, sentences=sentences)
 
     async def submit(
         self, texts: list[str], settings: DecodeConfig, problems: list[str], tokens: int
     ) -> list[Any]:
         one = dataclasses.replace(settings, n_best=1)
-        middle = await self.first.submit(texts, one, problems, tokens)
+        middle = best_texts(await self.first.submit(texts, one, problems, tokens))
         problems, tokens = self.second.problems(middle, self.second.model.cfg.max_len)
         return await self.second.submit(middle, settings, problems, tokens)
 

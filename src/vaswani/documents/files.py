@@ -1,0 +1,191 @@
+"""Whole files: each format read into the texts to translate and written back translated, with
+everything that is not translatable text kept.
+
+A `Document` gives its `texts()` (paragraphs, blocks, cues, messages: each translated whole,
+sentence by sentence) and `rebuild`s itself from their translations and word alignments (which
+place inline markup). `translate_documents` translates the texts of several documents in one
+batch; `FORMATS` maps file extensions to readers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from vaswani.documents.markup import Alignment
+from vaswani.errors import VaswaniError
+
+
+class DocumentError(VaswaniError, ValueError):
+    """A file that cannot be translated: damaged, hostile, or not of its format."""
+
+
+@dataclass(frozen=True)
+class DocumentOptions:
+    """How files are translated, and the limits a file from outside must keep."""
+
+    fuzzy: bool = True
+    """PO: mark the entries filled `fuzzy`, for a translator to review."""
+    overwrite: bool = False
+    """PO, XLIFF: translate entries that have a translation already (kept otherwise)."""
+    max_members: int = 10_000
+    """Zips (.docx, .odt, .epub): the most members."""
+    max_unpacked_bytes: int = 512 * 2**20
+    """Zips: the most bytes of all members unpacked."""
+    max_ratio: int = 200
+    """Zips: the most a member may unpack to, as a multiple of its packed size (text XML packs
+    about 5-20 times; a zip bomb a million)."""
+
+
+class Document(Protocol):
+    markup: bool
+    """Whether rebuilding places inline markup (and so needs word alignments)."""
+
+    def texts(self) -> list[str]: ...
+
+    def rebuild(
+        self, translations: list[str], alignments: list[Alignment | None], language: str | None
+    ) -> bytes: ...
+
+
+@dataclass
+class TextDocument:
+    """Plain text: lines and paragraphs, each line's sentences translated."""
+
+    text: str
+    markup = False
+
+    def texts(self) -> list[str]:
+        return [self.text]
+
+    def rebuild(
+        self, translations: list[str], alignments: list[Alignment | None], language: str | None
+    ) -> bytes:
+        return translations[0].encode("utf-8")
+
+
+@dataclass
+class HtmlFile:
+    """An HTML page (`vaswani.documents.html`)."""
+
+    document: object
+    markup = True
+
+    def texts(self) -> list[str]:
+        return self.document.texts()
+
+    def rebuild(
+        self, translations: list[str], alignments: list[Alignment | None], language: str | None
+    ) -> bytes:
+        return self.document.rebuild(translations, alignments, language).encode("utf-8")
+
+
+def decoded(data: bytes, name: str) -> str:
+    """UTF-8 text (a byte-order mark dropped), or a DocumentError naming the file."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise DocumentError(f"{name}: not UTF-8 text (byte {error.start})") from None
+
+
+def read_text(data: bytes, name: str, options: DocumentOptions) -> TextDocument:
+    return TextDocument(decoded(data, name))
+
+
+def read_html(data: bytes, name: str, options: DocumentOptions) -> HtmlFile:
+    from vaswani.documents.html import HtmlDocument, HtmlError
+
+    try:
+        return HtmlFile(HtmlDocument.parse(decoded(data, name)))
+    except HtmlError as error:
+        raise DocumentError(f"{name}: {error}") from None
+
+
+def _reader(module: str, function: str, *extra: str) -> Callable[..., Document]:
+    """A reader of a module imported when first used (each needs its own library)."""
+
+    def read(data: bytes, name: str, options: DocumentOptions) -> Document:
+        import importlib
+
+        found = getattr(importlib.import_module(f"vaswani.documents.{module}"), function)
+        return found(data, name, options, *extra)
+
+    return read
+
+
+READERS: dict[str, Callable[[bytes, str, DocumentOptions], Document]] = {
+    "text": read_text,
+    "html": read_html,
+    "markdown": _reader("markdown", "read_markdown"),
+    "srt": _reader("subtitles", "read_srt"),
+    "vtt": _reader("subtitles", "read_vtt"),
+    "po": _reader("po", "read_po"),
+    "xliff": _reader("xliff", "read_xliff"),
+    "docx": _reader("office", "read_office", "docx"),
+    "odt": _reader("office", "read_office", "odt"),
+    "epub": _reader("epub", "read_epub"),
+}
+"""Each format's reader: a file's bytes, its name (for messages) -> a `Document`."""
+FORMATS = {
+    ".txt": "text",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".srt": "srt",
+    ".vtt": "vtt",
+    ".po": "po",
+    ".pot": "po",
+    ".xlf": "xliff",
+    ".xliff": "xliff",
+    ".docx": "docx",
+    ".odt": "odt",
+    ".epub": "epub",
+}
+"""The format of each file extension."""
+BINARY = frozenset({"docx", "odt", "epub"})
+
+
+def format_of(path: Path, asked: str | None = None) -> str:
+    """The format `asked`, or that of the file's extension; a DocumentError for neither."""
+    if asked is not None:
+        if asked not in READERS:
+            raise DocumentError(f"--format {asked}: choose one of {', '.join(sorted(READERS))}")
+        return asked
+    found = FORMATS.get(path.suffix.lower())
+    if found is None:
+        known = ", ".join(sorted(FORMATS))
+        raise DocumentError(
+            f"{path}: no format for {path.suffix or 'no extension'} ({known}); give --format"
+        )
+    return found
+
+
+def read_document(
+    data: bytes, fmt: str, name: str, options: DocumentOptions | None = None
+) -> Document:
+    """The document in `data` (a file's bytes) read as `fmt`."""
+    return READERS[fmt](data, name, options or DocumentOptions())
+
+
+Translator = Callable[[list[str], bool], tuple[list[str], list[Alignment | None]]]
+"""Texts -> their translations and (when the flag asks) word alignments."""
+
+
+def translate_documents(
+    documents: list[Document], translate: Translator, language: str | None = None
+) -> list[bytes]:
+    """Each document translated, their texts in one call of `translate`; `language`: the
+    target's code, for the formats that record it."""
+    texts = [document.texts() for document in documents]
+    flat = [text for mine in texts for text in mine]
+    translations, alignments = translate(flat, any(d.markup for d in documents))
+    out, start = [], 0
+    for document, mine in zip(documents, texts, strict=True):
+        end = start + len(mine)
+        out.append(document.rebuild(translations[start:end], alignments[start:end], language))
+        start = end
+    return out

@@ -1,0 +1,208 @@
+"""Inline markup carried across translation by word alignment.
+
+A sentence with inline markup (`el <b>gran</b> río`, XLIFF's `<g>`, a run of bold text in a Word
+document) is translated once as plain text, and each element is put back around the translated
+words aligned to the source words it wrapped. The markup itself is never translated, rewritten,
+lost or duplicated: each element comes back once, with its opening and closing text exactly as
+they were, properly nested; an element over words with no alignment (or over no words at all)
+keeps its relative position.
+
+`Tagged` is the format-neutral form: the plain text and a tree of `Element`s over character
+ranges of it. The readers of each format build one (`vaswani.documents.html`); `place` writes
+the translation with the elements in it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+Alignment = list[tuple[int, int]]
+
+
+@dataclass
+class Element:
+    """Markup around the characters `start` .. `end` of the plain text (`start == end`: an
+    element with nothing in it, or a void one such as `<br/>` or an image)."""
+
+    opening: str
+    closing: str = ""
+    start: int = 0
+    end: int = 0
+    children: list[Element] = field(default_factory=list)
+    tail: str = ""
+    """Text written after the element when it has nothing in it (the space that followed an
+    image in a text whose spaces were collapsed)."""
+
+
+@dataclass
+class Tagged:
+    """Plain text and the elements over it (`root.children`, in order, properly nested)."""
+
+    text: str
+    root: Element = field(default_factory=lambda: Element(""))
+
+    @property
+    def elements(self) -> list[Element]:
+        """Every element, in document order."""
+        found, todo = [], list(reversed(self.root.children))
+        while todo:
+            element = todo.pop()
+            found.append(element)
+            todo.extend(reversed(element.children))
+        return found
+
+
+@dataclass
+class _Placed:
+    """An element's place among the parts of the translated words (`units`): parts `first` ..
+    `last` (inclusive), or before part `first` when `last` is None (nothing in it)."""
+
+    element: Element
+    first: int
+    last: int | None
+    children: list[_Placed]
+    glued: bool = False
+    """Nothing in it, and glued to the word before it (`word<x/> next`): after the translation
+    of that word rather than before the next."""
+
+
+_PARTS = re.compile(r"^([^\w]*)(.*?)([^\w]*)$", re.S)
+PARTS = 3
+"""Each word is placed as three parts: its leading punctuation, its core and its trailing
+punctuation, so that `<i>dark</i>.` comes back as `<i>DUNKEL</i>.`, not `<i>DUNKEL.</i>`."""
+
+
+def words(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each whitespace-separated word."""
+    return [match.span() for match in re.finditer(r"\S+", text)]
+
+
+def units(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each word's three parts (`PARTS`), in order; a word of punctuation
+    only is all core."""
+    found = []
+    for start, end in words(text):
+        lead, core, trail = _PARTS.match(text[start:end]).groups()
+        if not core:
+            lead, core, trail = "", lead + trail, ""
+        middle, stop = start + len(lead), start + len(lead) + len(core)
+        found += [(start, middle), (middle, stop), (stop, end)]
+    return found
+
+
+def place(
+    tagged: Tagged,
+    translation: str,
+    alignment: Alignment,
+    escape: Callable[[str], str] = lambda text: text,
+) -> str:
+    """`translation` (of `tagged.text`) with `tagged`'s elements around the words aligned to the
+    words they wrap (`alignment`: pairs source word - translated word); text escaped by
+    `escape`, markup as it was."""
+    source, target = units(tagged.text), units(translation)
+    n_source, n_target = len(source) // PARTS, len(target) // PARTS
+    links: dict[int, list[int]] = {}
+    for i, j in alignment:
+        if i < n_source and j < n_target:
+            links.setdefault(i, []).append(j)
+    mapper = _Mapper(source, n_target, links)
+    placed = mapper.children(tagged.root.children, 0, len(target) - 1)
+    before: list[list[str]] = [[] for _ in range(len(target) + 1)]
+    after: list[list[str]] = [[] for _ in range(len(target) + 1)]
+    _mark(placed, before, after)
+    out, at = [], 0
+    for u, (start, end) in enumerate(target):
+        out += [escape(translation[at:start]), *before[u], escape(translation[start:end])]
+        out += after[u]
+        at = end
+    out += [escape(translation[at:]), *before[len(target)]]
+    return "".join(out)
+
+
+class _Mapper:
+    """Where each source element goes among the parts of the translated words."""
+
+    def __init__(self, source: list[tuple[int, int]], n_target: int, links: dict) -> None:
+        self.source, self.n_target, self.links = source, n_target, links
+        self.n_source = len(source) // PARTS
+
+    def targets(self, i: int) -> list[int]:
+        """The translated words of source word i: aligned, or at its relative position."""
+        relative = min(self.n_target - 1, i * self.n_target // max(self.n_source, 1))
+        return self.links.get(i) or [relative]
+
+    def covered(self, element: Element) -> list[int]:
+        """The source word parts the element wraps (those of some length it overlaps)."""
+        return [
+            u
+            for u, (start, end) in enumerate(self.source)
+            if start < element.end and end > element.start
+        ]
+
+    def span(self, element: Element) -> tuple[int, int | None, bool]:
+        """The translated parts the element goes around (last None: nothing in it, before part
+        first, or after it when glued), before clipping to its parent."""
+        covered = self.covered(element) if self.n_target else []
+        if not covered:  # nothing in it: after the word it is glued to, or before the next
+            if not self.n_target:
+                return 0, None, False
+            glued = [u for u, (_, end) in enumerate(self.source) if end == element.start]
+            if glued and glued[-1] % PARTS == PARTS - 1:  # right after a whole word
+                i = glued[-1] // PARTS
+                return max(self.targets(i)) * PARTS + PARTS - 1, None, True
+            following = [u for u, (start, _) in enumerate(self.source) if start >= element.start]
+            if not following:
+                return len(self.source) and self.n_target * PARTS, None, False
+            u = following[0]
+            return min(self.targets(u // PARTS)) * PARTS + u % PARTS, None, False
+        found = [j * PARTS + u % PARTS for u in covered for j in self.targets(u // PARTS)]
+        return min(found), max(found), False
+
+    def children(self, elements: list[Element], low: int, high: int) -> list[_Placed]:
+        """`elements` (siblings) placed inside the translated parts low .. high: each clipped to
+        that range, and moved so that no two overlap (an element left without parts keeps its
+        place, empty)."""
+        placed = []
+        for element in elements:
+            first, last, glued = self.span(element)
+            if glued and low <= first <= high:
+                placed.append(_Placed(element, first, None, [], glued=True))
+            elif last is None or high < low:
+                first = min(max(first, low), high + 1)
+                placed.append(_Placed(element, first, None, []))
+            else:
+                first = min(max(first, low), high)
+                last = min(max(last, first), high)
+                placed.append(_Placed(element, first, last, []))
+        placed.sort(key=lambda p: (p.first + 0.5 * p.glued, p.last is not None))
+        taken = low - 1  # the last part a sibling already holds
+        for p in placed:
+            if p.last is not None and p.first <= taken:
+                p.first = taken + 1
+                if p.first > p.last:  # its parts all went to an earlier sibling
+                    p.last = None
+                    p.first = min(p.first, high + 1)
+            if p.last is not None:
+                taken = p.last
+                p.children = self.children(p.element.children, p.first, p.last)
+            else:
+                p.children = self.children(p.element.children, p.first, p.first - 1)
+        return placed
+
+
+def _mark(placed: list[_Placed], before: list[list[str]], after: list[list[str]]) -> None:
+    """Put each element's opening before its first part and its closing after its last (an
+    empty element whole before its part, or after it when glued), parents outside their
+    children."""
+    for p in placed:
+        if p.last is None:
+            where = (after if p.glued else before)[p.first]
+            where.append(p.element.opening)
+            _mark(p.children, before, after)
+            where.append(p.element.closing + p.element.tail)
+            continue
+        before[p.first].append(p.element.opening)
+        _mark(p.children, before, after)
+        after[p.last].append(p.element.closing)

@@ -1,0 +1,249 @@
+"""Word (.docx) and LibreOffice (.odt) documents, and the zip files that hold them and EPUBs.
+
+Each paragraph (body, tables, headers, footers, footnotes) is translated whole. Its text lives
+in *slots*: DOCX's `<w:t>` elements (inside runs of different formatting, hyperlinks, ...), ODT's
+text and tail text of `<text:p>`, `<text:span>`, `<text:a>`. The translation is shared out among
+the slots by word alignment (`vaswani.documents.markup`: each slot is an element around its
+words), so a word in bold comes back in bold around its translation; nothing else of the XML is
+changed, and every other member of the zip (styles, images, settings) is written back as it was.
+
+Zips and XML from outside are hostile until read: a zip with too many members, too many bytes
+unpacked, or a member packed too tightly (a zip bomb) is refused before it is unpacked, and XML
+with a document type declaration (entities, external references) is refused before it is
+parsed.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from vaswani.documents.files import DocumentError, DocumentOptions
+from vaswani.documents.markup import Alignment, Element, Tagged, place
+
+W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
+XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
+DOCX_PARTS = re.compile(r"word/(document|header\d*|footer\d*|footnotes|endnotes|comments)\.xml")
+ODT_PARTS = ("content.xml", "styles.xml")
+SPACES = {W + "tab", W + "br", W + "cr", TEXT + "s", TEXT + "tab", TEXT + "line-break"}
+"""Elements that stand for white space between a paragraph's words."""
+_MARK = re.compile("\ue000(/?)(\\d+)\ue001")
+
+
+class Zipped:
+    """A zip's members, read within limits, and written back with some replaced."""
+
+    def __init__(self, data: bytes, name: str, options: DocumentOptions) -> None:
+        try:
+            self.zip = zipfile.ZipFile(io.BytesIO(data))
+            infos = self.zip.infolist()
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as error:
+            raise DocumentError(f"{name}: not a readable zip ({error})") from None
+        if len(infos) > options.max_members:
+            raise DocumentError(f"{name}: {len(infos)} zip members, over {options.max_members}")
+        total = sum(info.file_size for info in infos)
+        if total > options.max_unpacked_bytes:
+            raise DocumentError(
+                f"{name}: {total:,} bytes unpacked, over the limit of "
+                f"{options.max_unpacked_bytes:,}"
+            )
+        for info in infos:
+            if info.file_size > options.max_ratio * max(info.compress_size, 1) + 1024:
+                raise DocumentError(
+                    f"{name}: {info.filename} unpacks {info.file_size / max(info.compress_size, 1):,.0f}"
+                    f" times its packed size (over {options.max_ratio}): a zip bomb?"
+                )
+        self.name, self.infos, self.options = name, infos, options
+        self.replaced: dict[str, bytes] = {}
+
+    def names(self) -> list[str]:
+        return [info.filename for info in self.infos]
+
+    def read(self, member: str) -> bytes:
+        """A member's bytes, never more than its declared size (a lying header is an error)."""
+        info = self.zip.getinfo(member)
+        try:
+            with self.zip.open(info) as stream:
+                data = stream.read(info.file_size + 1)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError) as error:
+            raise DocumentError(f"{self.name}: {member} cannot be unpacked ({error})") from None
+        if len(data) > info.file_size:
+            raise DocumentError(f"{self.name}: {member} is larger than its zip entry says")
+        return data
+
+    def write(self) -> bytes:
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w") as target:
+            for info in self.infos:
+                data = self.replaced.get(info.filename)
+                target.writestr(info, data if data is not None else self.read(info.filename))
+        return out.getvalue()
+
+
+def parse_xml(data: bytes, where: str) -> Any:
+    """An lxml tree of XML from a file: no DTD, no entities, no network; prefixes kept."""
+    from lxml import etree
+
+    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
+        raise DocumentError(f"{where}: XML with a document type declaration (entities) is refused")
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
+    try:
+        return etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as error:
+        raise DocumentError(f"{where}: not well-formed XML ({error})") from None
+
+
+def serialize(root: Any) -> bytes:
+    from lxml import etree
+
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", standalone=True)
+
+
+@dataclass
+class Slot:
+    """Where a piece of a paragraph's text lives: `node.text` or `node.tail`."""
+
+    node: Any
+    attribute: str
+
+    def get(self) -> str:
+        return getattr(self.node, self.attribute) or ""
+
+    def set(self, text: str) -> None:
+        setattr(self.node, self.attribute, text)
+        if self.node.tag == W + "t":
+            self.node.set(XML_SPACE, "preserve")
+
+
+@dataclass
+class Paragraph:
+    """A paragraph's text slots and the white space between them, as `Tagged` text whose
+    elements are the slots."""
+
+    slots: list[Slot | str] = field(default_factory=list)
+
+    def tagged(self) -> Tagged:
+        text, root = "", Element("")
+        for k, slot in enumerate(self.slots):
+            if isinstance(slot, str):
+                text += slot
+                continue
+            start = len(text)
+            text += slot.get()
+            root.children.append(Element(f"\ue000{k}\ue001", f"\ue000/{k}\ue001", start, len(text)))
+        return Tagged(text, root)
+
+    def fill(self, translation: str, alignment: Alignment | None) -> None:
+        """Share the translation out among the slots: each its words, as placed; text outside
+        every slot (the spaces between them) to the slot before it."""
+        placed = place(self.tagged(), translation, alignment or [])
+        texts: dict[int, list[str]] = {}
+        current, last, at = None, 0, 0
+        for match in _MARK.finditer(placed):
+            following = int(match.group(2))
+            if match.start() > at and not self.spaced(placed[at : match.start()], last, following):
+                gap = placed[at : match.start()]  # outside every slot: to the one before, or next
+                spaced = self.slots[following].get()[:1].isspace() and not match.group(1)
+                owner = following if current is None or spaced else current
+                texts.setdefault(owner, []).append(gap)
+            if not match.group(1):
+                current = following
+                texts.setdefault(current, [])
+            last, at = following, match.end()
+        if at < len(placed):
+            texts.setdefault(current if current is not None else 0, []).append(placed[at:])
+        for k, slot in enumerate(self.slots):
+            if not isinstance(slot, str):
+                slot.set("".join(texts.get(k, [])))
+
+    def spaced(self, gap: str, one: int, other: int) -> bool:
+        """Whether `gap` is only the space that a tab, line break or space element between
+        slots `one` and `other` stands for (the element stays; the gap is not written)."""
+        low, high = sorted((one, other))
+        return not gap.strip() and any(isinstance(s, str) for s in self.slots[low:high])
+
+
+def docx_paragraphs(root: Any) -> list[Paragraph]:
+    """Each `<w:p>` with the `<w:t>` of its own runs (not of a text box's paragraphs in it)."""
+    found = []
+    for p in root.iter(W + "p"):
+        paragraph = Paragraph()
+        for node in p.iter(W + "t", *SPACES):
+            if next(node.iterancestors(W + "p")) is not p:
+                continue
+            paragraph.slots.append(Slot(node, "text") if node.tag == W + "t" else " ")
+        found.append(paragraph)
+    return found
+
+
+def odt_paragraphs(root: Any) -> list[Paragraph]:
+    """Each `<text:p>` and `<text:h>` with its text and the text of its spans and links, not
+    of the notes and frames inside it (their paragraphs are their own)."""
+    found = []
+    for p in root.iter(TEXT + "p", TEXT + "h"):
+        paragraph = Paragraph([Slot(p, "text")])
+        odt_slots(p, paragraph)
+        found.append(paragraph)
+    return found
+
+
+def odt_slots(node: Any, paragraph: Paragraph) -> None:
+    for child in node:
+        if not isinstance(child.tag, str):  # a comment or processing instruction
+            paragraph.slots.append(Slot(child, "tail"))
+            continue
+        if child.tag in SPACES:
+            paragraph.slots.append(" ")
+        elif child.tag in (TEXT + "span", TEXT + "a"):
+            paragraph.slots.append(Slot(child, "text"))
+            odt_slots(child, paragraph)
+        paragraph.slots.append(Slot(child, "tail"))
+
+
+@dataclass
+class Office:
+    """A .docx or .odt: its XML parts with paragraphs, inside its zip."""
+
+    zipped: Zipped
+    parts: dict[str, Any]
+    paragraphs: list[Paragraph]
+    markup = True
+
+    def texts(self) -> list[str]:
+        return [p.tagged().text for p in self.todo()]
+
+    def todo(self) -> list[Paragraph]:
+        return [p for p in self.paragraphs if p.tagged().text.strip()]
+
+    def rebuild(
+        self, translations: list[str], alignments: list[Alignment | None], language: str | None
+    ) -> bytes:
+        for paragraph, translation, alignment in zip(
+            self.todo(), translations, alignments, strict=True
+        ):
+            paragraph.fill(translation, alignment)
+        for name, root in self.parts.items():
+            self.zipped.replaced[name] = serialize(root)
+        return self.zipped.write()
+
+
+def read_office(data: bytes, name: str, options: DocumentOptions, kind: str) -> Office:
+    """A .docx (`kind` "docx") or .odt ("odt") file."""
+    zipped = Zipped(data, name, options)
+    members = zipped.names()
+    wanted = (
+        [m for m in members if DOCX_PARTS.fullmatch(m)]
+        if kind == "docx"
+        else [m for m in ODT_PARTS if m in members]
+    )
+    main = "word/document.xml" if kind == "docx" else "content.xml"
+    if main not in members:
+        raise DocumentError(f"{name}: no {main} in it; not a .{kind} file")
+    parts = {m: parse_xml(zipped.read(m), f"{name}: {m}") for m in wanted}
+    finder = docx_paragraphs if kind == "docx" else odt_paragraphs
+    paragraphs = [p for root in parts.values() for p in finder(root)]
+    return Office(zipped, parts, paragraphs)

@@ -1,0 +1,167 @@
+"""Subtitles (SRT and WebVTT): numbering, timings, styles and notes kept, one translation per cue.
+
+The files are read by the field's parsers (`srt`, `webvtt-py`), which also refuse broken
+timings; the translation is written into the original blocks, so everything but the cue text
+stays as it was. A sentence that runs over several cues (a cue not ending in . ! ? or …) is
+translated whole, and its translation shared out among its cues by word alignment: each
+translated word goes to the cue of the source word it is aligned to (kept in order). A cue of
+two lines gets its translation back on two lines, broken at the space nearest the middle.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+
+from vaswani.documents.files import DocumentError, DocumentOptions, decoded
+from vaswani.documents.markup import Alignment
+
+_BLOCKS = re.compile(r"(?:\r?\n){2,}")
+_ENDS_SENTENCE = re.compile(r"""[.!?…。！？]["'»”’)\]]*$""")
+
+
+@dataclass
+class _Block:
+    """A cue's block of the file: the lines up to its timing line, and its text lines."""
+
+    head: list[str]
+    text: list[str]
+
+
+@dataclass
+class Subtitles:
+    """A subtitle file's blocks and its cues' texts; `markup`: alignments share sentences out."""
+
+    parts: list[str | _Block]
+    newline: str
+    markup = True
+
+    @property
+    def cues(self) -> list[_Block]:
+        return [part for part in self.parts if isinstance(part, _Block)]
+
+    def groups(self) -> list[list[int]]:
+        """Runs of consecutive cues that make one sentence (the last of each ends one)."""
+        found, current = [], []
+        for i, cue in enumerate(self.cues):
+            if not cue_text(cue):
+                continue
+            current.append(i)
+            if _ENDS_SENTENCE.search(cue_text(cue)):
+                found.append(current)
+                current = []
+        return found + ([current] if current else [])
+
+    def texts(self) -> list[str]:
+        cues = self.cues
+        return [" ".join(cue_text(cues[i]) for i in group) for group in self.groups()]
+
+    def rebuild(
+        self, translations: list[str], alignments: list[Alignment | None], language: str | None
+    ) -> bytes:
+        cues = self.cues
+        for group, translation, alignment in zip(
+            self.groups(), translations, alignments, strict=True
+        ):
+            sources = [cue_text(cues[i]) for i in group]
+            for i, text in zip(group, share(sources, translation, alignment or []), strict=True):
+                cues[i].text = lines(text, len(cues[i].text))
+        out = []
+        for part in self.parts:
+            out.append(part if isinstance(part, str) else self.newline.join(part.head + part.text))
+        return "".join(out).encode("utf-8")
+
+
+def cue_text(cue: _Block) -> str:
+    """A cue's text on one line, its spaces collapsed."""
+    return " ".join(" ".join(cue.text).split())
+
+
+def share(sources: list[str], translation: str, alignment: Alignment) -> list[str]:
+    """The translation of the cues `sources` (joined by spaces) cut into one part per cue: each
+    translated word to the cue of its first aligned source word, in order; without alignment,
+    by the cues' share of the source's characters."""
+    if len(sources) == 1:
+        return [translation]
+    cue_of_word = [k for k, text in enumerate(sources) for _ in text.split()]
+    target = translation.split()
+    owner: list[float | None] = [None] * len(target)
+    for i, j in sorted(alignment):
+        if j < len(target) and i < len(cue_of_word) and owner[j] is None:
+            owner[j] = cue_of_word[i]
+    total = sum(len(text) for text in sources) or 1
+    bounds = [sum(len(t) for t in sources[: k + 1]) / total for k in range(len(sources))]
+    parts: list[list[str]] = [[] for _ in sources]
+    cue = 0
+    for j, word in enumerate(target):
+        wanted = owner[j]
+        if wanted is None:  # no alignment: where its relative place falls
+            wanted = next(k for k, b in enumerate(bounds) if (j + 0.5) / len(target) <= b)
+        cue = max(cue, int(wanted))  # never back to an earlier cue
+        parts[cue].append(word)
+    return [" ".join(part) for part in parts]
+
+
+def lines(text: str, count: int) -> list[str]:
+    """`text` on `count` lines (1 or 2): two broken at the space nearest the middle."""
+    if count < 2 or " " not in text:
+        return [text]
+    spaces = [m.start() for m in re.finditer(" ", text)]
+    cut = min(spaces, key=lambda at: abs(at - len(text) / 2))
+    return [text[:cut], text[cut + 1 :]]
+
+
+def blocks(text: str, is_timing: re.Pattern) -> tuple[list[str | _Block], str]:
+    """The file as separators and blocks; a block with a timing line is a cue."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    body = text.rstrip("\r\n")
+    trailing, text = text[len(body) :], body
+    parts: list[str | _Block] = []
+    at = 0
+    for match in [*_BLOCKS.finditer(text), None]:
+        end = match.start() if match else len(text)
+        block = text[at:end]
+        rows = block.split(newline) if block else []
+        timing = next((k for k, row in enumerate(rows) if is_timing.search(row)), None)
+        if timing is None:
+            parts.append(block)
+        else:
+            parts.append(_Block(rows[: timing + 1], rows[timing + 1 :]))
+        if match:
+            parts.append(match.group())
+            at = match.end()
+    return [*parts, trailing], newline
+
+
+def read_srt(data: bytes, name: str, options: DocumentOptions) -> Subtitles:
+    import srt
+
+    text = decoded(data, name)
+    try:
+        count = sum(1 for _ in srt.parse(text))
+    except (srt.SRTParseError, ValueError) as error:
+        raise DocumentError(f"{name}: not a valid SRT file ({error})") from None
+    return _checked(text, count, re.compile(r"-->"), name)
+
+
+def read_vtt(data: bytes, name: str, options: DocumentOptions) -> Subtitles:
+    import webvtt
+
+    text = decoded(data, name)
+    try:
+        count = len(webvtt.from_buffer(io.StringIO(text)).captions)
+    except Exception as error:  # webvtt-py raises its own errors and plain ones
+        raise DocumentError(f"{name}: not a valid WebVTT file ({error})") from None
+    return _checked(text, count, re.compile(r"-->"), name)
+
+
+def _checked(text: str, count: int, timing: re.Pattern, name: str) -> Subtitles:
+    parts, newline = blocks(text, timing)
+    document = Subtitles(parts, newline)
+    if len(document.cues) != count:
+        raise DocumentError(
+            f"{name}: {count} cues by the parser, {len(document.cues)} blocks with a timing line; "
+            "is a cue missing its blank line?"
+        )
+    return document

@@ -1,0 +1,196 @@
+"""LibreTranslate's file API, so that its clients and its web page translate whole files here:
+
+    POST /translate_file      multipart: file, source (a code or "auto"), target, api_key
+                              -> {"translatedFileUrl": ".../download_file/NAME"}
+    GET  /download_file/NAME  the translated file (until it expires: --file-ttl seconds)
+    GET  /frontend/settings   what LibreTranslate's front end asks: limits, supportedFilesFormat
+
+Files are read by `vaswani.documents` (every format of `vaswani translate --input`), within the
+server's limits: --max-file-bytes, --max-file-chars, and the zip and XML limits of the readers.
+Their sentences go through the same worker as /translate requests, at most --max-texts at a
+time, so a long file shares the model with short requests instead of blocking them. A
+download's name is looked up among the files this server wrote, never joined to a path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+import weakref
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request, UploadFile
+from fastapi.responses import FileResponse, JSONResponse
+
+from vaswani.decoding.text import join_nbest
+from vaswani.documents.files import FORMATS, DocumentError, DocumentOptions, read_document
+from vaswani.documents.segment import Sentences
+from vaswani.serve.libre import Libre, LibreError, as_libre_error, client_of, string_fields
+
+_UNSAFE = re.compile(r"[^\w.\-]+")
+
+
+class FileService:
+    """The file endpoints over the LibreTranslate pairs of `libre`."""
+
+    def __init__(self, libre: Libre) -> None:
+        self.libre, self.settings = libre, libre.settings
+        self.directory = Path(tempfile.mkdtemp(prefix="vaswani-files-"))
+        weakref.finalize(self, shutil.rmtree, self.directory, True)
+        self.files: dict[str, tuple[Path, str, float]] = {}  # name -> path, filename, written
+        self.lock = threading.Lock()
+
+    def add_routes(self, app: FastAPI) -> None:
+        app.post("/translate_file")(self.translate_file)
+        app.get("/download_file/{name}")(self.download_file)
+        app.get("/frontend/settings")(self.frontend_settings)
+
+    async def frontend_settings(self) -> JSONResponse:
+        """LibreTranslate's front-end settings: limits, keys, the file formats taken."""
+        sources = self.libre.pairs.languages()
+        first = sources[0] if sources else {"code": "", "name": "", "targets": [""]}
+        keys = self.libre.access.keys is not None
+        return JSONResponse(
+            {
+                "charLimit": self.settings.max_chars,
+                "frontendTimeout": 500,
+                "apiKeys": keys,
+                "keyRequired": keys,
+                "suggestions": False,
+                "filesTranslation": True,
+                "supportedFilesFormat": sorted(FORMATS),
+                "language": {
+                    "source": {"code": first["code"], "name": first["name"]},
+                    "target": {"code": first["targets"][0], "name": first["targets"][0]},
+                },
+            }
+        )
+
+    async def translate_file(self, request: Request) -> JSONResponse:
+        """Translate an uploaded file; the answer says where to download the translation."""
+        try:
+            return JSONResponse(await self.translated(request))
+        except LibreError as error:
+            return error.response()
+        except HTTPException as error:
+            return as_libre_error(error)
+
+    async def translated(self, request: Request) -> dict[str, Any]:
+        try:
+            form = await request.form(max_files=1, max_fields=16)
+        except Exception as error:  # a body that is not multipart form data
+            raise LibreError(400, f"Invalid request: {error}") from None
+        fields = string_fields({k: form.get(k) for k in ("source", "target", "api_key")})
+        self.libre.access.check(fields.get("api_key"), client_of(request))
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile) and not hasattr(upload, "read"):
+            raise LibreError(400, "Invalid request: missing file parameter")
+        data = await upload.read(self.settings.max_file_bytes + 1)
+        if len(data) > self.settings.max_file_bytes:
+            raise LibreError(413, f"the file is over {self.settings.max_file_bytes:,} bytes")
+        filename = safe_name(upload.filename or "file.txt")
+        fmt = FORMATS.get(Path(filename).suffix.lower())
+        if fmt is None:
+            known = ", ".join(sorted(FORMATS))
+            raise LibreError(
+                400, f"Invalid request: {filename}: file format not supported ({known})"
+            )
+        loop = asyncio.get_running_loop()
+        try:
+            document = await loop.run_in_executor(
+                None, read_document, data, fmt, filename, DocumentOptions()
+            )
+        except DocumentError as error:
+            raise LibreError(400, f"Invalid request: {error}") from None
+        texts = document.texts()
+        chars = sum(len(text) for text in texts)
+        if chars > self.settings.max_file_chars:
+            raise LibreError(
+                400, f"Invalid request: {chars:,} characters, over {self.settings.max_file_chars:,}"
+            )
+        worker, source, target = self.route(fields, texts)
+        translations, alignments = await self.translate_texts(
+            worker, texts, source, document.markup
+        )
+        out = await loop.run_in_executor(None, document.rebuild, translations, alignments, target)
+        name = self.keep(out, filename)
+        return {"translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/{name}"}
+
+    def route(self, fields: dict[str, Any], texts: list[str]) -> tuple[Any, str, str]:
+        """The worker of the request's pair (source "auto": detected on the file's text)."""
+        target, source = fields.get("target"), fields.get("source") or "auto"
+        candidates = self.libre.pairs.sources_for(target) if isinstance(target, str) else []
+        if not candidates:
+            raise LibreError(400, f"{target!r} is not a target language served here")
+        if source == "auto":
+            source = self.libre.detector.detect(" ".join(texts)[:10_000], candidates)[0]["language"]
+        worker, _ = self.libre.pairs.route(source, target)
+        if worker is None:
+            raise LibreError(400, f"{source}:{target} is not served; see /languages")
+        return worker, source, target
+
+    async def translate_texts(
+        self, worker: Any, texts: list[str], language: str, alignments: bool
+    ) -> tuple[list[str], list[Any]]:
+        """The texts' translations (sentence by sentence, --max-texts at a time through the
+        worker) and, when asked, their word alignments."""
+        sentences = Sentences.of(texts, language)
+        flat, step = sentences.flat, self.settings.max_texts
+        dc = dataclasses.replace(
+            self.settings.decoding,
+            beam_size=self.settings.beam_size,
+            n_best=1,
+            batch_tokens=self.settings.batch_tokens,
+        )
+        found: list = []
+        for start in range(0, len(flat), step):
+            chunk = flat[start : start + step]
+            problems, tokens = worker.problems(chunk, worker.model.cfg.max_len)
+            found += await worker.submit(chunk, dc, problems, tokens)
+        aligned: list = [None] * len(texts)
+        if alignments and hasattr(worker, "align"):
+            loop = asyncio.get_running_loop()
+            aligned = await loop.run_in_executor(None, worker.align, sentences, found)
+        best = [options[0].text if options else "" for options in join_nbest(sentences, found)]
+        return best, aligned
+
+    def keep(self, data: bytes, filename: str) -> str:
+        """Store a translated file for download; its name, unguessable."""
+        self.expire()
+        name = f"{uuid.uuid4().hex}.{filename}"
+        path = self.directory / uuid.uuid4().hex
+        path.write_bytes(data)
+        with self.lock:
+            self.files[name] = (path, filename, time.monotonic())
+        return name
+
+    def expire(self) -> None:
+        """Delete the files older than --file-ttl."""
+        now = time.monotonic()
+        with self.lock:
+            old = [n for n, (_, _, t) in self.files.items() if now - t > self.settings.file_ttl_s]
+            for name in old:
+                self.files.pop(name)[0].unlink(missing_ok=True)
+
+    async def download_file(self, name: str) -> Any:
+        """A translated file, by the name /translate_file gave."""
+        self.expire()
+        with self.lock:
+            entry = self.files.get(name)
+        if entry is None:
+            return JSONResponse({"error": "no such file (or it expired)"}, status_code=404)
+        path, filename, _ = entry
+        return FileResponse(path, filename=filename)
+
+
+def safe_name(filename: str) -> str:
+    """The last part of an uploaded file's name, in letters, digits, dots and dashes."""
+    base = _UNSAFE.sub("_", Path(filename.replace("\\", "/")).name).strip("._") or "file"
+    return base[-100:]

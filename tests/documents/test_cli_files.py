@@ -1,0 +1,90 @@
+"""`vaswani translate --input FILE` on whole files: the README's commands run as written (with the
+test suite's trained run), several files into a directory, the input never modified. Damaged and
+hostile files: tests/test_hostile.py."""
+
+import re
+import shlex
+import zipfile
+from pathlib import Path
+
+from helpers import cli
+from helpers_files import docx, run
+
+ROOT = Path(__file__).resolve().parents[2]
+SENTENCE = "271493. 42!"
+XLIFF = (
+    '<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2"><file '
+    'source-language="en" datatype="plaintext" original="x"><body><trans-unit id="1">'
+    '<source>271493 <g id="1">42</g></source></trans-unit></body></file></xliff>'
+)
+FILES = {
+    "notes.txt": f"{SENTENCE}\n\n42\n",
+    "notes.md": f"# 42\n\n{SENTENCE} `code`\n\n```\nkeep 42\n```\n",
+    "page.html": f'<html lang="en"><body><p>{SENTENCE} <b>42</b></p><pre>42</pre></body></html>',
+    "film.srt": "1\n00:00:01,000 --> 00:00:02,000\n271493\n\n2\n00:00:03,000 --> 00:00:04,000\n42.\n",
+    "app.po": f'#: a.c:1\nmsgid "{SENTENCE}"\nmsgstr ""\n',
+    "job.xlf": XLIFF,
+}
+
+
+def readme_commands() -> list[list[str]]:
+    section = (ROOT / "README.md").read_text().split("## Translating documents")[1]
+    block = re.search(r"```\n(.*?)```", section, re.S).group(1)
+    return [shlex.split(line.split("#")[0])[1:] for line in block.splitlines() if line.strip()]
+
+
+def test_the_readmes_document_commands_run_as_written(numbers_run, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name, text in FILES.items():
+        Path(name).write_text(text)
+    Path("report.docx").write_bytes(docx(f"<w:p>{run('271493. ')}{run('42', bold=True)}</w:p>"))
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    commands = readme_commands()
+    assert len(commands) == 8
+    for args in commands:
+        args = [str(numbers_run) if a == "runs/ding" else a for a in args]
+        code, out, err = cli(capsys, *args)
+        assert code == 0, (args, err)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name in before} == before
+    html = Path("page.en.html").read_text()
+    # lang stays "en": this run's data does not record its target language (prepare --tgt-lang)
+    assert html.startswith('<html lang="en"><body><p>') and "<pre>42</pre>" in html
+    assert re.search(r"<b>\w+</b></p>", html)
+    assert "```\nkeep 42\n```" in Path("notes.en.md").read_text()
+    assert "00:00:03,000 --> 00:00:04,000" in Path("film.en.srt").read_text()
+    assert "#, fuzzy" in Path("app.en.po").read_text()
+    assert '<target state="needs-review-translation">' in Path("job.en.xlf").read_text()
+    with zipfile.ZipFile("en/report.docx") as z:
+        assert "<w:b/></w:rPr><w:t" in z.read("word/document.xml").decode()
+    assert '"alignment": "0-0' in out or "alignment" in out  # the last command: jsonl
+
+
+def test_several_files_go_into_an_output_dir_and_an_input_is_never_overwritten(
+    numbers_run, capsys, tmp_path
+):
+    (tmp_path / "a.html").write_text("<p>42</p>")
+    (tmp_path / "b.po").write_text('msgid "42"\nmsgstr ""\n')
+    inputs = [str(tmp_path / "a.html"), str(tmp_path / "b.po")]
+    code, _, err = cli(
+        capsys,
+        "translate",
+        "--checkpoint",
+        str(numbers_run),
+        "--input",
+        *inputs,
+        "--output-dir",
+        str(tmp_path / "out"),
+    )
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.html", "b.po"]
+    code, _, err = cli(
+        capsys,
+        "translate",
+        "--checkpoint",
+        str(numbers_run),
+        "--input",
+        inputs[0],
+        "--output",
+        inputs[0],
+    )
+    assert code == 2 and "would overwrite its input" in err
