@@ -126,9 +126,12 @@ def test_subtitles_keep_numbers_and_timings_and_share_a_sentence_over_its_cues()
         "3\r\n00:00:05,000 --> 00:00:06,000\r\nEND.\r\n"
     )
     vtt = (
-        "WEBVTT\n\nNOTE kept as it is\n\nintro\n00:01.000 --> 00:02.000 align:start\nHello there.\n"
+        "WEBVTT\n\nNOTE kept as it is\n\nintro\n00:01.000 --> 00:02.000 align:start\n"
+        "<v Bob>Hello <i>there</i>.</v>\n\n00:03.000 --> 00:04.000\n<c.loud>Go <b>now,\n"
     )
-    assert translated(vtt.encode(), "vtt").decode() == vtt.replace("Hello there.", "HELLO THERE.")
+    assert translated(vtt.encode(), "vtt").decode() == vtt.replace(
+        "Hello <i>there</i>.", "HELLO <i>THERE</i>."
+    ).replace("Go <b>now,", "GO <b>NOW,")
 
 
 @pytest.mark.parametrize("version", ["1.2", "2.0"])

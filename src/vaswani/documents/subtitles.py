@@ -15,9 +15,11 @@ import re
 from dataclasses import dataclass
 
 from vaswani.documents.files import DocumentError, DocumentOptions, decoded
-from vaswani.documents.markup import Alignment
+from vaswani.documents.markup import Alignment, Element, Tagged, place
 
 _BLOCKS = re.compile(r"(?:\r?\n){2,}")
+_TAG = re.compile(r"<(/?)([A-Za-z][\w.]*|\d[\d:.]*)[^<>]*>")
+_PAIRED = {"b", "i", "u", "s", "font", "c", "v", "lang", "ruby", "rt", "span"}
 _ENDS_SENTENCE = re.compile(r"""[.!?…。！？]["'»”’)\]]*$""")
 
 
@@ -45,17 +47,18 @@ class Subtitles:
         """Runs of consecutive cues that make one sentence (the last of each ends one)."""
         found, current = [], []
         for i, cue in enumerate(self.cues):
-            if not cue_text(cue):
+            text = cue_tagged(cue).text.strip()
+            if not text:
                 continue
             current.append(i)
-            if _ENDS_SENTENCE.search(cue_text(cue)):
+            if _ENDS_SENTENCE.search(text):
                 found.append(current)
                 current = []
         return found + ([current] if current else [])
 
     def texts(self) -> list[str]:
         cues = self.cues
-        return [" ".join(cue_text(cues[i]) for i in group) for group in self.groups()]
+        return [" ".join(cue_tagged(cues[i]).text for i in group) for group in self.groups()]
 
     def rebuild(
         self, translations: list[str], alignments: list[Alignment | None], language: str | None
@@ -64,9 +67,20 @@ class Subtitles:
         for group, translation, alignment in zip(
             self.groups(), translations, alignments, strict=True
         ):
-            sources = [cue_text(cues[i]) for i in group]
-            for i, text in zip(group, share(sources, translation, alignment or []), strict=True):
+            tagged = [cue_tagged(cues[i]) for i in group]
+            words = translation.split()
+            parts = share([t.text for t in tagged], len(words), alignment or [])
+            first_source = 0
+            for i, cue, part in zip(group, tagged, parts, strict=True):
+                n_source = len(cue.text.split())
+                local = [
+                    (a - first_source, b - part.start)
+                    for a, b in alignment or []
+                    if first_source <= a < first_source + n_source and b in part
+                ]
+                text = place(cue, " ".join(words[j] for j in part), local)
                 cues[i].text = lines(text, len(cues[i].text))
+                first_source += n_source
         out = []
         for part in self.parts:
             out.append(part if isinstance(part, str) else self.newline.join(part.head + part.text))
@@ -74,33 +88,57 @@ class Subtitles:
 
 
 def cue_text(cue: _Block) -> str:
-    """A cue's text on one line, its spaces collapsed."""
+    """A cue's text on one line, its spaces collapsed, its tags (<i>, <c.red>, <v Bob>) in."""
     return " ".join(" ".join(cue.text).split())
 
 
-def share(sources: list[str], translation: str, alignment: Alignment) -> list[str]:
-    """The translation of the cues `sources` (joined by spaces) cut into one part per cue: each
-    translated word to the cue of its first aligned source word, in order; without alignment,
-    by the cues' share of the source's characters."""
+def cue_tagged(cue: _Block) -> Tagged:
+    """A cue's text without its tags, which are elements over it (an unmatched one empty)."""
+    raw, text, root = cue_text(cue), [], Element("")
+    stack: list[tuple[str, Element]] = []
+    at = 0
+    for match in _TAG.finditer(raw):
+        text.append(raw[at : match.start()])
+        at, where = match.end(), len("".join(text))
+        closing, name = match.group(1), match.group(2).lower()
+        if closing and stack and stack[-1][0] == name:
+            _, element = stack.pop()
+            element.closing, element.end = match.group(), where
+            continue
+        element = Element(match.group(), start=where, end=where)
+        (stack[-1][1] if stack else root).children.append(element)
+        if not closing and name in _PAIRED:
+            stack.append((name, element))
+    text.append(raw[at:])
+    plain = "".join(text)
+    for _, element in stack:  # never closed in the cue: kept where it opened
+        element.end = element.start
+    return Tagged(plain, root)
+
+
+def share(sources: list[str], n_target: int, alignment: Alignment) -> list[range]:
+    """Which of the `n_target` translated words go to each of the cues `sources` (joined by
+    spaces): each word to the cue of its first aligned source word, in order; without
+    alignment, by the cues' share of the source's characters."""
     if len(sources) == 1:
-        return [translation]
+        return [range(n_target)]
     cue_of_word = [k for k, text in enumerate(sources) for _ in text.split()]
-    target = translation.split()
-    owner: list[float | None] = [None] * len(target)
+    owner: list[float | None] = [None] * n_target
     for i, j in sorted(alignment):
-        if j < len(target) and i < len(cue_of_word) and owner[j] is None:
+        if j < n_target and i < len(cue_of_word) and owner[j] is None:
             owner[j] = cue_of_word[i]
     total = sum(len(text) for text in sources) or 1
     bounds = [sum(len(t) for t in sources[: k + 1]) / total for k in range(len(sources))]
-    parts: list[list[str]] = [[] for _ in sources]
+    counts = [0] * len(sources)
     cue = 0
-    for j, word in enumerate(target):
+    for j in range(n_target):
         wanted = owner[j]
         if wanted is None:  # no alignment: where its relative place falls
-            wanted = next(k for k, b in enumerate(bounds) if (j + 0.5) / len(target) <= b)
+            wanted = next(k for k, b in enumerate(bounds) if (j + 0.5) / n_target <= b)
         cue = max(cue, int(wanted))  # never back to an earlier cue
-        parts[cue].append(word)
-    return [" ".join(part) for part in parts]
+        counts[cue] += 1
+    starts = [sum(counts[:k]) for k in range(len(sources))]
+    return [range(start, start + count) for start, count in zip(starts, counts, strict=True)]
 
 
 def lines(text: str, count: int) -> list[str]:
