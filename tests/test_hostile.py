@@ -915,6 +915,7 @@ HOSTILE = {
     "broken.srt": lambda p: p.write_text("1\n00:00:01,000 --> garbage\nHello\n"),
     "unclosed.html": lambda p: p.write_text("<p>Hello <b>world <i>and more</p>"),
     "latin1.md": lambda p: p.write_bytes("Grüße".encode("latin-1")),
+    "huge-paragraph.html": lambda p: p.write_text("<p>" + "word " * 250_000 + "</p>"),
 }
 
 

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from helpers import Server
-from helpers_files import zip_bomb
+from helpers_files import zip_bomb, zipped
 from vaswani.run import load_run
 from vaswani.serve import Served, ServeSettings, create_app
 from vaswani.serve.libre import Access
@@ -106,6 +106,9 @@ def test_limits_refuse_bombs_big_files_and_bad_formats_with_a_4xx(loaded, tmp_pa
         assert status == 400 and "not supported" in answer["error"]
         status, answer = upload(server, "bad.html", b"<p><b>never closed</p>")
         assert status == 400 and "never closed" in answer["error"]
+        xxe = b'<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><x>&e;</x>'
+        status, answer = upload(server, "x.docx", zipped({"word/document.xml": xxe}))
+        assert status == 400 and "document type declaration" in answer["error"]
     finally:
         server.stop()
 

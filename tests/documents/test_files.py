@@ -5,8 +5,8 @@ aligned to itself), so that what each format keeps can be checked exactly."""
 import zipfile
 
 import pytest
-from helpers_files import PNG, docx, epub, odt, run
 
+from helpers_files import PNG, docx, epub, odt, run
 from vaswani.documents.files import (
     DocumentOptions,
     read_document,

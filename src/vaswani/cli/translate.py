@@ -252,7 +252,7 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
         writable_file(target)
         if target.exists() and source.exists() and source.resolve() == target.resolve():
             raise CliError(f"{target}: the output would overwrite its input; write elsewhere")
-    options = DocumentOptions(fuzzy=args.fuzzy, overwrite=args.overwrite)
+    options = DocumentOptions(args.fuzzy, args.overwrite, max_unit_bytes=args.max_line_bytes)
     documents = [
         read_document(regular_bytes(p), format_of(p, args.format), str(p), options) for p in inputs
     ]

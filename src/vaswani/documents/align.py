@@ -86,9 +86,7 @@ def word_alignment(weights: Tensor, src_words: list[int], tgt_words: list[int]) 
     if n_src == 0 or n_tgt == 0:
         return []
     weights = weights.float()
-    by_source = torch.zeros(weights.size(0), n_src).index_add_(
-        1, torch.tensor(src_words), weights
-    )
+    by_source = torch.zeros(weights.size(0), n_src).index_add_(1, torch.tensor(src_words), weights)
     by_words = torch.zeros(n_tgt, n_src).index_add_(0, torch.tensor(tgt_words), by_source)
     source_of = by_words.argmax(dim=1).tolist()  # each translated word's best source word
     target_of = by_words.argmax(dim=0).tolist()  # each source word's best translated word

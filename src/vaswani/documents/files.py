@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from vaswani.data.corpora import DEFAULT_MAX_LINE_BYTES
 from vaswani.documents.markup import Alignment
 from vaswani.errors import VaswaniError
 
@@ -34,6 +35,8 @@ class DocumentOptions:
     """Zips (.docx, .odt, .epub): the most members."""
     max_unpacked_bytes: int = 512 * 2**20
     """Zips: the most bytes of all members unpacked."""
+    max_unit_bytes: int = DEFAULT_MAX_LINE_BYTES
+    """The longest paragraph, block, cue or message (UTF-8 bytes), as a line of a corpus."""
     max_ratio: int = 200
     """Zips: the most a member may unpack to, as a multiple of its packed size (text XML packs
     about 5-20 times; a zip bomb a million)."""
@@ -167,8 +170,17 @@ def format_of(path: Path, asked: str | None = None) -> str:
 def read_document(
     data: bytes, fmt: str, name: str, options: DocumentOptions | None = None
 ) -> Document:
-    """The document in `data` (a file's bytes) read as `fmt`."""
-    return READERS[fmt](data, name, options or DocumentOptions())
+    """The document in `data` (a file's bytes) read as `fmt`; one text (paragraph, block,
+    message) over `options.max_unit_bytes` is a DocumentError."""
+    options = options or DocumentOptions()
+    document = READERS[fmt](data, name, options)
+    for number, text in enumerate(document.texts(), 1):
+        if len(text) > options.max_unit_bytes // 4 and len(text.encode()) > options.max_unit_bytes:
+            raise DocumentError(
+                f"{name}: text {number} is {len(text.encode()):,} bytes, over the limit of "
+                f"{options.max_unit_bytes:,} (--max-line-bytes)"
+            )
+    return document
 
 
 Translator = Callable[[list[str], bool], tuple[list[str], list[Alignment | None]]]

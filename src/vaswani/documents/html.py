@@ -148,6 +148,7 @@ class HtmlDocument(HTMLParser):
         self.items: list[str | _Block] = []
         self.tags: list[tuple[_StartTag, Callable[[str], None]]] = []
         self.text: list[str] = []  # the current block's plain text
+        self.length = 0  # ... its length so far
         self.raw: list[str | Element] = []  # ... and its markup as written
         self.open: list[tuple[str, Element]] = []  # inline elements open in it
         self.root = Element("")
@@ -178,17 +179,19 @@ class HtmlDocument(HTMLParser):
         if self.raw and isinstance(self.raw[-1], str) and self.text:  # spaces after the text
             end = _END_SPACE.search(self.raw[-1]).start()
             self.raw[-1], trail = self.raw[-1][:end], self.raw[-1][end:]
-            text = "".join(self.text)
-            if trail and text.endswith(" "):
-                self.text = [text[:-1]]
+            if trail and self.ends_in_space():
+                self.text[-1] = self.text[-1][:-1]
         if self.raw:
             self.items.append(_Block(Tagged("".join(self.text), self.root), self.raw))
         if trail:
             self.keep(trail)
-        self.text, self.raw, self.root = [], [], Element("")
+        self.text, self.raw, self.root, self.length = [], [], Element(""), 0
 
     def at(self) -> int:
-        return sum(map(len, self.text))
+        return self.length
+
+    def ends_in_space(self) -> bool:
+        return bool(self.text) and self.text[-1].endswith(" ")  # no piece is empty
 
     def inline(self, markup: str, text: str = "") -> Element:
         """An element of the current block, inside the innermost open one."""
@@ -196,6 +199,7 @@ class HtmlDocument(HTMLParser):
         self.raw.append(element)
         if text:
             self.text.append(text)
+            self.length += len(text)
         element.end = self.at()
         (self.open[-1][1] if self.open else self.root).children.append(element)
         return element
@@ -280,12 +284,14 @@ class HtmlDocument(HTMLParser):
 
     def add_text(self, text: str) -> None:
         text = _SPACE.sub(" ", text)
-        if text.startswith(" ") and "".join(self.text).endswith(" "):
+        if text.startswith(" ") and self.ends_in_space():
             text = text[1:]
             last = self.raw[-2] if len(self.raw) > 1 else None  # [-1]: this text's markup
             if isinstance(last, Element) and last.start == last.end == self.at():
                 last.tail = " "  # "a <img> b": the image keeps a space on either side
-        self.text.append(text)
+        if text:
+            self.text.append(text)
+            self.length += len(text)
 
     def handle_entityref(self, name: str) -> None:
         self.reference(f"&{name};")

@@ -14,6 +14,7 @@ the translation with the elements in it.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -127,6 +128,8 @@ class _Mapper:
     def __init__(self, source: list[tuple[int, int]], n_target: int, links: dict) -> None:
         self.source, self.n_target, self.links = source, n_target, links
         self.n_source = len(source) // PARTS
+        self.starts = [start for start, _ in source]  # sorted: parts come in order
+        self.ends = [end for _, end in source]
 
     def targets(self, i: int) -> list[int]:
         """The translated words of source word i: aligned, or at its relative position."""
@@ -135,11 +138,9 @@ class _Mapper:
 
     def covered(self, element: Element) -> list[int]:
         """The source word parts the element wraps (those of some length it overlaps)."""
-        return [
-            u
-            for u, (start, end) in enumerate(self.source)
-            if start < element.end and end > element.start
-        ]
+        first = bisect.bisect_right(self.ends, element.start)  # the first part ending after it
+        last = bisect.bisect_left(self.starts, element.end)  # the first part starting at its end
+        return [u for u in range(first, last) if self.source[u][0] < self.source[u][1]]
 
     def span(self, element: Element) -> tuple[int, int | None, bool]:
         """The translated parts the element goes around (last None: nothing in it, before part
@@ -148,14 +149,13 @@ class _Mapper:
         if not covered:  # nothing in it: after the word it is glued to, or before the next
             if not self.n_target:
                 return 0, None, False
-            glued = [u for u, (_, end) in enumerate(self.source) if end == element.start]
-            if glued and glued[-1] % PARTS == PARTS - 1:  # right after a whole word
-                i = glued[-1] // PARTS
+            glued = bisect.bisect_right(self.ends, element.start) - 1  # the last part ending here
+            if glued >= 0 and self.ends[glued] == element.start and glued % PARTS == PARTS - 1:
+                i = glued // PARTS  # right after a whole word: after its translation
                 return max(self.targets(i)) * PARTS + PARTS - 1, None, True
-            following = [u for u, (start, _) in enumerate(self.source) if start >= element.start]
-            if not following:
-                return len(self.source) and self.n_target * PARTS, None, False
-            u = following[0]
+            u = bisect.bisect_left(self.starts, element.start)  # the first part from here on
+            if u == len(self.source):
+                return self.n_target * PARTS, None, False
             return min(self.targets(u // PARTS)) * PARTS + u % PARTS, None, False
         found = [j * PARTS + u % PARTS for u in covered for j in self.targets(u // PARTS)]
         return min(found), max(found), False
