@@ -65,6 +65,11 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def translate_cli(capsys, run, *args: str) -> tuple[int, str, str]:
+    """`vaswani translate --checkpoint RUN ARGS` in this process: exit code, stdout, stderr."""
+    return cli(capsys, "translate", "--checkpoint", str(run), *args)
+
+
 def losses(run: Path) -> list[float]:
     """The training loss of every logged step of a run."""
     records = map(json.loads, (Path(run) / "metrics.jsonl").read_text().splitlines())

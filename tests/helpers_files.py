@@ -20,8 +20,9 @@ def zipped(members: dict[str, bytes | str], stored: tuple[str, ...] = ()) -> byt
     return out.getvalue()
 
 
-def docx(body: str, styles: str = "<w:styles/>") -> bytes:
-    """A .docx whose body is `body` (w:p elements)."""
+def docx(body: str, styles: str = "<w:styles/>", parts: dict[str, str] | None = None) -> bytes:
+    """A .docx whose body is `body` (w:p elements); `parts`: more parts (headers, footnotes) by
+    name, each the inside of its root element."""
     document = (
         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
         f"<w:document {W} {MC} {W14}><w:body>{body}<w:sectPr/></w:body></w:document>"
@@ -33,6 +34,11 @@ def docx(body: str, styles: str = "<w:styles/>") -> bytes:
             "word/document.xml": document,
             "word/styles.xml": f'<?xml version="1.0"?><w:styles {W}>{styles}</w:styles>',
             "word/media/image1.png": PNG,
+            **{
+                f"word/{name}.xml": f'<?xml version="1.0"?><w:{name.rstrip("0123456789")} {W}>'
+                f"{inside}</w:{name.rstrip('0123456789')}>"
+                for name, inside in (parts or {}).items()
+            },
         }
     )
 

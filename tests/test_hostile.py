@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from helpers import Server, cli
+from helpers import Server, cli, translate_cli
 from helpers_files import docx, zip_bomb, zipped
 from vaswani.config import ModelConfig
 from vaswani.data import PrepareOptions, prepare
@@ -925,16 +925,8 @@ def test_damaged_and_hostile_documents_are_one_clear_error_and_nothing_is_writte
 ):
     source, target = tmp_path / name, tmp_path / f"out-{name}"
     HOSTILE[name](source)
-    code, out, err = cli(
-        capsys,
-        "translate",
-        "--checkpoint",
-        str(numbers_run),
-        "--input",
-        str(source),
-        "--output",
-        str(target),
-    )
+    files = ["--input", str(source), "--output", str(target)]
+    code, out, err = translate_cli(capsys, numbers_run, *files)
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and str(source) in err
     assert not target.exists()

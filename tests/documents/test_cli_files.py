@@ -7,7 +7,7 @@ import shlex
 import zipfile
 from pathlib import Path
 
-from helpers import cli
+from helpers import cli, translate_cli
 from helpers_files import docx, run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,26 +65,10 @@ def test_several_files_go_into_an_output_dir_and_an_input_is_never_overwritten(
     (tmp_path / "a.html").write_text("<p>42</p>")
     (tmp_path / "b.po").write_text('msgid "42"\nmsgstr ""\n')
     inputs = [str(tmp_path / "a.html"), str(tmp_path / "b.po")]
-    code, _, err = cli(
-        capsys,
-        "translate",
-        "--checkpoint",
-        str(numbers_run),
-        "--input",
-        *inputs,
-        "--output-dir",
-        str(tmp_path / "out"),
-    )
+    out = ["--output-dir", str(tmp_path / "out")]
+    code, _, err = translate_cli(capsys, numbers_run, "--input", *inputs, *out)
     assert code == 0, err
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.html", "b.po"]
-    code, _, err = cli(
-        capsys,
-        "translate",
-        "--checkpoint",
-        str(numbers_run),
-        "--input",
-        inputs[0],
-        "--output",
-        inputs[0],
-    )
+    same = ["--input", inputs[0], "--output", inputs[0]]
+    code, _, err = translate_cli(capsys, numbers_run, *same)
     assert code == 2 and "would overwrite its input" in err

@@ -50,6 +50,20 @@ def test_docx_runs_keep_their_formatting_around_the_translated_words():
     assert 'mc:Ignorable="w14"' in document and "xmlns:w14=" in document  # Word needs both
 
 
+def test_docx_tables_headers_footers_and_footnotes_are_translated():
+    cell = f"<w:tbl><w:tr><w:tc><w:p>{run('in a cell')}</w:p></w:tc></w:tr></w:tbl>"
+    parts = {
+        "header1": f"<w:p>{run('the header')}</w:p>",
+        "footer1": f"<w:p>{run('the footer')}</w:p>",
+        "footnotes": f'<w:footnote w:id="1"><w:p>{run("a footnote")}</w:p></w:footnote>',
+    }
+    out = members(translated(docx(cell, parts=parts), "docx"))
+    assert "IN A CELL" in out["word/document.xml"].decode()
+    assert "THE HEADER" in out["word/header1.xml"].decode()
+    assert "THE FOOTER" in out["word/footer1.xml"].decode()
+    assert "A FOOTNOTE" in out["word/footnotes.xml"].decode()
+
+
 def test_odt_spans_and_links_keep_their_text_and_pictures_stay():
     body = (
         '<text:p text:style-name="P1">Hello <text:span text:style-name="T1">big</text:span>'
