@@ -119,6 +119,23 @@ def test_a_page_keeps_what_is_not_prose_and_translates_alt_title_and_lang():
     )
 
 
+def test_a_link_around_blocks_is_read_as_a_block_and_one_inside_text_as_inline():
+    page = (
+        '<div><a href="/x" title="Go there"><h2>A title</h2><p>Some <b>text</b>.</p></a> '
+        '<a href="y">a link</a> after.</div>'
+    )
+    assert HtmlDocument.parse(page).texts() == [
+        "A title",
+        "Some text.",
+        "a link after.",
+        "Go there",
+    ]
+    assert rebuilt(page) == (
+        '<div><a href="/x" title="GO THERE"><h2>A TITLE</h2><p>SOME <b>TEXT</b>.</p></a> '
+        '<a href="y">A LINK</a> AFTER.</div>'
+    )
+
+
 def test_text_is_escaped_and_line_breaks_between_runs_split_blocks():
     document = HtmlDocument.parse("<p>Fish &amp; chips<br>\n  next   line</p>")
     assert document.texts() == ["Fish & chips", "next line"]

@@ -139,6 +139,29 @@ class _Block:
         return "".join(part if isinstance(part, str) else part.opening for part in self.raw)
 
 
+class _Containers(HTMLParser):
+    """A first pass: which inline elements (numbered by their start tags) hold a block, such as a
+    link around a card's heading and paragraph (valid HTML); those are read as blocks."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=False)
+        self.count = 0
+        self.open: list[tuple[str, int]] = []  # inline elements open, with their numbers
+        self.found: set[int] = set()
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        number, self.count = self.count, self.count + 1
+        if tag in INLINE:
+            self.open.append((tag, number))
+        elif tag not in VOID_INLINE and tag != "code":  # a block starts in them
+            self.found.update(n for _, n in self.open)
+
+    def handle_endtag(self, tag: str) -> None:
+        names = [name for name, _ in self.open]
+        if tag in names:
+            del self.open[len(names) - 1 - names[::-1].index(tag) :]
+
+
 class HtmlDocument(HTMLParser):
     """An HTML text as markup and blocks. `texts()` are what to translate (each block's text,
     then each attribute value); `rebuild` writes it back translated."""
@@ -155,10 +178,17 @@ class HtmlDocument(HTMLParser):
         self.skipping: tuple[str, int] | None = None  # an untouched element: name, depth
         self.code: Element | None = None  # inline code being read, kept whole
         self.html_tag: int | None = None
+        self.count = 0  # start tags so far
+        self.containers: set[int] = set()  # inline elements read as blocks (`_Containers`)
+        self.open_containers: list[str] = []
 
     @classmethod
     def parse(cls, text: str) -> HtmlDocument:
+        first = _Containers()
+        first.feed(text)
+        first.close()
         document = cls()
+        document.containers = first.found
         document.feed(text)
         document.close()
         document.flush()
@@ -211,6 +241,10 @@ class HtmlDocument(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list, closed: bool = False) -> None:
         text = self.get_starttag_text() or f"<{tag}>"
+        number, self.count = self.count, self.count + 1
+        if self.skipping is None and number in self.containers and not closed:
+            self.open_containers.append(tag)
+            tag = "div"  # read as a block
         if self.skipping is not None:
             self.verbatim(text)
             name, depth = self.skipping
@@ -258,6 +292,10 @@ class HtmlDocument(HTMLParser):
                 self.skipping = (name, depth - 1) if depth > 1 else None
                 if self.skipping is None:
                     self.code = None
+        elif tag in INLINE and self.open_containers[-1:] == [tag] and self.open[-1:] == []:
+            self.open_containers.pop()  # the end of an inline element read as a block
+            self.flush()
+            self.keep(markup)
         elif tag in INLINE:
             if not self.open or self.open[-1][0] != tag:
                 expected = f"</{self.open[-1][0]}>" if self.open else "no closing tag"
