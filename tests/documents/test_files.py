@@ -178,10 +178,14 @@ def test_markdown_keeps_code_urls_and_structure():
     md = (
         "# A *big* title\n\nSome **bold words**, `code x` and a [link](http://x.org/a_(b)) end.\n"
         "Second line.\n\n> quoted text\n\n- item one\n\n```python\nprint('hi')\n```\n\n"
-        "| a | b c |\n|---|-----|\n| one | two |\n"
+        "| a | b c |\n|---|-----|\n| one | two |\n\n"
+        "[![badge](https://x/b.svg)](https://x/ci) see [the guide][] or <https://x.org>\nnow.\n\n"
+        "[the guide]: https://x/guide\n"
     )
     assert translated(md.encode(), "markdown").decode() == (
         "# A *BIG* TITLE\n\nSOME **BOLD WORDS**, `code x` AND A [LINK](http://x.org/a_(b)) END. "
         "SECOND LINE.\n\n> QUOTED TEXT\n\n- ITEM ONE\n\n```python\nprint('hi')\n```\n\n"
-        "| A | B C |\n|---|-----|\n| ONE | TWO |\n"
+        "| A | B C |\n|---|-----|\n| ONE | TWO |\n\n"
+        "[![badge](https://x/b.svg)](https://x/ci) SEE [THE GUIDE][] OR <https://x.org> NOW.\n\n"
+        "[the guide]: https://x/guide\n"
     )

@@ -16,10 +16,12 @@ from typing import Any
 from vaswani.documents.files import DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment, Element, Tagged, place
 
-_DESTINATION = re.compile(
-    r"""\]\(\s*(<[^>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)"""
-    r"""(\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)"""
+_ENDING = re.compile(
+    r"""\]\(\s*(?:<[^>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)"""
+    r"""(?:\s+(?:"[^"]*"|'[^']*'|\([^)]*\)))?\s*\)|\]\[[^\]]*\]"""
 )
+"""How a link or image ends as written: `](destination "title")`, or `][label]` by reference;
+the k-th in the text is that of the k-th link or image to close."""
 _SPECIAL = re.compile(r"([\\`*\[\]<])")
 PAIRS = {"strong_open": "strong_close", "em_open": "em_close", "s_open": "s_close"}
 
@@ -33,56 +35,58 @@ def inline_tagged(token: Any) -> Tagged:
     """An inline token's text, with its emphasis, links and code as elements."""
     text: list[str] = []
     root = Element("")
-    stack = [root]
-    destinations = iter(_DESTINATION.findall(token.content))
+    stack = [(root, None)]  # open elements, each with the token that opened it
+    endings = iter(_ENDING.findall(token.content))
     children = token.children or []
-    k = 0
+    k = at = 0  # at: the length of the text so far
     while k < len(children):
         child = children[k]
-        at = len("".join(text))
         kind = child.type
-        if kind == "text":
-            content = child.content
-            last = stack[-1].children[-1] if stack[-1].children else None
-            kept_whole = last is not None and last.start == last.end == at and not last.closing
-            if kept_whole and content.startswith(" ") and "".join(text).endswith(" "):
+        if kind in ("text", "softbreak"):
+            content = child.content if kind == "text" else " "
+            last = stack[-1][0].children[-1] if stack[-1][0].children else None
+            empty = last is not None and last.start == last.end == at
+            spaced = not text or text[-1].endswith(" ")
+            if empty and content.startswith(" ") and spaced:
                 content, last.tail = content[1:], " "  # "a `code` b": spaces both sides
-            text.append(content)
-        elif kind == "softbreak":
-            text.append(" ")
+            if content:
+                text.append(content)
+                at += len(content)
         elif kind in PAIRS or kind == "link_open" and child.markup != "autolink":
-            link = kind == "link_open"
-            closing = link_end(child, destinations) if link else child.markup
-            element = Element("[" if link else child.markup, closing, at)
-            stack[-1].children.append(element)
-            stack.append(element)
+            element = Element("[" if kind == "link_open" else child.markup, child.markup, at)
+            stack[-1][0].children.append(element)
+            stack.append((element, child))
         elif kind in PAIRS.values() or kind == "link_close":
-            element = stack.pop()
+            element, opened = stack.pop()
             element.end = at
+            if kind == "link_close":  # closes after any image inside it: its ending comes later
+                element.closing = link_end(opened, endings)
         else:  # code, images, autolinks, inline HTML, hard breaks: kept whole, as void elements
-            markup, k = whole(children, k)
-            stack[-1].children.append(Element(markup, "", at, at))
+            markup, k = whole(children, k, endings)
+            stack[-1][0].children.append(Element(markup, "", at, at))
         k += 1
     return Tagged("".join(text), root)
 
 
-def link_end(token: Any, destinations: Any) -> str:
-    """`](destination "title")` of a link as written (markdown-it gives it normalised)."""
-    found = next(destinations, None)
+def link_end(token: Any, endings: Any) -> str:
+    """How a link ends as written (markdown-it gives its destination normalised)."""
+    found = next(endings, None)
     if found is not None:
-        return f"]({found[0]}{found[1]})"
+        return found
     title = token.attrGet("title")
     return f"]({token.attrGet('href')}" + (f' "{title}"' if title else "") + ")"
 
 
-def whole(children: list, k: int) -> tuple[str, int]:
-    """The Markdown of the element at children[k] kept whole, and the index of its last token."""
+def whole(children: list, k: int, endings: Any) -> tuple[str, int]:
+    """The Markdown of the element at children[k] kept whole, and the index of its last token
+    (an image takes its ending from `endings`)."""
     child = children[k]
     if child.type == "code_inline":
         pad = " " if child.content.startswith("`") or child.content.endswith("`") else ""
         return f"{child.markup}{pad}{child.content}{pad}{child.markup}", k
     if child.type == "image":
-        return f"![{child.content}]({child.attrGet('src')})", k
+        ending = next(endings, None) or f"]({child.attrGet('src')})"
+        return f"![{child.content}{ending}", k
     if child.type == "hardbreak":
         return "\\\n", k
     if child.type == "link_open":  # an autolink: <https://...>
