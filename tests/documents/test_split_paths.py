@@ -87,3 +87,16 @@ def test_both_http_apis_split_unless_asked_not_to(loaded, alone):
         assert status == 400 and "split must be true or false" in body["error"]
     finally:
         server.stop()
+
+
+def test_a_sentence_that_comes_again_is_translated_once(loaded, monkeypatch):
+    import vaswani.decoding.text as text
+
+    rows, decode = [], text.decode
+    monkeypatch.setattr(
+        text, "decode", lambda m, src, *a, **k: rows.append(len(src)) or decode(m, src, *a, **k)
+    )
+    found = loaded.translate(["42. 7.", "42.", "7. 42."])
+    assert sum(rows) == 2  # "42." and "7.", each once
+    first, second = loaded.translate(["42."], split=False)[0], loaded.translate(["7."])[0]
+    assert found == [f"{first} {second}", first, f"{second} {first}"]

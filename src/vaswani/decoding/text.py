@@ -204,7 +204,8 @@ def translate_segments(
     prefixes: list[list[int]] | None = None,
 ) -> list[list[Translation]]:
     """`translate_nbest` before the join: the n-best translations of each segment of
-    `sentences.flat` (`prefixes`: one per text)."""
+    `sentences.flat` (`prefixes`: one per text). A segment that comes again (the same ids) is
+    translated once."""
     cfg = model.cfg
     dc = dc or DecodeConfig()
     if dc.beam_size > cfg.target_vocab_size:
@@ -223,20 +224,26 @@ def translate_segments(
         labels=sentences.labels("line"),
     )
     results: list[list[Translation]] = [[] for _ in segments]
-    todo = sorted(encoded, key=lambda i: len(encoded[i]))
+    first: dict[tuple[int, ...], int] = {}  # each distinct segment is translated once
+    copies: dict[int, list[int]] = {}
+    for i, ids in encoded.items():
+        copies.setdefault(first.setdefault(tuple(ids), i), []).append(i)
+    todo = sorted(first.values(), key=lambda i: len(encoded[i]))
     widths = [(len(encoded[i]) + 1) * dc.beam_size for i in todo]
     for positions in length_batches(widths, dc.batch_tokens):
         batch = [todo[j] for j in positions]
         src = source_batch([encoded[i] for i in batch], cfg).to(device)
         for i, hypotheses in zip(batch, decode(model, src, dc, shortlist=shortlist), strict=True):
-            results[i] = [
+            found = [
                 Translation(
                     tgt_tokenizer.decode(h.tokens), h.score, h.log_prob, len(h.tokens) + h.finished
                 )
                 for h in hypotheses
             ]
+            for same in copies[i]:
+                results[same] = found
         if progress is not None:
-            progress(len(batch))
+            progress(sum(len(copies[i]) for i in batch))
     return results
 
 
