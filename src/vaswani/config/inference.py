@@ -87,7 +87,7 @@ class ServeSettings:
     max_chars: int = 2000
     """Characters per text (the model's position limit also applies, after tokenizing)."""
     max_file_bytes: int = 20 << 20
-    """Largest file POST /translate_file takes (its request may be this much larger than
+    """Largest file POST /translate_file takes (that route alone takes a body this large, beyond
     max_body_bytes)."""
     max_file_chars: int = 500_000
     """Most characters of text a file to translate may hold."""
