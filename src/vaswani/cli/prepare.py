@@ -39,6 +39,7 @@ OPTIONS = (
     "tokenizer_from",
     "format",
     "src_lang",
+    "word_alignments",
     "tgt_lang",
     "markup",
     "fields",
@@ -162,6 +163,12 @@ def run(args: argparse.Namespace) -> int:
             f"  {name:<5} {split['pairs']:>9} examples  (filtered as too long: "
             f"{split['filtered_too_long']}{'' if ratio is None else f', length ratio: {ratio}'})"
             f"  {lengths_line(get_task(opts.task), split)}"
+        )
+    if "word_alignments" in meta:
+        record = meta["word_alignments"]
+        print(
+            f"word alignments: {record['links']:,} links in {record['pairs']:,} training pairs "
+            f"({record['aligner']}, {record['seconds']} s): train.align"
         )
     print(
         f"padding with --batch-tokens {args.batch_tokens}: "

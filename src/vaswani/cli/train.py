@@ -34,6 +34,7 @@ SETTINGS = (
     "patience",
     "tensorboard",
     "label_smoothing",
+    "guided_alignment",
     "clip_norm",
     "precision",
     "seed",

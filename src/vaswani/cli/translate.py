@@ -28,7 +28,7 @@ from vaswani.cli.common import (
 from vaswani.config import DecodeConfig
 from vaswani.decoding.text import Translation, join_nbest, translate_segments
 from vaswani.device import Placement
-from vaswani.documents.align import Alignment, align_texts, pharaoh
+from vaswani.documents.align import Alignment, AlignSettings, align_texts, pharaoh
 from vaswani.documents.files import (
     FORMATS,
     READERS,
@@ -101,6 +101,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also give each translation's word alignment, as Pharaoh pairs SRC-TGT over "
         "the whitespace-separated words (0-0 1-2 ...), read from the model's cross-attention; "
         "in text form after ' ||| '",
+    )
+    parser.add_argument(
+        "--attention-alignment",
+        action="store_true",
+        help="read word alignments from the last layer's heads averaged even where the model "
+        "has a head trained by --guided-alignment (which is read by default)",
     )
     add_decoding_flags(parser)
     add_split_flags(parser)
@@ -218,7 +224,7 @@ def translated(
             prefixes,
         )
         aligned = (
-            align_texts(model, src, tgt, texts, segments, prefixes)
+            align_texts(model, src, tgt, texts, segments, prefixes, alignment_settings(args))
             if (args.alignments if alignments is None else alignments)
             else [None] * len(texts.texts)
         )
@@ -275,6 +281,7 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
             args.too_long,
             placement.autocast,
             progress,
+            alignment_settings(args),
         )
         results = translate_documents(documents, translate, args.target or loaded.target_language)
     for target, data in zip(outputs, results, strict=True):
@@ -292,3 +299,8 @@ def regular_bytes(path: Path) -> bytes:
     if not path.is_file():
         raise CliError(f"{path}: no such file")
     return path.read_bytes()
+
+
+def alignment_settings(args: argparse.Namespace) -> AlignSettings:
+    """Where word alignments come from: the trained head, unless --attention-alignment."""
+    return AlignSettings(guided=not args.attention_alignment)

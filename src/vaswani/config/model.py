@@ -71,6 +71,10 @@ class ModelConfig:
     """How a classifier makes one vector of the encoder's output: "mean" over the real (non-pad)
     positions, or "first": the position of the start token it puts before the text (BERT's
     [CLS])."""
+    alignment_head: int | None = None
+    """The head of the last decoder layer's cross-attention that guided alignment trained to
+    point at the source words each target word translates (`train --guided-alignment`); word
+    alignment reads it alone. None: alignment averages the heads."""
     pad_id: int = 0
     bos_id: int = 1
     eos_id: int = 2

@@ -4,6 +4,7 @@ settings that go with each preset."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,10 @@ class TrainConfig:
     adam_eps: float = 1e-9
     label_smoothing: float = 0.1
     """Label smoothing of the training loss (§5.4)."""
+    guided_alignment: float = 0.0
+    """Weight of guided alignment (Garg et al. 2019 use 0.05): one head of the last decoder
+    layer's cross-attention learns the word alignments of the training pairs (data prepared
+    with --word-alignments), so that translation carries inline markup by it; 0: off."""
     clip_norm: float = 0.0
     """Gradient clipping by global norm; 0 turns it off (the paper does not clip)."""
     precision: str = one_of("auto", PRECISIONS)
@@ -150,6 +155,10 @@ class TrainConfig:
             "bpe_dropout must be in [0, 1) (0 = off)",
         )
         require(0 <= self.label_smoothing < 1, "label_smoothing must be in [0, 1)")
+        require(
+            math.isfinite(self.guided_alignment) and self.guided_alignment >= 0,
+            "guided_alignment must be 0 (off) or more",
+        )
         require(self.clip_norm >= 0, "clip_norm must be >= 0 (0 = off)")
         require(self.keep_last >= 1, "keep_last must be >= 1")
         require(0 <= self.seed < 2**32, "seed must be in 0 .. 2**32-1")

@@ -121,6 +121,9 @@ class PrepareOptions:
     max_example_len: int = 256
     """Drop pairs longer than this many tokens (with BOS/EOS) on either side; a language model's
     longer texts are cut into pieces instead."""
+    word_alignments: bool = False
+    """Align the words of every training pair with eflomal (pip install 'vaswani[align]') into
+    train.align, for `vaswani train --guided-alignment` (`wordalign.py`)."""
     progress: bool = True
 
 

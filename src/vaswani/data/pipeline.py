@@ -39,12 +39,13 @@ import numpy as np
 from vaswani.config import LIMITS
 from vaswani.data.clean import contamination_mask, exclusion_keys
 from vaswani.data.corpora import DataError
-from vaswani.data.dataset import FORMAT_VERSION, SIDES, SPLITS
+from vaswani.data.dataset import FORMAT_VERSION, SIDES, SPLITS, ParallelSplit
 from vaswani.data.encode import encode_split
 from vaswani.data.options import PrepareOptions
 from vaswani.data.read import CorpusSource, corpus_languages, open_corpus
 from vaswani.data.split import KeptText, cleaning_record, split_corpus
 from vaswani.data.vocab import dataset_tokenizers
+from vaswani.data.wordalign import write_alignments
 from vaswani.languages import check_token_form
 from vaswani.tasks import get_task
 
@@ -84,6 +85,8 @@ def check_options(opts: PrepareOptions) -> None:
     parallel = get_task(opts.task).parallel
     if opts.lang_id and not parallel:
         raise DataError("--lang-id is for translation pairs (--task translate)")
+    if opts.word_alignments and not parallel:
+        raise DataError("--word-alignments is for translation pairs (--task translate)")
     if opts.tokenizer_from is not None and not parallel:
         raise DataError("--tokenizer-from is for fine-tuning translation models (--task translate)")
     try:
@@ -194,5 +197,10 @@ def _prepare_into(
         meta["languages"] = text.languages_record(opts.temperature, splits_meta)
     elif opts.src_lang or opts.tgt_lang:  # what splits a text into sentences when translating
         meta["pair"] = {"source": opts.src_lang, "target": opts.tgt_lang}
+    if opts.word_alignments:
+        train = ParallelSplit(work, "train", dtype)
+        meta["word_alignments"] = write_alignments(
+            work, train, tokenizers["src"], tokenizers["tgt"]
+        )
     (work / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return meta

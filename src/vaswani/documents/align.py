@@ -41,6 +41,9 @@ class AlignSettings:
 
     layer: int = -1
     predicts: bool = True
+    guided: bool = True
+    """A model trained with guided alignment: read its trained head (of the last layer) alone;
+    False: average the heads as for any model."""
 
 
 def encode_words(tokenizer: Any, text: str) -> tuple[list[int], list[int]]:
@@ -129,7 +132,9 @@ def align(
         )
         tgt_batch = padded([[cfg.bos_id, *tgt[i][0]] for i in batch], cfg)
         maps = model.attention_maps(src_batch.to(device), tgt_batch.to(device))
-        weights = maps.cross[settings.layer].float().mean(dim=1).cpu()  # (B, T+1, S)
+        layer = maps.cross[settings.layer].float()  # (B, H, T+1, S)
+        head = cfg.alignment_head if settings.guided else None
+        weights = (layer.mean(dim=1) if head is None else layer[:, head]).cpu()  # (B, T+1, S)
         for row, i in enumerate(batch):
             n_src, n_tgt = len(src[i][0]), len(tgt[i][0])
             columns = weights[row, :, lead[row] : lead[row] + n_src]  # the source's own tokens

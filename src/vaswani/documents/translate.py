@@ -11,7 +11,7 @@ from typing import Any
 
 from vaswani.config import DecodeConfig
 from vaswani.decoding.text import join_nbest, translate_segments
-from vaswani.documents.align import align_texts
+from vaswani.documents.align import AlignSettings, align_texts
 from vaswani.documents.files import (
     DocumentOptions,
     Translator,
@@ -32,11 +32,13 @@ def translator(
     too_long: str = "error",
     context: Callable[[], Any] = contextlib.nullcontext,
     progress: Callable[[int], Callable[[int], None] | None] | None = None,
+    alignment: AlignSettings | None = None,
 ) -> Translator:
     """A `Translator` over `loaded` (a `vaswani.run.LoadedRun`): texts split into sentences by
     the rules of `language` (default: the model's source language) unless not `split`,
     translated into `target` (a multilingual model's), under `context` (e.g. autocast);
-    `progress(total)` gives a callable told of each batch's sentences."""
+    `progress(total)` gives a callable told of each batch's sentences; `alignment`: where word
+    alignments are read from."""
 
     def translate(texts: list[str], alignments: bool) -> tuple[list[str], list[Any]]:
         sentences = Sentences.of(texts, language or loaded.source_language, split)
@@ -48,7 +50,7 @@ def translator(
                 model, src, tgt, sentences, dc, too_long, update, loaded.shortlist, prefixes
             )
             aligned = (
-                align_texts(model, src, tgt, sentences, segments, prefixes)
+                align_texts(model, src, tgt, sentences, segments, prefixes, alignment)
                 if alignments
                 else [None] * len(texts)
             )

@@ -46,6 +46,7 @@ from vaswani.train.average import WeightAverage
 from vaswani.train.board import Board, require_tensorboard
 from vaswani.train.budget import Clock, Closing
 from vaswani.train.distributed import Distributed, init_distributed
+from vaswani.train.guided import GuidedAlignment
 from vaswani.train.plan import TrainPlan, print_plan, resolve_plan, time_horizon
 from vaswani.train.schedule import Schedule
 from vaswani.train.setup import open_run
@@ -181,6 +182,11 @@ class Trainer:
             self.model.parameters(), lr=0.0, betas=tc.adam_betas, eps=tc.adam_eps
         )
         self.scaler = grad_scaler(dist.device, tc.precision)
+        self.guide = None  # --guided-alignment: one cross-attention head learns word alignments
+        if tc.guided_alignment > 0:
+            if not task.parallel:
+                raise TrainingError("--guided-alignment is for translation models")
+            self.guide = GuidedAlignment(self.model, data, tc.guided_alignment)
         self.split = data.split("train")
         self.sampler = TokenBatchSampler(
             self.split.src_lengths, self.split.tgt_lengths, tc.batch_tokens, seed=tc.seed
@@ -336,6 +342,7 @@ class Trainer:
             [b for _, b in micro],
             tc,
             self.dist,
+            self.guide,
         )
         update = Update(loss, grad_norm, lr, tokens)
         if self.scaler.is_enabled():

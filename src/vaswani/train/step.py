@@ -5,6 +5,7 @@ recipe's timing of candidate sizes both use."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any
 
 import torch
@@ -35,6 +36,8 @@ def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
     longest = 1 + max(
         split[f"{side}_lengths"]["max"] for split in data.meta["splits"].values() for side in SIDES
     )
+    if tc.guided_alignment > 0:  # its first head of the last layer learns word alignments
+        cfg = dataclasses.replace(cfg, alignment_head=0)
     longest += task.extra_positions
     if cfg.max_len < longest:
         raise TrainingError(
@@ -54,11 +57,13 @@ def train_update(
     micro_batches: list[Any],
     tc: TrainConfig,
     dist: Distributed,
+    guide: Any = None,
 ) -> tuple[int, float, float]:
     """The gradients of one optimizer update, over `micro_batches` (index arrays of `split`): the
     forward and backward passes, gradient accumulation, DDP's all-reduce, loss scaling and
-    clipping. The caller applies them (or not, by its NaN policy). Returns the update's tokens,
-    its mean loss and the gradient norm before clipping."""
+    clipping. The caller applies them (or not, by its NaN policy). `guide`: a
+    `vaswani.train.guided.GuidedAlignment` whose loss joins the translation loss. Returns the
+    update's tokens, its mean (translation) loss and the gradient norm before clipping."""
     model = net.module if isinstance(net, DistributedDataParallel) else net
     cfg, device = model.cfg, dist.device
     sizes = [task.batch_size(split, indices) for indices in micro_batches]
@@ -73,9 +78,10 @@ def train_update(
         with contextlib.nullcontext() if sync else net.no_sync():
             with autocast(device, tc.precision):
                 loss_sum, _ = task.training_loss(net, batch, cfg.pad_id, tc.label_smoothing)
+                total = loss_sum + guide.loss(split, indices) if guide is not None else loss_sum
             # Mean over the update's target tokens (or examples); DDP then averages over
             # processes.
-            scaler.scale(loss_sum * dist.world_size / update_count).backward()
+            scaler.scale(total * dist.world_size / update_count).backward()
         local_loss += loss_sum.detach()
     loss = (dist.sum(local_loss) / update_count).item()
     scaler.unscale_(optimizer)  # fp16: clip and report the true gradient norm
