@@ -1,7 +1,9 @@
 """Translate TEXT arguments, or --input FILE, or stdin, with beam search (or greedy search with
 --beam-size 1). Output has one line per input line, in order; an empty line gives an empty line.
 A line of several sentences is translated sentence by sentence and joined back with its own
-spacing (--no-split: as one segment). Sentences are batched by length for speed."""
+spacing (--no-split: as one segment). Sentences are batched by length for speed. A file of a
+document format (HTML, Markdown, subtitles, PO, XLIFF, DOCX, ODT, EPUB) is translated whole, in
+its format, into --output (several into --output-dir)."""
 
 from __future__ import annotations
 

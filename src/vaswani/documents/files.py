@@ -149,7 +149,6 @@ FORMATS = {
     ".epub": "epub",
 }
 """The format of each file extension."""
-BINARY = frozenset({"docx", "odt", "epub"})
 
 
 def format_of(path: Path, asked: str | None = None) -> str:
