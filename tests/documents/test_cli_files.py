@@ -72,3 +72,14 @@ def test_several_files_go_into_an_output_dir_and_an_input_is_never_overwritten(
     same = ["--input", inputs[0], "--output", inputs[0]]
     code, _, err = translate_cli(capsys, numbers_run, *same)
     assert code == 2 and "would overwrite its input" in err
+
+
+def test_one_text_document_without_output_goes_to_stdout_and_a_zip_needs_one(
+    numbers_run, capsys, tmp_path
+):
+    (tmp_path / "a.html").write_text("<p>271493 <b>42</b></p>")
+    code, out, err = translate_cli(capsys, numbers_run, "--input", str(tmp_path / "a.html"))
+    assert code == 0 and out.startswith("<p>") and "<b>" in out, err
+    (tmp_path / "a.docx").write_bytes(docx(f"<w:p>{run('42')}</w:p>"))
+    code, out, err = translate_cli(capsys, numbers_run, "--input", str(tmp_path / "a.docx"))
+    assert code == 2 and "give --output FILE" in err and out == ""

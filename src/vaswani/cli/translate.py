@@ -34,6 +34,7 @@ from vaswani.documents.align import Alignment, AlignSettings, align_texts, phara
 from vaswani.documents.files import (
     FORMATS,
     READERS,
+    ZIPPED,
     DocumentOptions,
     format_of,
     read_document,
@@ -241,25 +242,37 @@ def document_mode(args: argparse.Namespace, inputs: list[Path]) -> bool:
     return len(inputs) > 1 or args.output_dir is not None or args.format is not None or known
 
 
-def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
-    """--input FILE... as documents, each written whole to --output (or into --output-dir)."""
+def file_outputs(args: argparse.Namespace, inputs: list[Path]) -> list[Path | None]:
+    """Where each --input file's translation goes (None: stdout), after checking the flags; an
+    output that is its input is refused."""
     if not inputs:
         raise CliError("--format and --output-dir translate files: give them with --input FILE")
-    if args.output_dir is None and (len(inputs) > 1 or args.output is None):
-        raise CliError("give --output FILE for one file, or --output-dir DIR for several")
+    if args.output_dir is None and len(inputs) > 1:
+        raise CliError("several --input files go into a directory: give --output-dir DIR")
+    zipped = format_of(inputs[0], args.format) in ZIPPED
+    if args.output_dir is None and args.output is None and zipped:
+        raise CliError(f"{inputs[0]} translates into a zip file: give --output FILE")
     if args.output_dir is not None and args.output is not None:
         raise CliError("give --output FILE or --output-dir DIR, not both")
     if args.output_format != "text" or args.n_best != 1:
         raise CliError("--output-format jsonl and --n-best are for lines, not whole files")
-    outputs = (
-        [args.output] if args.output_dir is None else [args.output_dir / p.name for p in inputs]
-    )
+    outputs: list[Path | None] = [args.output]
     if args.output_dir is not None:
         args.output_dir.mkdir(parents=True, exist_ok=True)
+        outputs = [args.output_dir / p.name for p in inputs]
     for source, target in zip(inputs, outputs, strict=True):
+        if target is None:  # one text document: its translation on stdout
+            continue
         writable_file(target)
         if target.exists() and source.exists() and source.resolve() == target.resolve():
             raise CliError(f"{target}: the output would overwrite its input; write elsewhere")
+    return outputs
+
+
+def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
+    """--input FILE... as documents, each written whole to --output (or into --output-dir; one
+    text document without either: to stdout)."""
+    outputs = file_outputs(args, inputs)
     options = DocumentOptions(args.fuzzy, args.overwrite, max_unit_bytes=args.max_line_bytes)
     documents = [
         read_document(regular_bytes(p), format_of(p, args.format), str(p), options) for p in inputs
@@ -286,6 +299,9 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
             alignment_settings(args),
         )
         results = translate_documents(documents, translate, args.target or loaded.target_language)
+    if outputs == [None]:
+        sys.stdout.write(results[0].decode("utf-8"))
+        return 0
     for target, data in zip(outputs, results, strict=True):
         write_atomic(target, data)  # never a half-written file; the input is only read
     names = ", ".join(str(p) for p in outputs)

@@ -149,6 +149,8 @@ FORMATS = {
     ".epub": "epub",
 }
 """The format of each file extension."""
+ZIPPED = frozenset({"docx", "odt", "epub"})
+"""The formats that are zip files (not text to show on a terminal)."""
 
 
 def format_of(path: Path, asked: str | None = None) -> str:
