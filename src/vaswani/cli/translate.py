@@ -28,9 +28,9 @@ from vaswani.cli.common import (
     writable_file,
 )
 from vaswani.config import DecodeConfig
-from vaswani.decoding.text import Translation, join_nbest, translate_segments
+from vaswani.decoding.text import Translation
 from vaswani.device import Placement
-from vaswani.documents.align import Alignment, AlignSettings, align_texts, pharaoh
+from vaswani.documents.align import Alignment, AlignSettings, pharaoh
 from vaswani.documents.files import (
     FORMATS,
     READERS,
@@ -41,8 +41,8 @@ from vaswani.documents.files import (
     translate_documents,
 )
 from vaswani.documents.segment import Sentences
-from vaswani.documents.translate import translator
-from vaswani.files import write_atomic
+from vaswani.documents.translate import translate_sentences, translator
+from vaswani.files import regular_file, write_atomic
 from vaswani.progress import progress_bar
 from vaswani.run import LoadedRun
 from vaswani.tasks import TRANSLATE
@@ -212,26 +212,18 @@ def translated(
 ) -> list[Translated]:
     """Each text's n-best translations (sentence by sentence, all in one batch) and, with
     --alignments (or `alignments`), its word alignment."""
-    prefixes = loaded.prefixes(args.target, len(texts.texts))
-    model, src, tgt = loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer
+    align = args.alignments if alignments is None else alignments
     with placement.autocast():
-        segments = translate_segments(
-            model,
-            src,
-            tgt,
+        found, aligned = translate_sentences(
+            loaded,
             texts,
+            args.target,
             dc,
             args.too_long,
             bar.update if bar else None,
-            loaded.shortlist,
-            prefixes,
+            align,
+            alignment_settings(args),
         )
-        aligned = (
-            align_texts(model, src, tgt, texts, segments, prefixes, alignment_settings(args))
-            if (args.alignments if alignments is None else alignments)
-            else [None] * len(texts.texts)
-        )
-    found = join_nbest(texts, segments)
     return [Translated(f, a) for f, a in zip(found, aligned, strict=True)]
 
 
@@ -275,7 +267,10 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
     outputs = file_outputs(args, inputs)
     options = DocumentOptions(args.fuzzy, args.overwrite, max_unit_bytes=args.max_line_bytes)
     documents = [
-        read_document(regular_bytes(p), format_of(p, args.format), str(p), options) for p in inputs
+        read_document(
+            regular_file(p, "input file").read_bytes(), format_of(p, args.format), str(p), options
+        )
+        for p in inputs
     ]
     dc = decode_config(args)
     loaded, placement = load_for_inference(args, TRANSLATE)
@@ -310,13 +305,6 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
         file=sys.stderr,
     )
     return 0
-
-
-def regular_bytes(path: Path) -> bytes:
-    """A file's bytes (a directory or a missing file: one clear error)."""
-    if not path.is_file():
-        raise CliError(f"{path}: no such file")
-    return path.read_bytes()
 
 
 def alignment_settings(args: argparse.Namespace) -> AlignSettings:

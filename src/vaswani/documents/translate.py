@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from vaswani.config import DecodeConfig
-from vaswani.decoding.text import join_nbest, translate_segments
-from vaswani.documents.align import AlignSettings, align_texts
+from vaswani.decoding.text import Translation, best_texts, join_nbest, translate_segments
+from vaswani.documents.align import Alignment, AlignSettings, align_texts
 from vaswani.documents.files import (
     DocumentOptions,
     Translator,
@@ -21,6 +21,33 @@ from vaswani.documents.files import (
 )
 from vaswani.documents.segment import Sentences
 from vaswani.files import write_atomic
+
+
+def translate_sentences(
+    loaded: Any,
+    sentences: Sentences,
+    target: str | None = None,
+    dc: DecodeConfig | None = None,
+    too_long: str = "error",
+    progress: Callable[[int], None] | None = None,
+    align: bool = False,
+    alignment: AlignSettings | None = None,
+) -> tuple[list[list[Translation]], list[Alignment | None]]:
+    """Each text of `sentences` translated by `loaded` (a `vaswani.run.LoadedRun`) into `target`
+    (a multilingual model's), all its sentences in one batch: its n-best translations and, with
+    `align`, its word alignment (read as `alignment` says; None each otherwise). Runs under the
+    caller's autocast."""
+    prefixes = loaded.prefixes(target, len(sentences.texts))
+    model, src, tgt = loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer
+    segments = translate_segments(
+        model, src, tgt, sentences, dc, too_long, progress, loaded.shortlist, prefixes
+    )
+    aligned = (
+        align_texts(model, src, tgt, sentences, segments, prefixes, alignment)
+        if align
+        else [None] * len(sentences.texts)
+    )
+    return join_nbest(sentences, segments), aligned
 
 
 def translator(
@@ -42,20 +69,12 @@ def translator(
 
     def translate(texts: list[str], alignments: bool) -> tuple[list[str], list[Any]]:
         sentences = Sentences.of(texts, language or loaded.source_language, split)
-        prefixes = loaded.prefixes(target, len(texts))
-        model, src, tgt = loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer
         update = progress(len(sentences.flat)) if progress is not None else None
         with context():
-            segments = translate_segments(
-                model, src, tgt, sentences, dc, too_long, update, loaded.shortlist, prefixes
+            found, aligned = translate_sentences(
+                loaded, sentences, target, dc, too_long, update, alignments, alignment
             )
-            aligned = (
-                align_texts(model, src, tgt, sentences, segments, prefixes, alignment)
-                if alignments
-                else [None] * len(texts)
-            )
-        best = [found[0].text if found else "" for found in join_nbest(sentences, segments)]
-        return best, aligned
+        return best_texts(found), aligned
 
     return translate
 

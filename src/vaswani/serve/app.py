@@ -3,7 +3,6 @@ with uvicorn."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import signal
@@ -40,7 +39,7 @@ from vaswani.serve.schemas import (
     TranslateResponse,
     json_body,
 )
-from vaswani.serve.worker import Targeted, Worker, text_problems
+from vaswani.serve.worker import Targeted, Worker, alignments_of, text_problems
 from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, TRANSLATE, task_of_model
 
 
@@ -258,10 +257,7 @@ async def native_translate(
     if request.alignments and not hasattr(worker, "align"):
         problems.append("alignments are not given for a pair translated through a pivot")
     found = await worker.submit(sentences.flat, dc, problems, tokens)
-    alignments = None
-    if request.alignments:
-        loop = asyncio.get_running_loop()
-        alignments = await loop.run_in_executor(None, worker.align, sentences, found)
+    alignments = await alignments_of(worker, sentences, found) if request.alignments else None
     best = [options[0] if options else None for options in join_nbest(sentences, found)]
     return TranslateResponse(
         translations=[t.text if t else "" for t in best],

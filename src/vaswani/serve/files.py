@@ -29,10 +29,11 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse
 
-from vaswani.decoding.text import join_nbest
+from vaswani.decoding.text import best_texts, join_nbest
 from vaswani.documents.files import FORMATS, DocumentError, DocumentOptions, read_document
 from vaswani.documents.segment import Sentences
 from vaswani.serve.libre import Libre, LibreError, as_libre_error, client_of, string_fields
+from vaswani.serve.worker import alignments_of
 
 _UNSAFE = re.compile(r"[^\w.\-]+")
 
@@ -154,12 +155,8 @@ class FileService:
             chunk = flat[start : start + step]
             problems, tokens = worker.problems(chunk, worker.model.cfg.max_len)
             found += await worker.submit(chunk, dc, problems, tokens)
-        aligned: list = [None] * len(texts)
-        if alignments and hasattr(worker, "align"):
-            loop = asyncio.get_running_loop()
-            aligned = await loop.run_in_executor(None, worker.align, sentences, found)
-        best = [options[0].text if options else "" for options in join_nbest(sentences, found)]
-        return best, aligned
+        aligned = await alignments_of(worker, sentences, found) if alignments else None
+        return best_texts(join_nbest(sentences, found)), aligned or [None] * len(texts)
 
     def keep(self, data: bytes, filename: str) -> str:
         """Store a translated file for download; its name, unguessable."""

@@ -40,7 +40,7 @@ from vaswani.errors import VaswaniError
 from vaswani.files import read_text
 from vaswani.languages import lingua_language
 from vaswani.serve.schemas import BodyError, json_body
-from vaswani.serve.worker import Pivot, Worker, text_problems
+from vaswani.serve.worker import Pivot, Worker, alignments_of, text_problems
 
 FORMATS = ("text", "html")
 
@@ -374,10 +374,8 @@ class Libre:
         options = [nbest_texts(f, n) for f in join_nbest(sentences, found)]
         if pages is None:
             return options
-        alignments: list = [None] * len(pieces)
-        if hasattr(worker, "align"):  # not through a pivot: placed by relative position
-            loop = asyncio.get_running_loop()
-            alignments = await loop.run_in_executor(None, worker.align, sentences, found)
+        # through a pivot there is no alignment: tags keep their relative place
+        alignments = await alignments_of(worker, sentences, found) or [None] * len(pieces)
         out, start = [], 0
         for page in pages:
             mine = slice(start, start + len(page.texts()))

@@ -319,6 +319,16 @@ class Pivot:
         return await self.second.submit(middle, settings, problems, tokens)
 
 
+async def alignments_of(worker: Any, sentences: Sentences, found: list) -> list | None:
+    """The word alignment of each text of `sentences` with its translation (`found`, as the
+    worker answered it), computed in a thread beside the worker's; None for a `Pivot`, whose
+    translation no one model made."""
+    if not hasattr(worker, "align"):
+        return None
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(None, worker.align, sentences, found)
+
+
 def settle(future: asyncio.Future, result: Any) -> None:
     if future.done():  # timed out meanwhile
         return
