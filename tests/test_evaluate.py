@@ -84,11 +84,9 @@ def test_the_python_api_scores_what_the_model_translates(numbers_run):
         loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, sources, DecodeConfig()
     )
     references = [own[0], own[1], "falsch"]
-    report = evaluate_translation(
-        loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, sources, references
-    )
+    report = evaluate_translation(loaded, sources, references)
     assert report.hypotheses == own and report.exact == 2
     assert report.exact_fraction == pytest.approx(2 / 3)
     assert report.scores.chrf < 100 and report.output_tokens > len(sources)
     with pytest.raises(EvaluationError, match="nothing to evaluate"):
-        evaluate_translation(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, [], [])
+        evaluate_translation(loaded, [], [])

@@ -10,10 +10,12 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -24,11 +26,20 @@ from vaswani.data.corpora import read_text_files, read_tsv
 from vaswani.data.dataset import EncodedSplit, ParallelSplit
 from vaswani.data.encode import cut_into_pieces
 from vaswani.data.tokenizer import LabelSet
-from vaswani.decoding.shortlist import Shortlist
-from vaswani.decoding.text import Tokenizer, encode_each, encode_sources, translate
+from vaswani.decoding.confidence import Calibration, fit, mean_probability, spearman
+from vaswani.decoding.text import (
+    Tokenizer,
+    best_texts,
+    encode_each,
+    encode_sources,
+    translate_nbest,
+)
 from vaswani.documents.segment import Sentences
+from vaswani.documents.translate import Aids, translate_sentences
 from vaswani.errors import VaswaniError
-from vaswani.metrics import Scores, perplexity_of, score
+from vaswani.files import write_atomic
+from vaswani.metrics import Scores, perplexity_of, score, sentence_chrf
+from vaswani.run import CONFIDENCE
 from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, split_loss
 
 
@@ -46,6 +57,12 @@ class TranslationReport:
     seconds: float
     """Decoding time (translation only, not scoring)."""
     output_tokens: int
+    confidences: list[float] | None = None
+    """Each translation's confidence."""
+    confidence_spearman: float | None = None
+    """Spearman's correlation of `confidences` with the translations' sentence chrF."""
+    terms: list[tuple[str, str, bool]] | None = None
+    """With a glossary: every term found in the sources, and whether its target was put in."""
 
     @property
     def exact_fraction(self) -> float:
@@ -53,44 +70,78 @@ class TranslationReport:
 
 
 def evaluate_translation(
-    model: nn.Module,
-    src_tok: Tokenizer,
-    tgt_tok: Tokenizer,
+    loaded: Any,
     sources: list[str] | Sentences,
     references: list[str],
     dc: DecodeConfig | None = None,
     too_long: str = "error",
     progress: Callable[[int], None] | None = None,
-    shortlist: Shortlist | None = None,
-    prefixes: list[list[int]] | None = None,
+    target: str | list[str] | None = None,
+    aids: Aids | None = None,
 ) -> TranslationReport:
-    """Translate `sources` (texts, or `Sentences` to translate sentence by sentence; under the
-    caller's autocast, over the `shortlist` if one is given,
-    each after its `prefixes`, a multilingual model's target token) and score them against
-    `references`."""
+    """Translate `sources` with `loaded` (a `vaswani.run.LoadedRun`; texts, or `Sentences` to
+    translate sentence by sentence; under the caller's autocast, each into its `target`, a
+    multilingual model's) and score them against `references`, and how the translations'
+    confidences rank against their sentence chrF."""
     if not references:
         raise EvaluationError("nothing to evaluate: no non-empty sentence pairs")
+    if not isinstance(sources, Sentences):
+        sources = Sentences.of(sources, split=False)
     start = time.perf_counter()
-    hypotheses = translate(
-        model,
-        src_tok,
-        tgt_tok,
-        sources,
-        dc or DecodeConfig(),
-        too_long,
-        progress,
-        shortlist,
-        prefixes,
+    found, _ = translate_sentences(
+        loaded, sources, target, dc or DecodeConfig(), too_long, progress, aids=aids
     )
     seconds = time.perf_counter() - start
+    hypotheses = best_texts(found)
+    confidences = [f[0].confidence if f else 1.0 for f in found]
     return TranslationReport(
         hypotheses=hypotheses,
         references=references,
         scores=score(hypotheses, references),
         exact=sum(h == r for h, r in zip(hypotheses, references, strict=True)),
         seconds=seconds,
-        output_tokens=sum(len(ids) for ids in tgt_tok.encode_batch(hypotheses)),
+        output_tokens=sum(len(ids) for ids in loaded.tgt_tokenizer.encode_batch(hypotheses)),
+        confidences=confidences,
+        confidence_spearman=spearman(confidences, sentence_chrf(hypotheses, references)),
+        terms=[term for f in found if f for term in f[0].terms]
+        if aids is not None and aids.glossary
+        else None,
     )
+
+
+def calibrate(
+    loaded: Any,
+    sources: list[str],
+    references: list[str],
+    dc: DecodeConfig | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Calibration:
+    """Fit `loaded`'s (a `vaswani.run.LoadedRun`'s) confidence calibration on its translations of
+    `sources` (its validation split) and their sentence chrF against `references`, and store it in
+    the run (confidence.json), where translation reads it."""
+    found = translate_nbest(
+        loaded.model,
+        loaded.src_tokenizer,
+        loaded.tgt_tokenizer,
+        sources,
+        dc or DecodeConfig(),
+        "truncate",
+        progress,
+        loaded.shortlist,
+        None,  # a multilingual model's validation sources carry their target's token
+        mean_probability,
+    )
+    kept = [i for i, f in enumerate(found) if f and f[0].signals is not None]
+    if len(kept) < 20:
+        raise EvaluationError(
+            f"{len(kept)} validation translations: too few to fit a confidence calibration (20 at least)"
+        )
+    chrf = sentence_chrf([found[i][0].text for i in kept], [references[i] for i in kept])
+    calibration = fit([found[i][0].signals for i in kept], chrf)
+    record = json.dumps(calibration.record(), indent=1) + "\n"
+    write_atomic(loaded.path / CONFIDENCE, record.encode())
+    loaded.__dict__["confidence"] = calibration
+    return calibration
 
 
 def by_pair(hypotheses: list[str], references: list[str], pairs: list[str]) -> dict[str, dict]:

@@ -29,6 +29,14 @@ def score(hypotheses: list[str], references: list[str], tokenize: str = "13a") -
     return Scores(b.score, c.score, str(bleu.get_signature()), str(chrf.get_signature()))
 
 
+def sentence_chrf(hypotheses: list[str], references: list[str]) -> list[float]:
+    """Each hypothesis' chrF (0-100) against its one reference."""
+    import sacrebleu
+
+    chrf = sacrebleu.metrics.CHRF()
+    return [chrf.sentence_score(h, [r]).score for h, r in zip(hypotheses, references, strict=True)]
+
+
 def perplexity_of(loss: float) -> float:
     """exp(mean cross-entropy in nats), capped at exp(50): beyond, it only says "learned nothing"."""
     return math.exp(min(loss, 50.0))

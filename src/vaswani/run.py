@@ -10,6 +10,7 @@ A run directory holds everything `translate` needs and everything `--resume` nee
     tokenizer.json (or src./tgt.)       the tokenizer(s), copied from the data
     data.json                           where the data came from, its meta.json and fingerprint
     environment.json                    the device, precision and threads of the latest (re)start
+    confidence.json                     the calibration of translations' confidence (`vaswani calibrate`)
     metrics.jsonl                       one JSON record per logged step and per evaluation
     checkpoints/step-NNNNNNNN/, latest  weights, optimizer, RNG, data position (last K kept)
     best/                               the weights with the best validation figure (`vaswani.tasks`)
@@ -18,6 +19,7 @@ A run directory holds everything `translate` needs and everything `--resume` nee
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from vaswani.config import DecodeConfig, ModelConfig, TrainConfig
 from vaswani.data import PreparedData
 from vaswani.data.dataset import task_of
 from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
+from vaswani.decoding.confidence import Calibration
 from vaswani.decoding.shortlist import FILE as SHORTLIST
 from vaswani.decoding.shortlist import Shortlist
 from vaswani.decoding.text import translate
@@ -46,6 +49,7 @@ CONFIG_YAML = "config.yaml"
 DATA_INFO = "data.json"
 METRICS = "metrics.jsonl"
 ENVIRONMENT = "environment.json"
+CONFIDENCE = "confidence.json"
 CHECKPOINTS = "checkpoints"
 BEST = "best"
 AVERAGED = "averaged"
@@ -150,6 +154,22 @@ class LoadedRun:
             shortlist=self.shortlist,
             prefixes=self.prefixes(target, len(texts)),
         )
+
+    @functools.cached_property
+    def confidence(self) -> Calibration | None:
+        """How this run's translations are assessed: its calibration (RUN/confidence.json,
+        fitted on its validation split); None without one: a translation's confidence is then
+        the mean probability per token that search gives."""
+        if not (self.path / CONFIDENCE).exists():
+            return None
+        record = read_json(member(self.path, CONFIDENCE, "the confidence calibration"))
+        try:
+            return Calibration.from_record(record)
+        except (KeyError, TypeError, ValueError) as error:
+            raise RunError(
+                f"{self.path / CONFIDENCE}: not a calibration ({error}); "
+                f"refit it with `vaswani calibrate --checkpoint {self.path}`"
+            ) from None
 
     def load_shortlist(self) -> Shortlist:
         """RUN/shortlist.safetensors, written by `vaswani shortlist`, checked against the model."""

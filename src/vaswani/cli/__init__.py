@@ -17,6 +17,7 @@ import traceback
 from vaswani import __version__
 from vaswani.cli import (
     average,
+    calibrate,
     classify,
     demo,
     env,
@@ -44,6 +45,7 @@ COMMANDS = {
     "train": train,
     "translate": translate,
     "evaluate": evaluate,
+    "calibrate": calibrate,
     "generate": generate,
     "classify": classify,
     "serve": serve,

@@ -24,7 +24,10 @@ from vaswani.data.corpora import (
 )
 from vaswani.decoding.quantize import QUANTIZATIONS, quantize
 from vaswani.device import Placement, place
+from vaswani.documents.glossary import read_glossary
+from vaswani.documents.memory import Memory
 from vaswani.documents.segment import Sentences
+from vaswani.documents.translate import Aids
 from vaswani.errors import VaswaniError
 from vaswani.run import LoadedRun, load_run
 from vaswani.tasks import Task
@@ -156,6 +159,57 @@ def add_split_flags(parser: argparse.ArgumentParser) -> None:
         help="the input's language, whose rules split sentences (abbreviations, ordinals); "
         "default: the model's source language when its data records it (prepare --src-lang)",
     )
+
+
+def add_aid_flags(parser: argparse.ArgumentParser, memory: bool = True) -> None:
+    """--glossary, and with `memory` --memory and --fuzzy-threshold."""
+    parser.add_argument(
+        "--glossary",
+        type=Path,
+        metavar="FILE",
+        help="terms whose translation is prescribed: TSV or CSV (source term, target term; "
+        "# comments and a header allowed) or TBX; a term found in a sentence (whole words, any "
+        "case) has its target put into the translation, in place of the words aligned to it; "
+        "a term that cannot be placed is reported",
+    )
+    if not memory:
+        return
+    parser.add_argument(
+        "--memory",
+        type=Path,
+        action="extend",
+        nargs="+",
+        metavar="FILE",
+        help="a translation memory (TMX, TSV, XLIFF, PO: their approved translations): a "
+        "sentence found in it (whitespace aside) is answered with its translation, verbatim",
+    )
+    parser.add_argument(
+        "--fuzzy-threshold",
+        type=_number(float, lambda x: 0 < x <= 100, "a number in (0, 100]"),
+        metavar="SCORE",
+        help="with --memory: report the memory's most similar entry scoring at least SCORE "
+        "(0-100, normalised Indel similarity) beside the model's translation",
+    )
+
+
+def aids_of(args: argparse.Namespace, loaded: LoadedRun, least: float | None = None) -> Aids:
+    """The glossary and translation memory the flags name, read for `loaded`'s languages."""
+    source, target = args.source_lang or loaded.source_language, loaded.target_language
+    glossary = read_glossary(args.glossary, source, target) if args.glossary else None
+    if glossary is not None and glossary.skipped:
+        skipped = ", ".join(f"{n} {why}" for why, n in glossary.skipped.items())
+        print(
+            f"glossary {args.glossary}: {len(glossary)} terms; skipped {skipped}", file=sys.stderr
+        )
+    paths = getattr(args, "memory", None)
+    memory = Memory.read(paths, source, target) if paths else None
+    if memory is not None:
+        print(f"translation memory: {len(memory):,} entries", file=sys.stderr)
+    if getattr(args, "fuzzy_threshold", None) is not None and memory is None:
+        raise CliError(
+            "--fuzzy-threshold scores matches in a translation memory: give --memory FILE"
+        )
+    return Aids(glossary, memory, getattr(args, "fuzzy_threshold", None), least)
 
 
 def sentences_of(

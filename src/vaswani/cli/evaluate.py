@@ -11,8 +11,10 @@ from pathlib import Path
 
 from vaswani.cli.common import (
     CliError,
+    add_aid_flags,
     add_decoding_flags,
     add_split_flags,
+    aids_of,
     decode_config,
     load_for_inference,
     sentences_of,
@@ -53,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_decoding_flags(parser)
     add_split_flags(parser)
+    add_aid_flags(parser, memory=False)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,21 +124,13 @@ def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
     if not sources:
         raise CliError(f"nothing to evaluate: {what} has no non-empty sentence pairs")
     dc = decode_config(args)
-    prefixes = loaded.prefixes(targets, len(sources))
+    loaded.prefixes(targets, len(sources))  # a wrong or missing --target: said before decoding
+    aids = aids_of(args, loaded)
     languages = [pair.split("-")[0] for pair in pairs] if pairs is not None else None
     sentences = sentences_of(args, loaded, sources, languages)
     with progress_bar(total=len(sentences.flat), unit="sent", desc="translating") as bar:
         report = evaluate_translation(
-            loaded.model,
-            loaded.src_tokenizer,
-            loaded.tgt_tokenizer,
-            sentences,
-            references,
-            dc,
-            args.too_long,
-            bar.update,
-            loaded.shortlist,
-            prefixes,
+            loaded, sentences, references, dc, args.too_long, bar.update, targets, aids
         )
     scores, seconds, n = report.scores, report.seconds, len(references)
     search = "greedy" if dc.beam_size == 1 else f"beam {dc.beam_size}, alpha {dc.alpha}"
@@ -143,6 +138,14 @@ def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
     print(f"BLEU = {scores.bleu:.2f}   ({scores.bleu_signature})")
     print(f"chrF = {scores.chrf:.2f}   ({scores.chrf_signature})")
     print(f"exact match: {report.exact}/{n} ({100 * report.exact_fraction:.1f}%)")
+    calibrated = "calibrated" if loaded.confidence is not None else "mean token probability"
+    print(
+        f"confidence: Spearman {report.confidence_spearman:.3f} with sentence chrF "
+        f"({calibrated}; mean {sum(report.confidences) / n:.3f})"
+    )
+    if report.terms is not None:
+        placed = sum(p for _, _, p in report.terms)
+        print(f"glossary: {placed} of {len(report.terms)} terms put in")
     per_pair = by_pair(report.hypotheses, report.references, pairs) if pairs is not None else None
     if per_pair is not None:
         print(f"{'pair':<14} {'sentences':>9} {'BLEU':>7} {'chrF':>7} {'exact':>7}")

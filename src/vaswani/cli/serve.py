@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vaswani.cli.common import (
     SEARCH_FIELDS,
@@ -35,6 +37,9 @@ from vaswani.cli.fields import add_field_flags, settings_from
 from vaswani.config import DecodeConfig, ServeSettings
 from vaswani.decoding.quantize import weight_bytes
 from vaswani.device import Placement
+from vaswani.documents.glossary import Glossary, read_glossary
+from vaswani.documents.memory import Memory
+from vaswani.documents.translate import Aids
 from vaswani.run import LoadedRun, RunError
 from vaswani.tasks import TASKS_BY_NAME, TRANSLATE
 
@@ -93,6 +98,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="LibreTranslate requests a minute per key (or per client without keys); more get 429",
     )
+    for flag, what in (
+        ("--glossary", "a glossary (TSV, CSV, TBX; see `translate --help`)"),
+        ("--memory", "a translation memory (TMX, TSV, XLIFF, PO)"),
+    ):
+        parser.add_argument(
+            flag,
+            action="append",
+            type=for_pair,
+            default=[],
+            metavar="[SRC:TGT=]FILE",
+            help=f"{what} for every model, or for the pair named; repeat for more",
+        )
+    parser.add_argument(
+        "--fuzzy-threshold",
+        type=float,
+        metavar="SCORE",
+        help="with --memory: answer each text's most similar memory entry scoring at least "
+        "SCORE (0-100) beside the model's translation",
+    )
     add_quantize_flag(parser)
     add_shortlist_flag(parser)
     add_field_flags(parser, ServeSettings, ["beam_size"])
@@ -119,6 +143,34 @@ def language_pair(text: str) -> tuple[str | None, str | None, Path]:
     return source, target, Path(run_dir)
 
 
+def for_pair(text: str) -> tuple[str | None, str | None, Path]:
+    """[SRC:TGT=]FILE: a file for one language pair, or for all."""
+    pair, sep, path = text.partition("=")
+    if sep and ":" in pair:
+        return language_pair(text)
+    return None, None, Path(text)
+
+
+def aids_for(args: argparse.Namespace, loaded: LoadedRun, source: Any, target: Any) -> Aids | None:
+    """The glossaries and memories the flags give the pair `source`:`target` (or every model's),
+    read once per file."""
+    source, target = source or loaded.source_language, target or loaded.target_language
+
+    def mine(specs: list) -> list[Path]:
+        return [p for s, t, p in specs if s is None or (s, t) == (source, target)]
+
+    glossaries, memories = mine(args.glossary), mine(args.memory)
+    if not glossaries and not memories:
+        return None
+    glossary = None
+    for path in glossaries:
+        glossary = (glossary or Glossary()).merged(read_glossary(path, source, target))
+    memory = Memory.read(memories, source, target) if memories else None
+    if memory is not None:
+        print(f"translation memory for {source}:{target}: {len(memory):,} entries", file=sys.stderr)
+    return Aids(glossary, memory, args.fuzzy_threshold if memory else None)
+
+
 def run(args: argparse.Namespace) -> int:
     from vaswani.serve import Access, create_app, listen, serve  # the web stack only here
 
@@ -138,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
             size = weight_bytes(loaded_runs[key][0].model) / 2**20
             print(f"loaded {run_dir}: {size:.1f} MiB of weights", file=sys.stderr)
         loaded, placement = loaded_runs[key]
-        served += served_pairs(loaded, source, target, run_dir, bool(args.model))
+        pair_aids = functools.partial(aids_for, args, loaded)
+        served += served_pairs(loaded, source, target, run_dir, bool(args.model), pair_aids)
     pairs = [(s.source, s.target) for s in served if s.source is not None]
     if len(set(pairs)) < len(pairs):
         raise CliError(
@@ -165,10 +218,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def served_pairs(
-    loaded: LoadedRun, source: str | None, target: str | None, run_dir: Path, named: bool
+    loaded: LoadedRun,
+    source: str | None,
+    target: str | None,
+    run_dir: Path,
+    named: bool,
+    aids: Callable[[str | None, str | None], Aids | None] = lambda s, t: None,
 ) -> list[Served]:
     """What one --model (or --checkpoint) serves: a multilingual model each of its pairs (or the
-    one named, its target's token leading every text); any other model itself, by its name."""
+    one named, its target's token leading every text); any other model itself, by its name.
+    `aids(source, target)`: the glossary and memory of a pair."""
     from vaswani.serve import Served
 
     languages = loaded.languages
@@ -187,6 +246,8 @@ def served_pairs(
                 target,
                 loaded.shortlist,
                 language=source or loaded.source_language,
+                aids=aids(source, target),
+                confidence=loaded.confidence,
             )
         ]
     asked = languages.pairs if source is None else [(source, target)]
@@ -204,6 +265,8 @@ def served_pairs(
             loaded.shortlist,
             prefix,
             loaded.source_language,
+            aids(s, t),
+            loaded.confidence,
         )
         for (s, t), prefix in zip(asked, prefixes, strict=True)
     ]

@@ -60,6 +60,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --resume: accept changed data and start it from its beginning",
     )
     parser.add_argument(
+        "--calibrate",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="fit the confidence of the run's translations on its validation split at the end "
+        "(`vaswani calibrate`; --no-calibrate: later, by that command)",
+    )
+    parser.add_argument(
         "--model",
         action="append",
         default=[],
@@ -103,8 +110,23 @@ def run(args: argparse.Namespace) -> int:
         reset_data_position=args.reset_data_position,
         started=process_started(),  # --max-minutes counts from the command's start
     )
+    if result.stopped_by != "interrupt" and get_task(result.task).parallel and args.calibrate:
+        calibrate_finished(result.run_dir)
     line = f"stopped by {result.stopped_by} at step {result.step}; run directory {result.run_dir}"
     if result.best is not None:
         line += f"; best validation {get_task(result.task).best_line(result.best)}"
     print(line)
     return 130 if result.stopped_by == "interrupt" else 0
+
+
+def calibrate_finished(run_dir: Path) -> None:
+    """The confidence calibration of a finished translation run (`vaswani calibrate`), on its
+    best weights, on this machine's inference placement."""
+    from vaswani.cli.calibrate import calibrate_run
+    from vaswani.device import place
+    from vaswani.run import load_run
+
+    loaded = load_run(run_dir)
+    placement = place()
+    loaded.model.to(placement.device)
+    calibrate_run(loaded, placement)

@@ -17,8 +17,10 @@ from typing import Any
 
 from vaswani.cli.common import (
     CliError,
+    add_aid_flags,
     add_decoding_flags,
     add_split_flags,
+    aids_of,
     decode_config,
     load_for_inference,
     one_line,
@@ -33,6 +35,7 @@ from vaswani.device import Placement
 from vaswani.documents.align import Alignment, AlignSettings, pharaoh
 from vaswani.documents.files import (
     FORMATS,
+    PARTIAL,
     READERS,
     ZIPPED,
     DocumentOptions,
@@ -41,7 +44,7 @@ from vaswani.documents.files import (
     translate_documents,
 )
 from vaswani.documents.segment import Sentences
-from vaswani.documents.translate import translate_sentences, translator
+from vaswani.documents.translate import Aids, translate_sentences, translator
 from vaswani.files import regular_file, write_atomic
 from vaswani.progress import progress_bar
 from vaswani.run import LoadedRun
@@ -111,8 +114,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="read word alignments from the last layer's heads averaged even where the model "
         "has a head trained by --guided-alignment (which is read by default)",
     )
+    parser.add_argument(
+        "--min-confidence",
+        type=_unit,
+        metavar="X",
+        help="translations whose confidence (0..1) is under X: marked in --output-format jsonl "
+        "(below_min_confidence), left untranslated in PO and XLIFF files (for a translator)",
+    )
+    add_aid_flags(parser)
     add_decoding_flags(parser)
     add_split_flags(parser)
+
+
+def _unit(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number from 0 to 1")
+    return value
 
 
 @dataclass
@@ -124,12 +145,17 @@ class Translated:
 
 
 def format_translations(
-    first_line: int, translations: list[Translated], n_best: int, output_format: str = "text"
+    first_line: int,
+    translations: list[Translated],
+    n_best: int,
+    output_format: str = "text",
+    least: float | None = None,
 ) -> list[str]:
     """One line per input line: the translation (with ` ||| ALIGNMENT` when asked), or a JSON
-    object; with --n-best in text form, `LINE ||| TEXT ||| SCORE` per hypothesis."""
+    object (marked where its confidence is under `least`); with --n-best in text form,
+    `LINE ||| TEXT ||| SCORE` per hypothesis."""
     if output_format == "jsonl":
-        return [json.dumps(record(t), ensure_ascii=False) for t in translations]
+        return [json.dumps(record(t, least), ensure_ascii=False) for t in translations]
     if n_best == 1:
         return [
             one_line(t.found[0].text if t.found else "")
@@ -143,18 +169,50 @@ def format_translations(
     ]
 
 
-def record(translated: Translated) -> dict[str, Any]:
+def record(translated: Translated, least: float | None = None) -> dict[str, Any]:
     """A line of --output-format jsonl (a blank input line: an empty translation, confidence 1)."""
     best = translated.found[0] if translated.found else None
     out: dict[str, Any] = {
         "translation": best.text if best else "",
         "confidence": round(best.confidence, 4) if best else 1.0,
     }
+    if best is not None:
+        out.update(extras(best))
+        if least is not None and best.confidence < least:
+            out["below_min_confidence"] = True
     if translated.alignment is not None:
         out["alignment"] = pharaoh(translated.alignment)
     if len(translated.found) > 1:
         out["alternatives"] = [t.text for t in translated.found[1:]]
     return out
+
+
+def extras(best: Translation) -> dict[str, Any]:
+    """What a translation's JSON says beyond its text: memory, fuzzy match, glossary terms."""
+    out: dict[str, Any] = {}
+    if best.origin != "model":
+        out["origin"] = best.origin
+    if best.fuzzy is not None:
+        score, source, target = best.fuzzy
+        out["fuzzy_match"] = {"score": score, "source": source, "target": target}
+    if best.terms:
+        out["terms"] = [{"source": s, "target": t, "placed": p} for s, t, p in best.terms]
+    return out
+
+
+def report_terms(found: list[list[Translation]], labels: list[str]) -> None:
+    """Say on stderr how many glossary terms were put in, and which could not be."""
+    terms = [
+        (label, term) for f, label in zip(found, labels, strict=True) if f for term in f[0].terms
+    ]
+    if not terms:
+        return
+    missed = [f"{source!r} ({label})" for label, (source, _, placed) in terms if not placed]
+    print(
+        f"glossary: {len(terms) - len(missed)} of {len(terms)} terms put in"
+        + (f"; not placed (no word aligned to them): {', '.join(missed[:10])}" if missed else ""),
+        file=sys.stderr,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -174,25 +232,34 @@ def run(args: argparse.Namespace) -> int:
         name = "stdin" if path is None else str(path)
         if not lines:
             raise CliError(f"{name} is empty: nothing to translate")
+    form = args.output_format
+    if args.min_confidence is not None and form != "jsonl":
+        raise CliError(
+            "--min-confidence marks lines in --output-format jsonl (or leaves PO "
+            "and XLIFF entries untranslated); give --output-format jsonl"
+        )
     loaded, placement = load_for_inference(args, TRANSLATE)
     loaded.prefixes(args.target, 0)  # a wrong or missing --target: said before any reading
+    aids = aids_of(args, loaded)
 
     def translate(texts: Sentences, bar: Any = None) -> list[Translated]:
-        return translated(args, loaded, placement, dc, texts, bar)
+        return translated(args, loaded, placement, dc, texts, bar, aids=aids)
 
-    form = args.output_format
     if interactive:  # a person typing: answer each line as it comes
         print("type a sentence and press Enter; Ctrl-D ends", file=sys.stderr)
+        least = args.min_confidence
         for number, line in enumerate(sys.stdin):
             found = translate(sentences_of(args, loaded, [line.rstrip("\n")]))
-            print("\n".join(format_translations(number, found, dc.n_best, form)))
+            print("\n".join(format_translations(number, found, dc.n_best, form, least)))
             sys.stdout.flush()
         return 0
     sentences = sentences_of(args, loaded, lines)
     total, enabled = len(sentences.flat), bool(inputs)
     with progress_bar(total=total, unit="sent", desc="translating", enabled=enabled) as bar:
         found = translate(sentences, bar)
-    text = "".join(line + "\n" for line in format_translations(0, found, dc.n_best, form))
+    report_terms([t.found for t in found], [f"line {i + 1}" for i in range(len(found))])
+    lines_out = format_translations(0, found, dc.n_best, form, args.min_confidence)
+    text = "".join(line + "\n" for line in lines_out)
     if args.output is not None:
         write_atomic(args.output, text.encode("utf-8"))  # never a half-written file
         print(f"translated {len(lines)} lines of {name} into {args.output}", file=sys.stderr)
@@ -209,6 +276,7 @@ def translated(
     texts: Sentences,
     bar: Any = None,
     alignments: bool | None = None,
+    aids: Aids | None = None,
 ) -> list[Translated]:
     """Each text's n-best translations (sentence by sentence, all in one batch) and, with
     --alignments (or `alignments`), its word alignment."""
@@ -223,6 +291,7 @@ def translated(
             bar.update if bar else None,
             align,
             alignment_settings(args),
+            aids,
         )
     return [Translated(f, a) for f, a in zip(found, aligned, strict=True)]
 
@@ -272,9 +341,16 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
         )
         for p in inputs
     ]
+    formats = {format_of(p, args.format) for p in inputs}
+    if args.min_confidence is not None and not formats <= set(PARTIAL):
+        raise CliError(
+            "--min-confidence leaves entries untranslated in PO and XLIFF files; "
+            f"{', '.join(sorted(formats - set(PARTIAL)))} files have no such entries"
+        )
     dc = decode_config(args)
     loaded, placement = load_for_inference(args, TRANSLATE)
     loaded.prefixes(args.target, 0)
+    aids = aids_of(args, loaded, least=args.min_confidence)
     total = sum(len(text) for d in documents for text in d.texts())
     with contextlib.ExitStack() as bars:
 
@@ -292,6 +368,7 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
             placement.autocast,
             progress,
             alignment_settings(args),
+            aids,
         )
         results = translate_documents(documents, translate, args.target or loaded.target_language)
     if outputs == [None]:

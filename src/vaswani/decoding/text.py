@@ -6,16 +6,17 @@ in the order they came.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 import torch
 from torch import Tensor
 
 from vaswani.config import DecodeConfig, ModelConfig
+from vaswani.decoding.confidence import Signals, signals_of
 from vaswani.decoding.search import decode, sample
 from vaswani.decoding.shortlist import Shortlist
 from vaswani.documents.segment import Segmented, Sentences
@@ -72,7 +73,7 @@ class TruncatedInput(UserWarning):
     """An input line was longer than the model's position limit and was cut."""
 
 
-@dataclass
+@dataclasses.dataclass
 class Translation:
     text: str
     score: float
@@ -81,10 +82,23 @@ class Translation:
     """The model's log-probability of the translation's tokens, end-of-sentence included."""
     tokens: int = 1
     """How many tokens `log_prob` is over (end-of-sentence counted)."""
+    signals: Signals | None = None
+    """What search says of it, where it was assessed (`vaswani.decoding.confidence`)."""
+    assessed: float | None = None
+    """Its confidence by a `Calibration` (or another map of its signals)."""
+    origin: str = "model"
+    """Who translated it: "model", or "memory" (an exact match in a translation memory)."""
+    terms: list[tuple[str, str, bool]] = dataclasses.field(default_factory=list)
+    """The glossary's terms found in its source: (source, target, whether the target is in it)."""
+    fuzzy: tuple[float, str, str] | None = None
+    """The translation memory's best fuzzy match: (score 0-100, its source, its target)."""
 
     @property
     def confidence(self) -> float:
-        """The model's mean probability per token, exp(log_prob / tokens), in [0, 1]."""
+        """In [0, 1]: `assessed` where it was, else the model's mean probability per token,
+        exp(log_prob / tokens)."""
+        if self.assessed is not None:
+            return self.assessed
         return math.exp(self.log_prob / max(self.tokens, 1))
 
 
@@ -163,6 +177,7 @@ def translate_nbest(
     progress: Callable[[int], None] | None = None,
     shortlist: Shortlist | None = None,
     prefixes: list[list[int]] | None = None,
+    confidence: Callable[[Signals], float] | None = None,
 ) -> list[list[Translation]]:
     """The `dc.n_best` best translations of each text, in order; a blank text gets none, without
     running the model. `texts` as `Sentences` are translated sentence by sentence (all sentences
@@ -173,7 +188,9 @@ def translate_nbest(
     Segments are sorted by length and batched under a token budget (dc.batch_tokens counts source
     tokens, padding included, times the beam size), so little of a batch is padding. `progress` is
     called with the number of segments each batch finished. `shortlist`: score only each
-    segment's shortlisted target tokens (`vaswani.decoding.shortlist`).
+    segment's shortlisted target tokens (`vaswani.decoding.shortlist`). `confidence`: assess
+    each best translation by this map of its signals (`vaswani.decoding.confidence`, e.g. the
+    run's `Calibration`).
     """
     sentences = texts if isinstance(texts, Sentences) else Sentences.of(texts, split=False)
     return join_nbest(
@@ -188,6 +205,7 @@ def translate_nbest(
             progress,
             shortlist,
             prefixes,
+            confidence,
         ),
     )
 
@@ -202,6 +220,7 @@ def translate_segments(
     progress: Callable[[int], None] | None = None,
     shortlist: Shortlist | None = None,
     prefixes: list[list[int]] | None = None,
+    confidence: Callable[[Signals], float] | None = None,
 ) -> list[list[Translation]]:
     """`translate_nbest` before the join: the n-best translations of each segment of
     `sentences.flat` (`prefixes`: one per text). A segment that comes again (the same ids) is
@@ -230,16 +249,21 @@ def translate_segments(
         copies.setdefault(first.setdefault(tuple(ids), i), []).append(i)
     todo = sorted(first.values(), key=lambda i: len(encoded[i]))
     widths = [(len(encoded[i]) + 1) * dc.beam_size for i in todo]
+    # The beam's other hypotheses are a signal of confidence: ask for all of them.
+    search = dc if confidence is None else dataclasses.replace(dc, n_best=dc.beam_size)
     for positions in length_batches(widths, dc.batch_tokens):
         batch = [todo[j] for j in positions]
         src = source_batch([encoded[i] for i in batch], cfg).to(device)
-        for i, hypotheses in zip(batch, decode(model, src, dc, shortlist=shortlist), strict=True):
+        for i, mine in zip(batch, decode(model, src, search, shortlist=shortlist), strict=True):
             found = [
                 Translation(
                     tgt_tokenizer.decode(h.tokens), h.score, h.log_prob, len(h.tokens) + h.finished
                 )
-                for h in hypotheses
+                for h in mine[: dc.n_best]
             ]
+            if confidence is not None:
+                found[0].signals = signals_of(mine)
+                found[0].assessed = confidence(found[0].signals)
             for same in copies[i]:
                 results[same] = found
         if progress is not None:
@@ -265,7 +289,7 @@ def joined(text: Segmented, found: list[list[Translation]]) -> list[Translation]
     if len(found) == 1 and text.gaps == ("", ""):  # one segment as it is: nothing to join
         return found[0]
     kth = [[f[min(k, len(f) - 1)] for f in found] for k in range(max(len(f) for f in found))]
-    return [
+    texts = [
         Translation(
             text.join([t.text for t in ts]),
             sum(t.score for t in ts) / len(ts),
@@ -274,6 +298,13 @@ def joined(text: Segmented, found: list[list[Translation]]) -> list[Translation]
         )
         for ts in kth
     ]
+    best = kth[0]
+    if any(t.assessed is not None for t in best):  # each sentence's share by its tokens
+        texts[0].assessed = sum(t.confidence * t.tokens for t in best) / texts[0].tokens
+    if all(t.origin == best[0].origin for t in best):
+        texts[0].origin = best[0].origin
+    texts[0].terms = [term for t in best for term in t.terms]
+    return texts
 
 
 def translate(
@@ -300,7 +331,7 @@ def best_texts(nbest: list[list[Translation]]) -> list[str]:
     return [found[0].text if found else "" for found in nbest]
 
 
-@dataclass
+@dataclasses.dataclass
 class Generation:
     """A prompt's continuation by a language model."""
 
@@ -341,7 +372,7 @@ def generate(
     ]
 
 
-@dataclass
+@dataclasses.dataclass
 class Classification:
     label: str
     probability: float

@@ -184,8 +184,11 @@ def read_document(
     return document
 
 
-Translator = Callable[[list[str], bool], tuple[list[str], list[Alignment | None]]]
-"""Texts -> their translations and (when the flag asks) word alignments."""
+Translator = Callable[[list[str], bool], tuple[list[str | None], list[Alignment | None]]]
+"""Texts -> their translations and (when the flag asks) word alignments. A translation is None
+where it fell below a minimum confidence: the formats that can (`PARTIAL`) leave it out."""
+PARTIAL = ("po", "xliff")
+"""Formats whose entries may stay untranslated (for a translator to do)."""
 
 
 def translate_documents(

@@ -46,6 +46,8 @@ class Catalog:
     ) -> bytes:
         todo = self.todo()
         for (entry, field), translation in zip(todo, translations, strict=True):
+            if translation is None:  # below --min-confidence: left for a translator
+                continue
             if field == "msgstr":
                 entry.msgstr = translation
             else:

@@ -24,7 +24,7 @@ breaks come back exactly where they were.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -108,6 +108,19 @@ class Sentences:
     def spread(self, per_text: list[T] | None) -> list[T] | None:
         """A value per text (a multilingual model's target token) as one per segment."""
         return None if per_text is None else [per_text[i] for i, _ in self.owners()]
+
+    def blanked(self, indices: Container[int]) -> Sentences:
+        """These sentences with the segments at `indices` (of `flat`) made blank: what
+        translation then leaves alone (e.g. those a translation memory answers)."""
+        flat = iter(range(len(self.flat)))
+        return Sentences(
+            tuple(
+                Segmented(
+                    tuple("" if next(flat) in indices else s for s in text.sentences), text.gaps
+                )
+                for text in self.texts
+            )
+        )
 
     def per_text(self, per_segment: list[T]) -> list[list[T]]:
         """What was found for each segment of `flat`, grouped by text."""

@@ -94,6 +94,8 @@ class Xliff:
 
         namespace = V12 if self.version == "1.2" else V20
         for unit, translation, alignment in zip(self.units, translations, alignments, strict=True):
+            if translation is None:  # below --min-confidence: left for a translator
+                continue
             placed = place(tagged_source(unit.source), translation, alignment or [], escape)
             fragment = f'<target xmlns="{namespace}">{placed}</target>'
             try:

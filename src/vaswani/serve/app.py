@@ -22,7 +22,9 @@ from vaswani.config import DecodeConfig, ServeSettings
 from vaswani.decoding.shortlist import Shortlist
 from vaswani.decoding.text import classify, generate, join_nbest, translate_nbest
 from vaswani.documents.align import pharaoh
+from vaswani.documents.glossary import Glossary
 from vaswani.documents.segment import Sentences
+from vaswani.documents.translate import Aids
 from vaswani.errors import VaswaniError
 from vaswani.serve.files import FileService
 from vaswani.serve.libre import Access, Libre, Pairs, request_fields
@@ -37,9 +39,11 @@ from vaswani.serve.schemas import (
     TextsRequest,
     TranslateRequest,
     TranslateResponse,
+    fuzzy_of,
     json_body,
+    terms_of,
 )
-from vaswani.serve.worker import Targeted, Worker, alignments_of, text_problems
+from vaswani.serve.worker import Targeted, Worker, alignments_of, submit_aided, text_problems
 from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, TRANSLATE, task_of_model
 
 
@@ -60,6 +64,10 @@ class Served:
     language: str | None = None
     """The source language, when known without `source` (the run's data records it): its rules
     split a text into sentences."""
+    aids: Aids | None = None
+    """The pair's glossary and translation memory (`serve --glossary`, `--memory`)."""
+    confidence: Any = None
+    """How the model's translations are assessed: its run's calibration (`LoadedRun.confidence`)."""
 
 
 @dataclass
@@ -117,14 +125,17 @@ def create_app(
                 endpoint,
                 s.shortlist,
                 s.language,
+                s.confidence,
             )
+            if s.source is None:
+                by_model[id(s.model)].aids = s.aids
     workers = list(by_model.values())
     if len(workers) > 1 and not all(w.task.parallel for w in workers):
         raise ServeError("several models are served by language pair: translation models only")
     pairs = Pairs(
         {
-            (s.source, s.target): Targeted(by_model[id(s.model)], s.prefix)
-            if s.prefix
+            (s.source, s.target): Targeted(by_model[id(s.model)], s.prefix, s.aids)
+            if s.prefix or s.aids
             else by_model[id(s.model)]
             for s in served
             if s.source is not None and s.target is not None
@@ -256,13 +267,18 @@ async def native_translate(
     start = time.perf_counter()
     if request.alignments and not hasattr(worker, "align"):
         problems.append("alignments are not given for a pair translated through a pivot")
-    found = await worker.submit(sentences.flat, dc, problems, tokens)
+    asked = Glossary.of(request.glossary.items()) if request.glossary else None
+    found = await submit_aided(worker, sentences, dc, problems, tokens, asked)
     alignments = await alignments_of(worker, sentences, found) if request.alignments else None
     best = [options[0] if options else None for options in join_nbest(sentences, found)]
+    aids = getattr(worker, "aids", None)
     return TranslateResponse(
         translations=[t.text if t else "" for t in best],
         confidences=[round(t.confidence, 4) if t else 1.0 for t in best],
         alignments=None if alignments is None else [pharaoh(a) for a in alignments],
+        origins=[t.origin if t else "model" for t in best] if aids and aids.memory else None,
+        fuzzy_matches=[fuzzy_of(t) for t in best] if aids and aids.fuzzy_threshold else None,
+        terms=[terms_of(t) for t in best] if asked or (aids and aids.glossary) else None,
         beam_size=beam,
         seconds=time.perf_counter() - start,
     )
@@ -327,7 +343,14 @@ ENDPOINTS = {  # by task
         "Translate with",
         translate_route,
         lambda w, texts, dc, prefixes: translate_nbest(
-            w.model, w.src_tok, w.tgt_tok, texts, dc, shortlist=w.shortlist, prefixes=prefixes
+            w.model,
+            w.src_tok,
+            w.tgt_tok,
+            texts,
+            dc,
+            shortlist=w.shortlist,
+            prefixes=prefixes,
+            confidence=w.confidence,
         ),
         DecodeConfig(beam_size=1, max_new_tokens=4),
     ),

@@ -33,7 +33,7 @@ from vaswani.decoding.text import best_texts, join_nbest
 from vaswani.documents.files import FORMATS, DocumentError, DocumentOptions, read_document
 from vaswani.documents.segment import Sentences
 from vaswani.serve.libre import Libre, LibreError, as_libre_error, client_of, string_fields
-from vaswani.serve.worker import alignments_of
+from vaswani.serve.worker import alignments_of, submit_aided
 
 _UNSAFE = re.compile(r"[^\w.\-]+")
 
@@ -141,7 +141,7 @@ class FileService:
         self, worker: Any, texts: list[str], language: str, alignments: bool
     ) -> tuple[list[str], list[Any]]:
         """The texts' translations (sentence by sentence, --max-texts at a time through the
-        worker) and, when asked, their word alignments."""
+        worker, with its pair's glossary and memory) and, when asked, their word alignments."""
         sentences = Sentences.of(texts, language)
         flat, step = sentences.flat, self.settings.max_texts
         dc = dataclasses.replace(
@@ -154,7 +154,8 @@ class FileService:
         for start in range(0, len(flat), step):
             chunk = flat[start : start + step]
             problems, tokens = worker.problems(chunk, worker.model.cfg.max_len)
-            found += await worker.submit(chunk, dc, problems, tokens)
+            whole = Sentences.of(chunk, split=False)
+            found += await submit_aided(worker, whole, dc, problems, tokens)
         aligned = await alignments_of(worker, sentences, found) if alignments else None
         return best_texts(join_nbest(sentences, found)), aligned or [None] * len(texts)
 

@@ -40,7 +40,7 @@ from vaswani.errors import VaswaniError
 from vaswani.files import read_text
 from vaswani.languages import lingua_language
 from vaswani.serve.schemas import BodyError, json_body
-from vaswani.serve.worker import Pivot, Worker, alignments_of, text_problems
+from vaswani.serve.worker import Pivot, Worker, alignments_of, submit_aided, text_problems
 
 FORMATS = ("text", "html")
 
@@ -277,7 +277,8 @@ class Libre:
             if worker is None:
                 raise LibreError(400, "Invalid request: give a source and target served here")
             source = fields.get("source")
-            translation = (await self.run(worker, texts, "text", 0, source, split_of(fields)))[0][0]
+            found, _ = await self.run(worker, texts, "text", 0, source, split_of(fields))
+            translation = found[0][0]
             loop = asyncio.get_running_loop()
             maps = await loop.run_in_executor(None, attention_of, worker, texts[0], translation)
             return JSONResponse(maps)
@@ -331,9 +332,13 @@ class Libre:
         worker, middle = self.pairs.route(source, target)
         if worker is None:
             raise LibreError(400, f"{source}:{target} is not served; see /languages")
-        found = await self.run(worker, texts, fmt, alternatives, source, split_of(fields))
+        found, confidences = await self.run(
+            worker, texts, fmt, alternatives, source, split_of(fields)
+        )
         best = [options[0] for options in found]
         answer: dict[str, Any] = {"translatedText": best if many else best[0]}
+        # not LibreTranslate's: each translation's confidence in [0, 1] (clients ignore it)
+        answer["confidence"] = confidences if many else confidences[0]
         if middle is not None:  # not LibreTranslate's: says the text went through `middle`
             answer["pivot"] = middle
         if alternatives:
@@ -351,8 +356,9 @@ class Libre:
         alternatives: int,
         language: str | None = None,
         split: bool = True,
-    ) -> list[list[str]]:
-        """Each text's best translation and `alternatives` more. A text (or an HTML block) of
+    ) -> tuple[list[list[str]], list[float]]:
+        """Each text's best translation and `alternatives` more, and its confidence (an HTML
+        page's: its blocks' mean). A text (or an HTML block) of
         several sentences is translated sentence by sentence, split by the rules of `language`,
         unless `split` is False; html: each block with its inline markup placed back by word
         alignment, and everything else kept (`vaswani.documents.html`)."""
@@ -370,16 +376,20 @@ class Libre:
         )
         sentences = Sentences.of(pieces, language, split)
         problems, tokens = worker.problems(pieces, worker.model.cfg.max_len, sentences=sentences)
-        found = await worker.submit(sentences.flat, dc, problems, tokens) if pieces else []
-        options = [nbest_texts(f, n) for f in join_nbest(sentences, found)]
+        found = await submit_aided(worker, sentences, dc, problems, tokens) if pieces else []
+        joined = join_nbest(sentences, found)
+        options = [nbest_texts(f, n) for f in joined]
+        confidences = [round(f[0].confidence, 4) if f else 1.0 for f in joined]
         if pages is None:
-            return options
+            return options, confidences
         # through a pivot there is no alignment: tags keep their relative place
         alignments = await alignments_of(worker, sentences, found) or [None] * len(pieces)
-        out, start = [], 0
+        out, start, page_confidences = [], 0, []
         for page in pages:
             mine = slice(start, start + len(page.texts()))
             start = mine.stop
+            blocks = confidences[mine]
+            page_confidences.append(round(sum(blocks) / len(blocks), 4) if blocks else 1.0)
             out.append(
                 [
                     page.rebuild(
@@ -389,7 +399,7 @@ class Libre:
                     for k in range(n)
                 ]
             )
-        return out
+        return out, page_confidences
 
 
 def nbest_texts(found: list[Translation], n: int) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vaswani.config import MAX_BEAM_SIZE
+from vaswani.decoding.text import Translation
 
 # Request bodies are typed strictly: "2" and true are not beam sizes, NaN and infinity are not
 # numbers, and an unknown field is an error rather than ignored.
@@ -51,15 +52,29 @@ class TranslateRequest(TextsRequest):
         default=False,
         description="also answer each translation's word alignment (Pharaoh pairs SRC-TGT)",
     )
+    glossary: dict[str, str] | None = Field(
+        default=None,
+        description='terms whose translation is prescribed, {"source term": "target term"}; '
+        "added to the server's glossary (and winning over it)",
+        max_length=10_000,
+    )
 
 
 class TranslateResponse(BaseModel):
     translations: list[str]
     confidences: list[float]
-    """The model's mean probability per token of each translation (1 for a blank text)."""
+    """Each translation's confidence in [0, 1]: the run's calibrated estimate of its chrF / 100
+    (the mean probability per token for a run without a calibration); 1 for a blank text or a
+    translation memory's answer."""
     alignments: list[str] | None = None
     """With "alignments": true, each translation's word alignment: `0-0 1-2 ...`, source word
     - translated word, over whitespace-separated words."""
+    origins: list[str] | None = None
+    """With a translation memory: "memory" for a text answered from it, else "model"."""
+    fuzzy_matches: list[dict[str, Any] | None] | None = None
+    """With a fuzzy threshold: each text's best fuzzy match in the memory (score, source, target)."""
+    terms: list[list[dict[str, Any]]] | None = None
+    """With a glossary: each text's terms (source, target, placed)."""
     beam_size: int
     seconds: float
     pivot: str | None = None
@@ -155,3 +170,17 @@ def nesting(data: Any) -> int:
         children = item.values() if isinstance(item, dict) else item
         todo.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
     return deepest
+
+
+def fuzzy_of(found: Translation | None) -> dict[str, Any] | None:
+    """A translation's fuzzy match in the memory, as JSON."""
+    if found is None or found.fuzzy is None:
+        return None
+    score, source, target = found.fuzzy
+    return {"score": score, "source": source, "target": target}
+
+
+def terms_of(found: Translation | None) -> list[dict[str, Any]]:
+    """A translation's glossary terms, as JSON."""
+    terms = found.terms if found is not None else []
+    return [{"source": s, "target": t, "placed": placed} for s, t, placed in terms]

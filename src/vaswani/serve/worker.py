@@ -20,10 +20,12 @@ from fastapi.responses import JSONResponse
 from vaswani import __version__
 from vaswani.config import DecodeConfig, ServeSettings
 from vaswani.decoding.shortlist import Shortlist
-from vaswani.decoding.text import InputTooLong, best_texts, encode_sources
+from vaswani.decoding.text import InputTooLong, Translation, best_texts, encode_sources
 from vaswani.device import autocast, pick_precision
 from vaswani.documents.align import align_texts
+from vaswani.documents.glossary import Glossary, enforce
 from vaswani.documents.segment import Sentences
+from vaswani.documents.translate import Aids
 from vaswani.serve.schemas import Sampling
 from vaswani.tasks import task_of_model
 
@@ -48,6 +50,8 @@ class Worker:
     for all its pairs (`Targeted` views); a batch may mix target languages."""
 
     prefix: list[int] | None = None  # a worker asked for no target language
+    aids: Aids | None = None
+    """The glossary and translation memory of the model served without a language pair."""
 
     def __init__(
         self,
@@ -58,8 +62,12 @@ class Worker:
         endpoint: Any,
         shortlist: Shortlist | None = None,
         language: str | None = None,
+        confidence: Any = None,
     ) -> None:
         self.model, self.src_tok, self.tgt_tok = model, src_tok, tgt_tok
+        self.confidence = confidence
+        """How translations are assessed (the run's calibration); None: the mean probability
+        per token the search gives, without reading them back."""
         self.language = language
         """The language of the texts it is given, when known: its rules split sentences."""
         self.shortlist = shortlist
@@ -273,11 +281,12 @@ class Worker:
 
 
 class Targeted:
-    """A translation worker asked for one target language of its multilingual model: what it is
-    given to translate is led by `prefix`, the token of that language. Otherwise the worker."""
+    """A translation worker asked for one language pair: what it is given to translate is led
+    by `prefix` (a multilingual model's token of the target language), and translated with the
+    pair's `aids`. Otherwise the worker."""
 
-    def __init__(self, worker: Worker, prefix: list[int]) -> None:
-        self.worker, self.prefix = worker, prefix
+    def __init__(self, worker: Worker, prefix: list[int] | None, aids: Aids | None = None) -> None:
+        self.worker, self.prefix, self.aids = worker, prefix, aids
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.worker, name)
@@ -317,6 +326,45 @@ class Pivot:
         middle = best_texts(await self.first.submit(texts, one, problems, tokens))
         problems, tokens = self.second.problems(middle, self.second.model.cfg.max_len)
         return await self.second.submit(middle, settings, problems, tokens)
+
+
+async def submit_aided(
+    worker: Any,
+    sentences: Sentences,
+    settings: DecodeConfig,
+    problems: list[str],
+    tokens: int,
+    glossary: Glossary | None = None,
+) -> list[list[Translation]]:
+    """The n-best translations of each segment of `sentences.flat`, with the aids of `worker`
+    (its pair's glossary and translation memory, `worker.aids`) and a request's own `glossary`
+    (its terms win): segments the memory holds are answered from it and not queued; terms are
+    put in by the word alignment, computed in a thread beside the worker's."""
+    aids = getattr(worker, "aids", None) or Aids()
+    glossary = (aids.glossary or Glossary()).merged(glossary)
+    if glossary and not hasattr(worker, "align"):
+        problems = [*problems, "glossaries are not applied to a pair translated through a pivot"]
+    flat = sentences.flat
+    known = aids.memory.exact(flat) if aids.memory else {}
+    rest = [i for i in range(len(flat)) if i not in known]
+    found: list[list[Translation]] = [known.get(i, []) for i in range(len(flat))]
+    if rest or problems:
+        answered = await worker.submit([flat[i] for i in rest], settings, problems, tokens)
+        for i, mine in zip(rest, answered, strict=True):
+            found[i] = mine
+    if aids.memory and aids.fuzzy_threshold is not None:
+        for j, match in aids.memory.fuzzy([flat[i] for i in rest], aids.fuzzy_threshold).items():
+            if found[rest[j]]:
+                found[rest[j]][0].fuzzy = match
+    if glossary:
+
+        def aligned(indices: list[int]) -> list[Any]:
+            chosen = Sentences.of([flat[i] for i in indices], split=False)
+            return worker.align(chosen, [found[i] for i in indices])
+
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, enforce, glossary, flat, found, aligned)
+    return found
 
 
 async def alignments_of(worker: Any, sentences: Sentences, found: list) -> list | None:

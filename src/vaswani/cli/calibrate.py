@@ -1,0 +1,70 @@
+"""Fit RUN_DIR/confidence.json: how far the run's translations can be trusted. The run translates
+(at most --max-sentences of) its validation split; each translation's signals (its mean
+log-probability per token, least probable token, entropy, the beam's agreement, its length)
+are fitted to its sentence chrF. `translate --output-format jsonl`, `evaluate` and `serve` then
+give every translation a confidence in [0, 1] that estimates its chrF / 100. `vaswani train`
+runs this at the end of training; run it yourself for an older or imported run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from vaswani.cli.common import add_model_flags, load_for_inference, positive_int
+from vaswani.decoding.confidence import Calibration
+from vaswani.device import Placement
+from vaswani.errors import VaswaniError
+from vaswani.progress import progress_bar
+from vaswani.run import LoadedRun
+from vaswani.tasks import TRANSLATE
+
+HELP = "fit the confidence of a run's translations to their chrF on its validation split"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_model_flags(parser)
+    parser.add_argument(
+        "--max-sentences",
+        type=positive_int,
+        default=1000,
+        help="validation sentences to translate (the first ones)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded, placement = load_for_inference(args, TRANSLATE)
+    calibration = calibrate_run(loaded, placement, args.max_sentences)
+    return 0 if calibration is not None else 2
+
+
+def calibrate_run(
+    loaded: LoadedRun, placement: Placement, max_sentences: int = 1000
+) -> Calibration | None:
+    """Fit and store `loaded`'s calibration, saying so; None (and why, on stderr) where it has
+    no validation text to fit on."""
+    from vaswani.evaluate import calibrate, training_data
+
+    try:
+        data = training_data(loaded.info, "a run whose data directory is at hand")
+        sources, references = data.text("valid")
+    except (VaswaniError, OSError) as error:
+        print(f"confidence: not calibrated ({error})", file=sys.stderr)
+        return None
+    pairs = [(s, r) for s, r in zip(sources, references, strict=True) if s.strip() and r.strip()]
+    pairs = pairs[:max_sentences]
+    try:
+        bar = progress_bar(total=len(pairs), unit="sent", desc="calibrating")
+        with bar, placement.autocast():
+            calibration = calibrate(
+                loaded, [s for s, _ in pairs], [r for _, r in pairs], progress=bar.update
+            )
+    except VaswaniError as error:
+        print(f"confidence: not calibrated ({error})", file=sys.stderr)
+        return None
+    print(
+        f"confidence: calibrated on {calibration.sentences} validation translations "
+        f"(Spearman {calibration.spearman:.2f} with their sentence chrF); "
+        f"{loaded.path / 'confidence.json'}",
+        file=sys.stderr,
+    )
+    return calibration
