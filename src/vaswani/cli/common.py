@@ -177,11 +177,11 @@ def add_aid_flags(parser: argparse.ArgumentParser, memory: bool = True) -> None:
     parser.add_argument(
         "--memory",
         type=Path,
-        action="extend",
-        nargs="+",
+        action="append",
         metavar="FILE",
-        help="a translation memory (TMX, TSV, XLIFF, PO: their approved translations): a "
-        "sentence found in it (whitespace aside) is answered with its translation, verbatim",
+        help="a translation memory (TMX, TSV, XLIFF, PO: their approved translations; repeat "
+        "for more): a sentence found in it (whitespace aside) is answered with its "
+        "translation, verbatim",
     )
     parser.add_argument(
         "--fuzzy-threshold",

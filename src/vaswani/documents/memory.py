@@ -59,7 +59,8 @@ class Memory:
             )
             return cls(pair for corpus in corpora for pair in corpus.pairs)
         except DataError as error:
-            raise MemoryFileError(f"translation memory: {error}") from None
+            hint = "" if source and target else " (the model's data records no language pair)"
+            raise MemoryFileError(f"translation memory: {error}{hint}") from None
 
     def exact(self, segments: list[str]) -> dict[int, list[Translation]]:
         """The segments the memory holds, by index: its target as their one translation."""
