@@ -73,6 +73,7 @@ def test_mastodons_request_shape_keeps_the_html(server, runs):
     status, answer = server.request("POST", "/translate", body)
     assert status == 200, answer
     one, two = answer["translatedText"]
+    assert len(answer["confidence"]) == 2 and all(0 < c <= 1 for c in answer["confidence"])
     n = dict(
         zip(
             ["271493", "42", "1999", "7"],
@@ -112,6 +113,7 @@ def test_form_data_alternatives_and_the_native_api_beside_it(server, runs):
         "POST", "/translate", form, {"Content-Type": "application/x-www-form-urlencoded"}
     )
     assert status == 200 and answer["translatedText"] == expected(runs[1], ["271493"])[0]
+    assert 0 < answer["confidence"] <= 1  # an extra field, which LibreTranslate clients ignore
     status, answer = server.request(
         "POST", "/translate", {"q": "271493", "source": "en", "target": "de", "alternatives": 2}
     )
