@@ -2,10 +2,11 @@
 TSV, CSV and TBX; hostile glossaries refused or skipped with a count."""
 
 import json
+from pathlib import Path
 
 import pytest
 
-from helpers import Server, translate_cli
+from helpers import Server, cli, translate_cli
 from vaswani.decoding.text import Translation
 from vaswani.documents.glossary import (
     Glossary,
@@ -166,3 +167,35 @@ def test_a_request_s_glossary_over_http_adds_to_the_server_s(numbers_run):
         assert status == 422
     finally:
         server.stop()
+
+
+def test_files_and_evaluate_report_their_terms(numbers_run, capsys, tmp_path):
+    path = tmp_path / "g.tsv"
+    path.write_text("42\tXLII\n")
+    po = tmp_path / "app.po"
+    po.write_text('msgid "42"\nmsgstr ""\n\nmsgid "7"\nmsgstr ""\n')
+    out = tmp_path / "app.de.po"
+    code, _, err = translate_cli(
+        capsys, numbers_run, "--glossary", str(path), "--input", str(po), "--output", str(out)
+    )
+    assert code == 0 and "glossary: 1 of 1 terms put in" in err
+    assert 'msgstr "XLII"' in out.read_text()
+    code, out, _ = cli(
+        capsys,
+        "evaluate",
+        "--checkpoint",
+        str(numbers_run),
+        "--split",
+        "valid",
+        "--glossary",
+        str(path),
+    )
+    assert code == 0 and "glossary:" in out and "terms put in" in out
+
+
+def test_serve_names_a_file_for_every_model_or_for_one_pair():
+    from vaswani.cli.serve import for_pair
+
+    assert for_pair("terms.tsv") == (None, None, Path("terms.tsv"))
+    assert for_pair("de:en=terms.tsv") == ("de", "en", Path("terms.tsv"))
+    assert for_pair("a=b.tsv") == (None, None, Path("a=b.tsv"))

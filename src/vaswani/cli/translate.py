@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import sys
 from dataclasses import dataclass
@@ -350,7 +351,9 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
     dc = decode_config(args)
     loaded, placement = load_for_inference(args, TRANSLATE)
     loaded.prefixes(args.target, 0)
+    translated_texts: list[list[Translation]] = []
     aids = aids_of(args, loaded, least=args.min_confidence)
+    aids = dataclasses.replace(aids, report=translated_texts.extend)
     total = sum(len(text) for d in documents for text in d.texts())
     with contextlib.ExitStack() as bars:
 
@@ -371,6 +374,7 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
             aids,
         )
         results = translate_documents(documents, translate, args.target or loaded.target_language)
+    report_terms(translated_texts, [f"text {i + 1}" for i in range(len(translated_texts))])
     if outputs == [None]:
         sys.stdout.write(results[0].decode("utf-8"))
         return 0

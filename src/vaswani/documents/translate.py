@@ -38,6 +38,8 @@ class Aids:
     fuzzy_threshold: float | None = None
     min_confidence: float | None = None
     """Documents: leave a text whose confidence is under it untranslated."""
+    report: Callable[[list[list[Translation]]], None] | None = None
+    """Told each batch's translations (e.g. to say which terms could not be placed)."""
 
 
 def translate_sentences(
@@ -101,7 +103,10 @@ def translate_sentences(
         if align
         else [None] * len(sentences.texts)
     )
-    return join_nbest(sentences, segments), aligned
+    found = join_nbest(sentences, segments)
+    if aids.report is not None:
+        aids.report(found)
+    return found, aligned
 
 
 def translator(
@@ -152,13 +157,16 @@ def translate_file(
     options: DocumentOptions | None = None,
     target: str | None = None,
     dc: DecodeConfig | None = None,
+    aids: Aids | None = None,
 ) -> bytes:
-    """The file `source` translated whole in its format (by its extension, or `fmt`), written to
-    `output` when given (atomically: never half-written); its bytes."""
+    """The file `source` translated whole in its format (by its extension, or `fmt`), with
+    `aids` (a glossary, a memory, a minimum confidence), written to `output` when given
+    (atomically: never half-written); its bytes."""
     source = Path(source)
     document = read_document(source.read_bytes(), format_of(source, fmt), str(source), options)
     language = target or loaded.target_language
-    data = translate_documents([document], translator(loaded, target, dc), language)[0]
+    translate = translator(loaded, target, dc, aids=aids)
+    data = translate_documents([document], translate, language)[0]
     if output is not None:
         write_atomic(Path(output), data)
     return data
