@@ -71,6 +71,15 @@ class Memory:
                 known[i] = [Translation(target, 0.0, 0.0, 1, assessed=1.0, origin="memory")]
         return known
 
+    def mark_fuzzy(
+        self, segments: list[str], found: list[list[Translation]], threshold: float
+    ) -> None:
+        """Give each segment's best translation made by the model (`found`, n-best lists by
+        segment) its best fuzzy match at or above `threshold`."""
+        todo = [i for i, f in enumerate(found) if f and f[0].origin == "model"]
+        for j, match in self.fuzzy([segments[i] for i in todo], threshold).items():
+            found[todo[j]][0].fuzzy = match
+
     def fuzzy(self, segments: list[str], threshold: float) -> dict[int, tuple[float, str, str]]:
         """The most similar entry of each segment at or above `threshold` (0-100), by index:
         (score, its source, its target)."""

@@ -79,10 +79,7 @@ def translate_sentences(
     for i, found in known.items():
         segments[i] = found
     if aids.memory and aids.fuzzy_threshold is not None:
-        todo = [i for i in range(len(flat)) if i not in known]
-        for i, match in aids.memory.fuzzy([flat[i] for i in todo], aids.fuzzy_threshold).items():
-            if segments[todo[i]]:
-                segments[todo[i]][0].fuzzy = match
+        aids.memory.mark_fuzzy(flat, segments, aids.fuzzy_threshold)
     if aids.glossary:
         each = sentences.spread(prefixes)
 

@@ -353,9 +353,7 @@ async def submit_aided(
         for i, mine in zip(rest, answered, strict=True):
             found[i] = mine
     if aids.memory and aids.fuzzy_threshold is not None:
-        for j, match in aids.memory.fuzzy([flat[i] for i in rest], aids.fuzzy_threshold).items():
-            if found[rest[j]]:
-                found[rest[j]][0].fuzzy = match
+        aids.memory.mark_fuzzy(flat, found, aids.fuzzy_threshold)
     if glossary:
 
         def aligned(indices: list[int]) -> list[Any]:
