@@ -66,8 +66,8 @@ class Worker:
     ) -> None:
         self.model, self.src_tok, self.tgt_tok = model, src_tok, tgt_tok
         self.confidence = confidence
-        """How translations are assessed (the run's calibration); None: the mean probability
-        per token the search gives, without reading them back."""
+        """How translations are assessed (the run's `Calibration`); None: by the mean
+        probability per token that search gives."""
         self.language = language
         """The language of the texts it is given, when known: its rules split sentences."""
         self.shortlist = shortlist
