@@ -6,8 +6,11 @@ import subprocess
 import sys
 import textwrap
 
+import polib
+
 from helpers import Server, translate_cli
 from vaswani.documents.memory import Memory
+from vaswani.documents.segment import Sentences
 from vaswani.documents.translate import Aids
 from vaswani.run import load_run
 from vaswani.serve import Served, ServeSettings, create_app
@@ -101,3 +104,21 @@ def test_a_million_entries_within_bounded_memory(tmp_path):
     )
     peak_mib = int(done.stdout.split()[-1])
     assert peak_mib < 1024, f"{peak_mib} MiB for a 60 MB memory"
+
+
+def test_a_message_of_two_sentences_is_answered_whole(numbers_run, capsys, tmp_path):
+    memory = tmp_path / "approved.po"
+    memory.write_text('msgid "271493! 42."\nmsgstr "Zwei Sätze. Ein Eintrag."\n')
+    po = tmp_path / "app.po"
+    po.write_text('msgid "271493!  42."\nmsgstr ""\n\nmsgid "271493! 7."\nmsgstr ""\n')
+    out = tmp_path / "app.de.po"
+    code, _, err = translate_cli(
+        capsys, numbers_run, "--memory", str(memory), "--input", str(po), "--output", str(out)
+    )
+    assert code == 0, err
+    entries = {e.msgid: e.msgstr for e in polib.pofile(str(out))}
+    assert entries["271493!  42."] == "Zwei Sätze. Ein Eintrag."
+    assert entries["271493! 7."] and "Eintrag" not in entries["271493! 7."]
+    memory = Memory([("It is red. It is blue.", "Rot. Blau.")])
+    sentences = memory.unsplit(Sentences.of(["It is red.  It is blue.", "It is red. It is old."]))
+    assert [len(text.sentences) for text in sentences.texts] == [1, 2]

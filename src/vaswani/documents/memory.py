@@ -4,7 +4,8 @@ A memory is read from the corpora `vaswani prepare` reads (TMX, TSV, XLIFF and P
 readers keep approved translations only: no fuzzy or empty PO entries, XLIFF targets whatever
 their state), streamed, so a million entries cost their text and a dictionary, not a copy of the
 file. A segment whose source equals an entry's after whitespace is normalised is answered with the
-entry's target verbatim (`Translation.origin` "memory", confidence 1); with a fuzzy threshold, the
+entry's target verbatim (`Translation.origin` "memory", confidence 1), and a text of several
+sentences that an entry holds whole is answered whole; with a fuzzy threshold, the
 most similar entry (rapidfuzz's normalised Indel similarity, 0-100) at or above it is reported
 beside the model's translation.
 """
@@ -15,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from vaswani.decoding.text import Translation
+from vaswani.documents.segment import Sentences, whole
 from vaswani.errors import VaswaniError
 
 FUZZY_ROWS = 64
@@ -61,6 +63,18 @@ class Memory:
         except DataError as error:
             hint = "" if source and target else " (the model's data records no language pair)"
             raise MemoryFileError(f"translation memory: {error}{hint}") from None
+
+    def unsplit(self, sentences: Sentences) -> Sentences:
+        """`sentences` with each text of several sentences that the memory holds whole made one
+        segment again, so that it is answered whole (a catalog's message of two sentences)."""
+        texts = tuple(
+            whole(original)
+            if len(text.sentences) > 1 and key_of(original) in self.entries
+            else text
+            for text in sentences.texts
+            for original in [text.join(list(text.sentences))]
+        )
+        return Sentences(texts)
 
     def exact(self, segments: list[str]) -> dict[int, list[Translation]]:
         """The segments the memory holds, by index: its target as their one translation."""

@@ -58,6 +58,8 @@ def translate_sentences(
     translations and, with `align`, its word alignment (read as `alignment` says; None each
     otherwise). Runs under the caller's autocast."""
     aids = aids or Aids()
+    if aids.memory:
+        sentences = aids.memory.unsplit(sentences)
     prefixes = loaded.prefixes(target, len(sentences.texts))
     model, src, tgt = loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer
     flat = sentences.flat

@@ -43,7 +43,14 @@ from vaswani.serve.schemas import (
     json_body,
     terms_of,
 )
-from vaswani.serve.worker import Targeted, Worker, alignments_of, submit_aided, text_problems
+from vaswani.serve.worker import (
+    Targeted,
+    Worker,
+    alignments_of,
+    submit_aided,
+    text_problems,
+    unsplit,
+)
 from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, TRANSLATE, task_of_model
 
 
@@ -254,7 +261,7 @@ async def native_translate(
 ) -> TranslateResponse:
     texts, beam = request.all_texts(), request.beam_size or settings.beam_size
     split = request.split and not text_problems(texts, settings)  # refused before splitting
-    sentences = Sentences.of(texts, request.source or worker.language, split)
+    sentences = unsplit(worker, Sentences.of(texts, request.source or worker.language, split))
     problems, tokens = worker.problems(texts, worker.model.cfg.max_len, sentences=sentences)
     problems += over("beam_size", beam, settings.max_beam_size)
     problems += over("max_length", request.max_length, settings.max_length)

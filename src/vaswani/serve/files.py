@@ -33,7 +33,7 @@ from vaswani.decoding.text import best_texts, join_nbest
 from vaswani.documents.files import FORMATS, DocumentError, DocumentOptions, read_document
 from vaswani.documents.segment import Sentences
 from vaswani.serve.libre import Libre, LibreError, as_libre_error, client_of, string_fields
-from vaswani.serve.worker import alignments_of, submit_aided
+from vaswani.serve.worker import alignments_of, submit_aided, unsplit
 
 _UNSAFE = re.compile(r"[^\w.\-]+")
 
@@ -142,7 +142,7 @@ class FileService:
     ) -> tuple[list[str], list[Any]]:
         """The texts' translations (sentence by sentence, --max-texts at a time through the
         worker, with its pair's glossary and memory) and, when asked, their word alignments."""
-        sentences = Sentences.of(texts, language)
+        sentences = unsplit(worker, Sentences.of(texts, language))
         flat, step = sentences.flat, self.settings.max_texts
         dc = dataclasses.replace(
             self.settings.decoding,

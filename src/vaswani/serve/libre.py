@@ -40,7 +40,14 @@ from vaswani.errors import VaswaniError
 from vaswani.files import read_text
 from vaswani.languages import lingua_language
 from vaswani.serve.schemas import BodyError, json_body
-from vaswani.serve.worker import Pivot, Worker, alignments_of, submit_aided, text_problems
+from vaswani.serve.worker import (
+    Pivot,
+    Worker,
+    alignments_of,
+    submit_aided,
+    text_problems,
+    unsplit,
+)
 
 FORMATS = ("text", "html")
 
@@ -374,7 +381,7 @@ class Libre:
             n_best=n,
             batch_tokens=max(self.settings.batch_tokens, n),
         )
-        sentences = Sentences.of(pieces, language, split)
+        sentences = unsplit(worker, Sentences.of(pieces, language, split))
         problems, tokens = worker.problems(pieces, worker.model.cfg.max_len, sentences=sentences)
         found = await submit_aided(worker, sentences, dc, problems, tokens) if pieces else []
         joined = join_nbest(sentences, found)

@@ -328,6 +328,13 @@ class Pivot:
         return await self.second.submit(middle, settings, problems, tokens)
 
 
+def unsplit(worker: Any, sentences: Sentences) -> Sentences:
+    """`sentences` with the texts that `worker`'s translation memory holds whole made one
+    segment (`Memory.unsplit`): what `submit_aided` is then given."""
+    aids = getattr(worker, "aids", None)
+    return aids.memory.unsplit(sentences) if aids and aids.memory else sentences
+
+
 async def submit_aided(
     worker: Any,
     sentences: Sentences,
