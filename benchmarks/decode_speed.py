@@ -122,7 +122,9 @@ def agreement(model: Transformer, hf, src: torch.Tensor) -> float:
 class CT2:
     """The same weights in CTranslate2 (fp32 and int8), through `vaswani export`'s spec builder."""
 
-    def __init__(self, model: Transformer, directory: Path, threads: int) -> None:
+    def __init__(
+        self, model: Transformer, directory: Path, threads: int, device: str = "cpu"
+    ) -> None:
         import ctranslate2
 
         vocab = [f"t{i}" for i in range(model.cfg.vocab_size)]
@@ -131,7 +133,7 @@ class CT2:
             out = directory / quantization
             save_ctranslate2(model, vocab, vocab, out, quantization)
             self.translators[quantization] = ctranslate2.Translator(
-                str(out), device="cpu", intra_threads=threads, inter_threads=1
+                str(out), device=device, intra_threads=threads, inter_threads=1
             )
 
     def decode(self, quantization: str, src: torch.Tensor, beams: int, new: int) -> list:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -20,8 +21,10 @@ from torch import Tensor
 from vaswani.config import DecodeConfig, ModelConfig
 from vaswani.decoding.cache import KVCache, new_cache
 from vaswani.decoding.output import OutputLayer, log_normaliser, top_k_rows
-from vaswani.decoding.shortlist import Shortlist
 from vaswani.model import DecoderOnly, Transformer
+
+if TYPE_CHECKING:  # numpy, which the shortlist is built with, is not needed to search
+    from vaswani.decoding.shortlist import Shortlist
 
 
 @dataclass
