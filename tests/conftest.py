@@ -2,6 +2,7 @@ import pytest
 import torch
 
 import vaswani.device
+import vaswani.precision
 from vaswani.config import ModelConfig
 
 
@@ -13,8 +14,11 @@ def _seed():
 @pytest.fixture(autouse=True)
 def _fp32_unless_asked(monkeypatch):
     """Tests run fp32 unless they test bf16/fp16 themselves: `--precision auto` never picks bf16
-    in them, even on a CPU that computes it natively (tests/test_device.py fakes the hardware)."""
+    or int8 in them, even on a CPU that computes bf16 natively (tests/test_device.py fakes the
+    hardware)."""
     monkeypatch.setattr(vaswani.device, "bf16_matmul_is_fast", lambda: False)
+    # Nor does it measure the precision to decode in (tests/test_precision.py does).
+    monkeypatch.setattr(vaswani.precision, "decoding_choice", lambda *_: None)
 
 
 @pytest.fixture

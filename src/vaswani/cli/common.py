@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import sys
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vaswani import precision as decoding_precision
 from vaswani.cli.fields import add_field_flags, settings_from
 from vaswani.config import PRECISIONS, DecodeConfig
 from vaswani.data.corpora import (
@@ -259,9 +261,19 @@ def load_for_inference(
         task = run.task
         raise CliError(f"{run_dir} holds {task.described} (task {task}); use {task.command}")
     run.model.to(placement.device)
-    if getattr(args, "quantize", "none") != "none":
-        run.model = quantize(run.model, args.quantize, placement.device)
-        print(f"weights: {args.quantize} (--quantize)", file=sys.stderr)
+    how = getattr(args, "quantize", "none")
+    if args.precision == "auto" and how == "none" and run.task.parallel:
+        # measured on the run's own sentences, once per machine
+        choice = decoding_precision.decoding_choice(run, placement)
+        if choice is not None:
+            placement = dataclasses.replace(
+                placement, precision=choice.precision, precision_reason=choice.reason
+            )
+            how = choice.quantize
+    if how != "none":
+        run.model = quantize(run.model, how, placement.device)
+        reason = "--quantize" if how == getattr(args, "quantize", "none") else "--precision auto"
+        print(f"weights: {how} ({reason})", file=sys.stderr)
     if getattr(args, "shortlist", False):
         if not run.task.parallel:
             raise CliError("--shortlist is for translation models")

@@ -1,0 +1,170 @@
+"""The precision a translation model decodes in, chosen by measuring it: with `--precision auto`,
+`translate`, `evaluate`, `serve` and `calibrate` translate up to 200 of the run's own validation
+sentences in fp32, in bf16 (where the device computes it natively) and with int8 weights (on a
+CPU), and take the fastest whose BLEU is within 0.5 of fp32's. Training's rule (bf16 wherever
+the hardware has it) is not decoding's: a small model's beam search can be bound by its Python
+steps and memory, not its matmuls, and int8 weights pay on every CPU.
+
+The measurement is made once per machine and run: the choice, with its times and BLEU, is kept in
+the run as `decoding.json`, under the machine's name (CPU and vector ISA and cores, or the GPU),
+PyTorch's version and the thread count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from vaswani.config import DecodeConfig
+from vaswani.decoding.quantize import quantize
+from vaswani.decoding.text import translate
+from vaswani.device import Hardware, Placement, autocast, machine_name
+from vaswani.errors import VaswaniError
+from vaswani.files import read_json, write_atomic
+from vaswani.metrics import score
+
+FILE = "decoding.json"
+SENTENCES = 200
+TOLERANCE = 0.5
+"""BLEU a faster precision may lose against fp32 and still be taken."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    precision: str
+    """fp32, bf16 or fp16: what decoding autocasts to."""
+    quantize: str
+    """none or int8: the linear layers' weights."""
+    reason: str
+
+
+def candidates(placement: Placement, hw: Hardware) -> list[tuple[str, str]]:
+    """(precision, quantize) pairs worth measuring on this device."""
+    found = [("fp32", "none")]
+    if placement.device.type == "cpu":
+        if hw.cpu_bf16()[0]:
+            found.append(("bf16", "none"))
+        found.append(("fp32", "int8"))
+    elif placement.device.type == "cuda":
+        major = hw.cuda[placement.device.index or 0][1][0] if hw.cuda else 0
+        found.append(("bf16" if major >= 8 else "fp16", "none"))
+    return found
+
+
+def name_of(precision: str, how: str) -> str:
+    return "int8" if how == "int8" else precision
+
+
+def decoding_choice(loaded: Any, placement: Placement, hw: Hardware | None = None) -> Choice | None:
+    """The measured choice for `loaded` (a translation `vaswani.run.LoadedRun`) on this machine,
+    from the run's record or measured now (and recorded); None where there is nothing to
+    measure on (no validation text, or one candidate only): training's rule stands."""
+    hw = hw or Hardware.detect()
+    options = candidates(placement, hw)
+    if len(options) < 2:
+        return None
+    key = f"{machine_name(placement.device, hw)}, torch {torch.__version__}, {torch.get_num_threads()} threads"
+    record = known(loaded.path)
+    if key in record:
+        found = record[key]
+        return Choice(
+            found["precision"],
+            found["quantize"],
+            f"auto for decoding: {summary(found)}, measured before on this machine",
+        )
+    texts = validation_text(loaded)
+    if texts is None:
+        return None
+    print(
+        f"precision: measuring {', '.join(name_of(*o) for o in options)} on {len(texts[0])} validation sentences (once per machine)",
+        file=sys.stderr,
+    )
+    found = measure(loaded, placement, options, *texts)
+    record[key] = found
+    with contextlib.suppress(OSError, VaswaniError):  # a read-only run: measured next time
+        write_atomic(loaded.path / FILE, (json.dumps(record, indent=1) + "\n").encode())
+    return Choice(found["precision"], found["quantize"], f"auto for decoding: {summary(found)}")
+
+
+def known(run: Any) -> dict:
+    path = run / FILE
+    if not path.is_file():
+        return {}
+    try:
+        record = read_json(path, "the decoding precision record")
+    except (OSError, VaswaniError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def validation_text(loaded: Any) -> tuple[list[str], list[str]] | None:
+    from vaswani.evaluate import training_data
+
+    try:
+        sources, references = training_data(loaded.info, "").text("valid")
+    except (OSError, VaswaniError):
+        return None
+    pairs = [(s, r) for s, r in zip(sources, references, strict=True) if s.strip() and r.strip()]
+    if len(pairs) < 20:
+        return None
+    pairs = pairs[:SENTENCES]
+    return [s for s, _ in pairs], [r for _, r in pairs]
+
+
+def measure(
+    loaded: Any,
+    placement: Placement,
+    options: list[tuple[str, str]],
+    sources: list[str],
+    references: list[str],
+) -> dict:
+    """Each option's seconds and BLEU on `sources`, and the fastest within TOLERANCE of fp32."""
+    seconds, bleu = {}, {}
+    for precision, how in options:
+        model = quantize(loaded.model, how, placement.device)
+        name = name_of(precision, how)
+        timed_translation(loaded, model, placement, precision, sources[:8])  # warm-up
+        seconds[name], found = timed_translation(loaded, model, placement, precision, sources)
+        bleu[name] = score(found, references).bleu
+    fine = [o for o in options if bleu[name_of(*o)] >= bleu["fp32"] - TOLERANCE]
+    precision, how = min(fine, key=lambda o: seconds[name_of(*o)])
+    return {
+        "precision": precision,
+        "quantize": how,
+        "seconds": seconds,
+        "bleu": bleu,
+        "sentences": len(sources),
+    }
+
+
+def timed_translation(
+    loaded: Any, model: Any, placement: Placement, precision: str, texts: list[str]
+) -> tuple[float, list[str]]:
+    """Seconds to translate `texts` with beam search's defaults, and the translations."""
+    start = time.perf_counter()
+    with torch.no_grad(), autocast(placement.device, precision):
+        found = translate(
+            model,
+            loaded.src_tokenizer,
+            loaded.tgt_tokenizer,
+            texts,
+            DecodeConfig(),
+            "truncate",
+            shortlist=loaded.shortlist,
+        )
+    return time.perf_counter() - start, found
+
+
+def summary(found: dict) -> str:
+    chosen = name_of(found["precision"], found["quantize"])
+    figures = ", ".join(
+        f"{name} {found['seconds'][name]:.2f} s BLEU {found['bleu'][name]:.2f}"
+        for name in found["seconds"]
+    )
+    return f"{chosen} fastest within {TOLERANCE} BLEU of fp32 on {found['sentences']} validation sentences ({figures})"

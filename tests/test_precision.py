@@ -1,0 +1,60 @@
+"""`--precision auto` for decoding: measured on the run's validation sentences, once per machine."""
+
+import json
+import shutil
+
+import pytest
+
+import vaswani.precision
+from helpers import translate_cli
+from vaswani.device import Hardware, place
+from vaswani.run import load_run
+
+MEASURE = vaswani.precision.decoding_choice  # conftest replaces it for every other test
+
+
+@pytest.fixture
+def run(numbers_run, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(numbers_run, copy)
+    return copy
+
+
+def test_the_fastest_precision_within_half_a_bleu_is_chosen_and_kept(run, monkeypatch):
+    placement = place("cpu", "fp32")
+    choice = MEASURE(load_run(run), placement)
+    record = json.loads((run / "decoding.json").read_text())
+    ((key, found),) = record.items()
+    assert "threads" in key and found["sentences"] >= 20
+    names = set(found["seconds"])
+    assert {"fp32", "int8"} <= names <= {"fp32", "bf16", "int8"}
+    chosen = "int8" if found["quantize"] == "int8" else found["precision"]
+    assert found["bleu"][chosen] >= found["bleu"]["fp32"] - 0.5
+    faster = [n for n in names if found["seconds"][n] < found["seconds"][chosen]]
+    assert all(found["bleu"][n] < found["bleu"]["fp32"] - 0.5 for n in faster)
+    assert (choice.precision, choice.quantize) == (found["precision"], found["quantize"])
+
+    def measure(*_):
+        raise AssertionError("measured twice on one machine")
+
+    monkeypatch.setattr(vaswani.precision, "measure", measure)
+    again = MEASURE(load_run(run), placement)
+    assert again.quantize == choice.quantize and "measured before" in again.reason
+
+
+def test_one_candidate_or_no_validation_text_leaves_training_s_rule(run, monkeypatch):
+    monkeypatch.setattr(vaswani.precision, "candidates", lambda *_: [("fp32", "none")])
+    assert MEASURE(load_run(run), place("cpu", "fp32")) is None
+    monkeypatch.undo()
+    loaded = load_run(run)
+    loaded.info = {**loaded.info, "path": None}  # an imported run: no data
+    assert MEASURE(loaded, place("cpu", "fp32"), Hardware.detect()) is None
+
+
+def test_translate_says_what_auto_chose(run, capsys, monkeypatch):
+    monkeypatch.setattr(vaswani.precision, "decoding_choice", MEASURE)
+    code, out, err = translate_cli(capsys, run, "42")
+    assert code == 0 and out.strip()
+    assert "auto for decoding:" in err and "validation sentences" in err
+    code, _, err = translate_cli(capsys, run, "--precision", "fp32", "42")
+    assert "auto for decoding" not in err
