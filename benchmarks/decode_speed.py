@@ -189,6 +189,22 @@ def ct2_times(directories, vocab, rows, jobs, threads, repeats) -> dict:  # noqa
     return found
 
 
+def generate_fixed(hf, src: torch.Tensor, beams: int, new: int, pad: int) -> torch.Tensor:
+    """transformers' generate making exactly `new` tokens, as vaswani is timed (padding never
+    generated, as vaswani never outputs it)."""
+    return hf.generate(
+        input_ids=src,
+        attention_mask=torch.ones_like(src),
+        num_beams=beams,
+        do_sample=False,
+        max_new_tokens=new,
+        min_new_tokens=new,
+        length_penalty=0.6 if beams > 1 else 1.0,
+        early_stopping=False,
+        bad_words_ids=[[pad]],
+    )
+
+
 def compare(label: str, model: Transformer, hf, src: torch.Tensor, args, news: list[int], ct2=None):
     """Table rows: each precision x search x number of new tokens; returns vaswani's seconds.
     In fp32, also vaswani with int8 weights (--quantize int8), with a shortlist, and CTranslate2
@@ -212,19 +228,7 @@ def compare(label: str, model: Transformer, hf, src: torch.Tensor, args, news: l
                     beam_size=beams, max_new_tokens=new, min_new_tokens=new, batch_tokens=1 << 30
                 )
                 ours_s, found = timed(args.repeats, decode, model, src, dc)
-                theirs_s, out = timed(
-                    args.repeats,
-                    hf.generate,
-                    input_ids=src,
-                    attention_mask=torch.ones_like(src),
-                    num_beams=beams,
-                    do_sample=False,
-                    max_new_tokens=new,
-                    min_new_tokens=new,
-                    length_penalty=0.6 if beams > 1 else 1.0,
-                    early_stopping=False,
-                    bad_words_ids=[[pad]],  # vaswani never outputs padding either
-                )
+                theirs_s, out = timed(args.repeats, generate_fixed, hf, src, beams, new, pad)
                 assert all(len(h[0].tokens) == new for h in found)
                 assert out.shape == (src.size(0), new + 1), out.shape
                 tokens = src.size(0) * new

@@ -132,22 +132,11 @@ def references(model: Transformer, device: str) -> dict:
     """generate and CTranslate2 over `model`'s weights, those that import."""
     found: dict = {}
     try:
-        from decode_speed import marian_copy
+        from decode_speed import generate_fixed, marian_copy
 
         hf = marian_copy(model).to(device).eval()
-
-        def generate(src, beams, new):
-            return hf.generate(
-                input_ids=src,
-                attention_mask=torch.ones_like(src),
-                num_beams=beams,
-                do_sample=False,
-                max_new_tokens=new,
-                min_new_tokens=new,
-                early_stopping=False,
-            )
-
-        found["generate fp32"] = generate
+        pad = model.cfg.pad_id
+        found["generate fp32"] = lambda src, beams, new: generate_fixed(hf, src, beams, new, pad)
     except Exception as error:
         print(f"generate: not compared ({type(error).__name__}: {error})", file=sys.stderr)
     try:
