@@ -72,6 +72,8 @@ class Glossary:
     """Each term's source as written."""
     skipped: Counter = field(default_factory=Counter)
     """Entries not taken, by reason (empty, too long, a duplicate)."""
+    longest: int = 0
+    """The most words of a term: how far `find` looks ahead."""
 
     @classmethod
     def of(cls, pairs: Iterable[tuple[str, str]]) -> Glossary:
@@ -96,6 +98,7 @@ class Glossary:
             if key in self.terms:
                 self.skipped["a duplicate (the later kept)"] += 1
             self.terms[key], self.sources[key] = target, source
+            self.longest = max(self.longest, len(key))
 
     def __len__(self) -> int:
         return len(self.terms)
@@ -104,7 +107,8 @@ class Glossary:
         """This glossary with `other`'s terms added (they win where both have one)."""
         if not other:
             return self
-        return Glossary({**self.terms, **other.terms}, {**self.sources, **other.sources})
+        terms, sources = {**self.terms, **other.terms}, {**self.sources, **other.sources}
+        return Glossary(terms, sources, longest=max(self.longest, other.longest))
 
     def find(self, text: str) -> list[Match]:
         """The terms in `text`, left to right, the longest first where they overlap."""
@@ -113,10 +117,9 @@ class Glossary:
         found = words_of(text)
         keys = [normal(m.group()) for m in found]
         starts = word_starts(unicodedata.normalize("NFKC", text))
-        longest = max(len(key) for key in self.terms)
         matches, i = [], 0
         while i < len(keys):
-            for n in range(min(longest, len(keys) - i), 0, -1):
+            for n in range(min(self.longest, len(keys) - i), 0, -1):
                 key = tuple(keys[i : i + n])
                 if key in self.terms:
                     first = bisect.bisect_right(starts, found[i].start()) - 1
