@@ -1,7 +1,7 @@
 """Fit RUN_DIR/confidence.json: how far the run's translations can be trusted. The run translates
-(at most --max-sentences of) its validation split; each translation's signals (its mean
-log-probability per token, least probable token, entropy, the beam's agreement, its length)
-are fitted to its sentence chrF. `translate --output-format jsonl`, `evaluate` and `serve` then
+(at most --max-sentences of) its validation split; each translation's signals (its
+log-probability per token, the beam's agreement with it, its length) are fitted to its sentence
+chrF. `translate --output-format jsonl`, `evaluate` and `serve` then
 give every translation a confidence in [0, 1] that estimates its chrF / 100. `vaswani train`
 runs this at the end of training; run it yourself for an older or imported run."""
 

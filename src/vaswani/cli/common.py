@@ -84,12 +84,17 @@ PRECISION_HELP = (
     "with AVX512-BF16 or AMX), fp16 with loss scaling on older CUDA GPUs, fp32 elsewhere; "
     "`vaswani env` shows the choice"
 )
+DECODING_PRECISION_HELP = (
+    f"{PRECISION_HELP}; a translation model decodes instead in what was measured fastest within "
+    "0.5 BLEU of fp32 on its validation sentences (fp32, bf16, int8 weights), once per machine "
+    "(RUN/decoding.json)"
+)
 DEVICE_HELP = "auto (CUDA, then Apple MPS, then CPU), cpu, cuda, cuda:1, mps"
 
 
-def add_placement_flags(parser: argparse.ArgumentParser) -> None:
+def add_placement_flags(parser: argparse.ArgumentParser, precision: str = PRECISION_HELP) -> None:
     """--precision and --device, the same for every command that runs a model."""
-    parser.add_argument("--precision", choices=PRECISIONS, default="auto", help=PRECISION_HELP)
+    parser.add_argument("--precision", choices=PRECISIONS, default="auto", help=precision)
     parser.add_argument("--device", default="auto", help=DEVICE_HELP)
 
 
@@ -105,7 +110,7 @@ def add_model_flags(parser: argparse.ArgumentParser, required: bool = True) -> N
         help="best validation figure (chrF, loss or accuracy), the latest checkpoint, or "
         "`vaswani average`'s",
     )
-    add_placement_flags(parser)
+    add_placement_flags(parser, DECODING_PRECISION_HELP)
 
 
 SEARCH_FIELDS = ("beam_size", "alpha", "length_penalty", "max_extra")
