@@ -271,6 +271,15 @@ def encode_labelled_file(  # noqa: ANN201
     return EncodedSplit([encoded[i] for i in range(len(pairs))], label_ids)
 
 
+def validation_pairs(info: dict, limit: int, alternative: str) -> tuple[list[str], list[str]]:
+    """The first `limit` sources and references of the validation split a run was trained on
+    (from its data.json `info`), blank pairs left out; an EvaluationError (or OSError) where
+    the data cannot be had, naming `alternative` as `training_data` does."""
+    sources, references = training_data(info, alternative).text("valid")
+    pairs = [(s, r) for s, r in zip(sources, references, strict=True) if s.strip() and r.strip()]
+    return [s for s, _ in pairs[:limit]], [r for _, r in pairs[:limit]]
+
+
 def training_data(info: dict, alternative: str) -> PreparedData:
     """The prepared data a run was trained on (from its data.json `info`), or an EvaluationError
     saying why it cannot be had and to evaluate with `alternative` flags instead."""

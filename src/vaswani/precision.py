@@ -104,17 +104,14 @@ def known(run: Any) -> dict:
 
 
 def validation_text(loaded: Any) -> tuple[list[str], list[str]] | None:
-    from vaswani.evaluate import training_data
+    """Up to SENTENCES of the run's validation pairs; None without 20 of them."""
+    from vaswani.evaluate import validation_pairs
 
     try:
-        sources, references = training_data(loaded.info, "").text("valid")
+        sources, references = validation_pairs(loaded.info, SENTENCES, "")
     except (OSError, VaswaniError):
         return None
-    pairs = [(s, r) for s, r in zip(sources, references, strict=True) if s.strip() and r.strip()]
-    if len(pairs) < 20:
-        return None
-    pairs = pairs[:SENTENCES]
-    return [s for s, _ in pairs], [r for _, r in pairs]
+    return (sources, references) if len(sources) >= 20 else None
 
 
 def measure(

@@ -42,22 +42,19 @@ def calibrate_run(
 ) -> Calibration | None:
     """Fit and store `loaded`'s calibration, saying so; None (and why, on stderr) where it has
     no validation text to fit on."""
-    from vaswani.evaluate import calibrate, training_data
+    from vaswani.evaluate import calibrate, validation_pairs
 
     try:
-        data = training_data(loaded.info, "a run whose data directory is at hand")
-        sources, references = data.text("valid")
+        sources, references = validation_pairs(
+            loaded.info, max_sentences, "a run whose data directory is at hand"
+        )
     except (VaswaniError, OSError) as error:
         print(f"confidence: not calibrated ({error})", file=sys.stderr)
         return None
-    pairs = [(s, r) for s, r in zip(sources, references, strict=True) if s.strip() and r.strip()]
-    pairs = pairs[:max_sentences]
     try:
-        bar = progress_bar(total=len(pairs), unit="sent", desc="calibrating")
+        bar = progress_bar(total=len(sources), unit="sent", desc="calibrating")
         with bar, placement.autocast():
-            calibration = calibrate(
-                loaded, [s for s, _ in pairs], [r for _, r in pairs], progress=bar.update
-            )
+            calibration = calibrate(loaded, sources, references, progress=bar.update)
     except VaswaniError as error:
         print(f"confidence: not calibrated ({error})", file=sys.stderr)
         return None

@@ -65,6 +65,8 @@ positive_float = _number(float, lambda v: v > 0 and math.isfinite(v), "a number 
 non_negative_float = _number(float, lambda v: v >= 0.0, "a number >= 0")
 probability = _number(float, lambda v: 0.0 < v <= 1.0, "in (0, 1]")
 fraction = _number(float, lambda v: 0.0 <= v < 1.0, "in [0, 1)")
+unit_interval = _number(float, lambda v: 0.0 <= v <= 1.0, "in [0, 1]")
+fuzzy_score = _number(float, lambda v: 0 < v <= 100, "a score in (0, 100]")
 line_bytes = _number(int, lambda v: 1 <= v <= MAX_LINE_BYTES, f"in 1 .. {MAX_LINE_BYTES}")
 port_number = _number(int, lambda v: 1 <= v <= 65535, "a port number in 1 .. 65535")
 
@@ -192,7 +194,7 @@ def add_aid_flags(parser: argparse.ArgumentParser, memory: bool = True) -> None:
     )
     parser.add_argument(
         "--fuzzy-threshold",
-        type=_number(float, lambda x: 0 < x <= 100, "a number in (0, 100]"),
+        type=fuzzy_score,
         metavar="SCORE",
         help="with --memory: report the memory's most similar entry scoring at least SCORE "
         "(0-100, normalised Indel similarity) beside the model's translation",

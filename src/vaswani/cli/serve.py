@@ -29,6 +29,7 @@ from vaswani.cli.common import (
     add_model_flags,
     add_quantize_flag,
     add_shortlist_flag,
+    fuzzy_score,
     load_for_inference,
     port_number,
     positive_int,
@@ -112,7 +113,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         )
     parser.add_argument(
         "--fuzzy-threshold",
-        type=float,
+        type=fuzzy_score,
         metavar="SCORE",
         help="with --memory: answer each text's most similar memory entry scoring at least "
         "SCORE (0-100) beside the model's translation",

@@ -28,6 +28,7 @@ from vaswani.cli.common import (
     positive_int,
     read_input_lines,
     sentences_of,
+    unit_interval,
     writable_file,
 )
 from vaswani.config import DecodeConfig
@@ -45,7 +46,13 @@ from vaswani.documents.files import (
     translate_documents,
 )
 from vaswani.documents.segment import Sentences
-from vaswani.documents.translate import Aids, translate_sentences, translator
+from vaswani.documents.translate import (
+    Aids,
+    fuzzy_record,
+    terms_record,
+    translate_sentences,
+    translator,
+)
 from vaswani.files import regular_file, write_atomic
 from vaswani.progress import progress_bar
 from vaswani.run import LoadedRun
@@ -117,7 +124,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--min-confidence",
-        type=_unit,
+        type=unit_interval,
         metavar="X",
         help="translations whose confidence (0..1) is under X: marked in --output-format jsonl "
         "(below_min_confidence), left untranslated in PO and XLIFF files (for a translator)",
@@ -125,16 +132,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_aid_flags(parser)
     add_decoding_flags(parser)
     add_split_flags(parser)
-
-
-def _unit(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number from 0 to 1")
-    return value
 
 
 @dataclass
@@ -194,10 +191,9 @@ def extras(best: Translation) -> dict[str, Any]:
     if best.origin != "model":
         out["origin"] = best.origin
     if best.fuzzy is not None:
-        score, source, target = best.fuzzy
-        out["fuzzy_match"] = {"score": score, "source": source, "target": target}
+        out["fuzzy_match"] = fuzzy_record(best)
     if best.terms:
-        out["terms"] = [{"source": s, "target": t, "placed": p} for s, t, p in best.terms]
+        out["terms"] = terms_record(best)
     return out
 
 

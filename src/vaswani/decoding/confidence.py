@@ -8,7 +8,7 @@ of training (`vaswani calibrate` fits one for an older run) and stored in the ru
 `confidence.json`; the figure is then an estimate of the translation's chrF / 100.
 
 Which signals pay was measured by Spearman correlation with sentence chrF on held-out test
-splits (docs/glossaries.md, `benchmarks/confidence.py`): reading the translation back through
+splits (docs/glossaries.md, `benchmarks/terminology.py`): reading the translation back through
 the model for its least probable token and its entropy, or with dropout, ranked no better than
 these and cost 27-50% more time.
 """

@@ -114,9 +114,10 @@ class Glossary:
         """The terms in `text`, left to right, the longest first where they overlap."""
         if not self.terms:
             return []
-        found = words_of(text)
-        keys = [normal(m.group()) for m in found]
-        starts = word_starts(unicodedata.normalize("NFKC", text))
+        normalised = unicodedata.normalize("NFKC", text)
+        found = list(WORD.finditer(normalised))
+        keys = [m.group().casefold() for m in found]
+        starts = word_starts(normalised)
         matches, i = [], 0
         while i < len(keys):
             for n in range(min(self.longest, len(keys) - i), 0, -1):
@@ -155,9 +156,8 @@ def put_terms(
     target is inserted beside them instead. A match is not placed when nothing in the sentence
     is aligned, or its words overlap another's."""
     words = text.split()
-    spans: list[
-        tuple[float, float, str]
-    ] = []  # (first, last) replaced; (j + 0.5, j + 0.5) inserted
+    # (first, last, target) of words replaced; (j + 0.5, j + 0.5, target) inserted after word j
+    spans: list[tuple[float, float, str]] = []
     placed = []
     for match in matches:
         run = longest_run(sorted({j for i, j in alignment if match.first <= i <= match.last}))

@@ -42,6 +42,20 @@ class Aids:
     """Told each batch's translations (e.g. to say which terms could not be placed)."""
 
 
+def fuzzy_record(found: Translation | None) -> dict[str, Any] | None:
+    """A translation's fuzzy match in the memory, as JSON answers give it."""
+    if found is None or found.fuzzy is None:
+        return None
+    score, source, target = found.fuzzy
+    return {"score": score, "source": source, "target": target}
+
+
+def terms_record(found: Translation | None) -> list[dict[str, Any]]:
+    """A translation's glossary terms, as JSON answers give them."""
+    terms = found.terms if found is not None else []
+    return [{"source": s, "target": t, "placed": placed} for s, t, placed in terms]
+
+
 def translate_sentences(
     loaded: Any,
     sentences: Sentences,

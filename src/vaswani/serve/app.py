@@ -24,7 +24,7 @@ from vaswani.decoding.text import classify, generate, join_nbest, translate_nbes
 from vaswani.documents.align import pharaoh
 from vaswani.documents.glossary import Glossary
 from vaswani.documents.segment import Sentences
-from vaswani.documents.translate import Aids
+from vaswani.documents.translate import Aids, fuzzy_record, terms_record
 from vaswani.errors import VaswaniError
 from vaswani.serve.files import FileService
 from vaswani.serve.libre import Access, Libre, Pairs, request_fields
@@ -39,9 +39,7 @@ from vaswani.serve.schemas import (
     TextsRequest,
     TranslateRequest,
     TranslateResponse,
-    fuzzy_of,
     json_body,
-    terms_of,
 )
 from vaswani.serve.worker import (
     Targeted,
@@ -284,8 +282,8 @@ async def native_translate(
         confidences=[round(t.confidence, 4) if t else 1.0 for t in best],
         alignments=None if alignments is None else [pharaoh(a) for a in alignments],
         origins=[t.origin if t else "model" for t in best] if aids and aids.memory else None,
-        fuzzy_matches=[fuzzy_of(t) for t in best] if aids and aids.fuzzy_threshold else None,
-        terms=[terms_of(t) for t in best] if asked or (aids and aids.glossary) else None,
+        fuzzy_matches=[fuzzy_record(t) for t in best] if aids and aids.fuzzy_threshold else None,
+        terms=[terms_record(t) for t in best] if asked or (aids and aids.glossary) else None,
         beam_size=beam,
         seconds=time.perf_counter() - start,
     )

@@ -10,7 +10,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vaswani.config import MAX_BEAM_SIZE
-from vaswani.decoding.text import Translation
 
 # Request bodies are typed strictly: "2" and true are not beam sizes, NaN and infinity are not
 # numbers, and an unknown field is an error rather than ignored.
@@ -170,17 +169,3 @@ def nesting(data: Any) -> int:
         children = item.values() if isinstance(item, dict) else item
         todo.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
     return deepest
-
-
-def fuzzy_of(found: Translation | None) -> dict[str, Any] | None:
-    """A translation's fuzzy match in the memory, as JSON."""
-    if found is None or found.fuzzy is None:
-        return None
-    score, source, target = found.fuzzy
-    return {"score": score, "source": source, "target": target}
-
-
-def terms_of(found: Translation | None) -> list[dict[str, Any]]:
-    """A translation's glossary terms, as JSON."""
-    terms = found.terms if found is not None else []
-    return [{"source": s, "target": t, "placed": placed} for s, t, placed in terms]
