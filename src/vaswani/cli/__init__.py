@@ -17,9 +17,11 @@ import traceback
 from vaswani import __version__
 from vaswani.cli import (
     average,
+    backtranslate,
     calibrate,
     classify,
     demo,
+    distill,
     env,
     evaluate,
     export,
@@ -46,6 +48,8 @@ COMMANDS = {
     "translate": translate,
     "evaluate": evaluate,
     "calibrate": calibrate,
+    "backtranslate": backtranslate,
+    "distill": distill,
     "generate": generate,
     "classify": classify,
     "serve": serve,

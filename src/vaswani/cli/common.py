@@ -100,10 +100,16 @@ def add_placement_flags(parser: argparse.ArgumentParser, precision: str = PRECIS
     parser.add_argument("--device", default="auto", help=DEVICE_HELP)
 
 
-def add_model_flags(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    """Which run, which of its weights, where and in what precision to run them."""
+def add_model_flags(
+    parser: argparse.ArgumentParser,
+    required: bool = True,
+    flag: str = "--checkpoint",
+    what: str = "a run directory",
+) -> None:
+    """Which run (--checkpoint, or `flag` where the command names its role), which of its
+    weights, where and in what precision to run them."""
     parser.add_argument(
-        "--checkpoint", type=Path, required=required, metavar="RUN_DIR", help="a run directory"
+        flag, dest="checkpoint", type=Path, required=required, metavar="RUN_DIR", help=what
     )
     parser.add_argument(
         "--weights",

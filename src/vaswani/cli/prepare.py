@@ -51,6 +51,7 @@ OPTIONS = (
     "tokenizer_sample",
     "language_token",
     "temperature",
+    "back_translation_tag",
 )
 
 
@@ -93,6 +94,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "training pair may contain; may be repeated",
     )
     parser.add_argument(
+        "--back-translated",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="synthetic pairs from `vaswani backtranslate` (or any corpus file): training only, "
+        "each source led by the --back-translation-tag token; their share set by --weight "
+        "FILE=W; may be repeated",
+    )
+    parser.add_argument(
         "--weight",
         type=corpus_weight,
         action="append",
@@ -126,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
         OPTIONS,
         shared_vocab=not args.separate_vocab,
         exclude=tuple(args.exclude),
+        back_translated=tuple(args.back_translated),
         weights=tuple(args.weight),
         pairs=tuple(args.pair),
     )
@@ -163,6 +175,12 @@ def run(args: argparse.Namespace) -> int:
             f"  {name:<5} {split['pairs']:>9} examples  (filtered as too long: "
             f"{split['filtered_too_long']}{'' if ratio is None else f', length ratio: {ratio}'})"
             f"  {lengths_line(get_task(opts.task), split)}"
+        )
+    if "back_translated" in meta:
+        record = meta["back_translated"]
+        print(
+            f"back-translated: {record['train_pairs']:,} training pairs, sources led by "
+            f"{record['token']} (id {record['id']})"
         )
     if "word_alignments" in meta:
         record = meta["word_alignments"]

@@ -4,6 +4,7 @@ and batching)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from vaswani.config.checks import check_types, one_of, requirement
@@ -41,6 +42,14 @@ class DecodeConfig:
     """The end-of-sentence token is not allowed before this many tokens (benchmarks force lengths)."""
     batch_tokens: int = 4096
     """Token budget of one batch: source tokens, padding included, times beam_size."""
+    temperature: float = 0.0
+    """0: search (greedy or beam). Above 0: sampling, each token drawn from the model's
+    distribution at this temperature (beam_size 1), as back-translation by sampling does
+    (Edunov et al. 2018)."""
+    top_k: int = 0
+    """Sampling: draw only among the k most probable tokens; 0 draws among all."""
+    seed: int = 0
+    """Sampling: the random seed of a batch of sentences."""
 
     def __post_init__(self) -> None:
         require = requirement("DecodeConfig")
@@ -60,6 +69,19 @@ class DecodeConfig:
             f"n_best={self.n_best} exceeds beam_size={self.beam_size}; raise the beam size",
         )
         require(self.alpha >= 0.0, f"alpha must be >= 0, got {self.alpha!r}")
+        require(
+            math.isfinite(self.temperature) and self.temperature >= 0.0,
+            f"temperature must be a number >= 0, got {self.temperature!r}",
+        )
+        require(
+            self.temperature == 0.0 or self.beam_size == 1,
+            f"sampling (temperature {self.temperature}) draws one translation a sentence: "
+            f"give beam_size 1, not {self.beam_size}",
+        )
+        require(
+            isinstance(self.top_k, int) and self.top_k >= 0,
+            f"top_k must be an int >= 0, got {self.top_k!r}",
+        )
         for name in ("max_extra", "min_new_tokens"):
             value = getattr(self, name)
             require(

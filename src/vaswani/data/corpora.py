@@ -36,6 +36,8 @@ class Example(NamedTuple):
     src: str
     tgt: str
     language_pair: int = 0
+    tagged: bool = False
+    """A back-translated pair, whose source is led by the tag token."""
 
 
 class DataError(VaswaniError, ValueError):

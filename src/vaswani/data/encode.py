@@ -5,7 +5,7 @@ long texts cut into pieces), ids and evaluation text written with their statisti
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from itertools import islice
@@ -50,19 +50,18 @@ def encode_chunk(
     tokenizers: dict[str, SubwordTokenizer],
     room: dict[str, int],
     task: Task,
-    prefix: list[int] | None = None,
+    prefix: Callable[[Example], list[int]] | None = None,
 ) -> tuple[dict[str, list[list[int]]], list[int], int]:
     """Token ids of a chunk of pairs by side, the indices of those that fit their `room`, and how
-    many texts were cut into pieces (a language model's long texts are cut, not dropped). A
-    multilingual dataset's sources each start with the id `prefix[language pair]`: the token
-    that asks for its target language."""
+    many texts were cut into pieces (a language model's long texts are cut, not dropped). Each
+    source starts with the ids `prefix(pair)`: in a multilingual dataset the token that asks for
+    its target language, in a back-translated pair the tag."""
     ids = {
         side: tokenizers[side].encode_batch([p[k] for p in chunk]) for k, side in enumerate(SIDES)
     }
     if prefix is not None:
         ids["src"] = [
-            [prefix[pair.language_pair], *source]
-            for pair, source in zip(chunk, ids["src"], strict=True)
+            [*prefix(pair), *source] for pair, source in zip(chunk, ids["src"], strict=True)
         ]
     cut = 0
     if task.cuts_long_texts:
@@ -85,7 +84,7 @@ def encoded_chunks(
     tokenizers: dict[str, SubwordTokenizer],
     room: dict[str, int],
     task: Task,
-    prefix: list[int] | None = None,
+    prefix: Callable[[Example], list[int]] | None = None,
 ) -> Iterator[tuple[list[Example], tuple[dict[str, list[list[int]]], list[int], int]]]:
     """Chunks of `pairs` with their `encode_chunk`, each encoded (by the tokenizer's threads,
     outside the GIL, on every core) while the caller writes the one before."""
@@ -123,7 +122,7 @@ def encode_split(
     tokenizers: dict[str, SubwordTokenizer],
     dtype: np.dtype,
     opts: PrepareOptions,
-    prefix: list[int] | None = None,
+    prefix: Callable[[Example], list[int]] | None = None,
     languages: Languages | None = None,
 ) -> dict:
     """Encode one split in chunks, drop pairs over max_example_len (cut a language model's texts into
@@ -132,7 +131,7 @@ def encode_split(
     by_pair: Counter = Counter()
     writers = {side: IdsWriter(work / f"{split}.{side}", dtype) for side in SIDES}
     lengths: dict[str, list[np.ndarray]] = {"src": [], "tgt": []}
-    too_long = cut = off_ratio = 0
+    too_long = cut = off_ratio = tagged = 0
     task = get_task(opts.task)
     ratio_checked = split == "train" and task.parallel
     # +1: the EOS (source, decoder output) or BOS (decoder input) the batch adds; a classifier
@@ -163,6 +162,7 @@ def encode_split(
                 by_pair.update(found)
                 if text_out:
                     text_out["pair"].writelines(name + "\n" for name in found)
+            tagged += sum(chunk[i].tagged for i in keep)
             bar.update(len(chunk))
         bar.close()
     every = {side: np.concatenate([np.zeros(0, np.int32), *lengths[side]]) for side in SIDES}
@@ -171,6 +171,7 @@ def encode_split(
         "filtered_too_long": too_long,
         **({"filtered_length_ratio": off_ratio} if ratio_checked else {}),
         **({"long_texts_cut": cut} if task.cuts_long_texts else {}),
+        **({"back_translated": tagged} if tagged else {}),
         "src_lengths": length_stats(every["src"]),
         "tgt_lengths": length_stats(every["tgt"]),
         "sha256": {side: writers[side].close() for side in SIDES},

@@ -96,6 +96,14 @@ class PrepareOptions:
     under a directory given) is used `weight` times: 2 doubles a small in-domain corpus, 0.5
     keeps half of a large one (which half: by a hash of each pair). Valid and test are not
     weighted."""
+    back_translated: tuple[Path, ...] = ()
+    """Synthetic pairs (`vaswani backtranslate`'s TSV, or any corpus file of synthetic sources):
+    training pairs only, never valid or test, each source led by `back_translation_tag`
+    (Caswell et al. 2019), their share set by --weight FILE=W. Decontaminated against the real
+    held-out text like every training pair."""
+    back_translation_tag: str = "<BT>"
+    """The token put before every back-translated source: one special token of the vocabulary,
+    never in a target, never in text given to translate."""
     temperature: float = 5.0
     """multilingual: training pairs are sampled in proportion to (pairs of the language
     pair)^(1/T) (Arivazhagan et al. 2019): 1 keeps the corpus as it is; 5 gives a pair 100 times

@@ -60,7 +60,7 @@ def check_out(out: Path, inputs: list[str], opts: PrepareOptions, force: bool) -
             raise DataError(
                 f"{out}: already exists and is not empty; choose another --out or --force"
             )
-        for given in [*inputs, opts.ding_path, opts.tokenizer_from]:
+        for given in [*inputs, *opts.back_translated, opts.ding_path, opts.tokenizer_from]:
             inside = given is not None and Path(given).resolve().is_relative_to(out.resolve())
             if inside and Path(given).exists():
                 raise DataError(
@@ -144,7 +144,7 @@ def _prepare_into(
         (split, column): work / f"raw.{split}.{column}" for split in SPLITS for column in columns
     }
     records = work / "raw.train.pairs"
-    counts, cleaned, corpora, held_out = split_corpus(
+    counts, cleaned, corpora, held_out, tagged_from = split_corpus(
         corpus, raw, records, valid_fraction, test_fraction, opts
     )
     # Decontamination compares keys, so it needs no pass over the text: the later passes skip the
@@ -154,7 +154,7 @@ def _prepare_into(
     keep = contamination_mask(records, held_out, excluded, cleaned, sides)
     if not keep.any():
         raise DataError("no training pairs left after reading; check the input files")
-    text = KeptText(raw, keep, languages, opts.temperature)
+    text = KeptText(raw, keep, languages, opts.temperature, tagged_from)
     tokenizers, tokenizer_meta, prefix = dataset_tokenizers(work, raw, records, text, opts)
     counts["train"] = text.training_pairs()
     largest = max(tokenizer_meta["vocab_size"].values())
@@ -197,6 +197,12 @@ def _prepare_into(
         meta["languages"] = text.languages_record(opts.temperature, splits_meta)
     elif opts.src_lang or opts.tgt_lang:  # what splits a text into sentences when translating
         meta["pair"] = {"source": opts.src_lang, "target": opts.tgt_lang}
+    if tagged_from is not None:
+        meta["back_translated"] = {
+            **tokenizer_meta["back_translation_tag"],
+            "files": [str(path) for path in opts.back_translated],
+            "train_pairs": splits_meta["train"].get("back_translated", 0),
+        }
     if opts.word_alignments:
         train = ParallelSplit(work, "train", dtype)
         meta["word_alignments"] = write_alignments(

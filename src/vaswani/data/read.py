@@ -54,7 +54,32 @@ def single(
 def open_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
     """A built-in corpus by name, or files: for translation one TSV file or two aligned files
     (source, then target); for lm any number of text files; for classify one TSV of text, label.
-    No input: the task's built-in corpus (lm: grammar-en, classify: sentiment-en)."""
+    No input: the task's built-in corpus (lm: grammar-en, classify: sentiment-en). The
+    --back-translated files come last, as parts marked "back_translated"."""
+    corpus = open_real_corpus(inputs, opts)
+    if opts.back_translated:
+        if opts.pairs or not get_task(opts.task).parallel:
+            raise DataError(
+                "--back-translated is for a dataset of one language pair (--task translate, "
+                "no --pair)"
+            )
+        synthetic = open_corpora(
+            list(opts.back_translated), read_options(opts, opts.src_lang, opts.tgt_lang)
+        )
+        for part in synthetic:
+            part.description["back_translated"] = True
+        corpus = CorpusSource(
+            {"name": "several", "corpora": len(corpus.parts) + len(synthetic)},
+            [*corpus.parts, *synthetic],
+            corpus.valid_fraction,
+            corpus.test_fraction,
+            corpus.generated,
+        )
+    return corpus
+
+
+def open_real_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
+    """`open_corpus` before the back-translated pairs."""
     dropped: Counter = Counter()
     read = {
         "dropped": dropped,

@@ -114,11 +114,12 @@ def split_corpus(
     valid_fraction: float,
     test_fraction: float,
     opts: PrepareOptions,
-) -> tuple[Counter, Counter, list[dict], set[int]]:
+) -> tuple[Counter, Counter, list[dict], set[int], int | None]:
     """One pass over the corpus: drop copies, duplicates (and with --lang-id pairs in the wrong
-    language), assign splits by hash, apply --weight, and write (`SplitWriter`). Returns the
-    pairs per split, the pairs dropped by reason, a record per corpus, and the keys of the
-    held-out sentences."""
+    language), assign splits by hash (back-translated pairs: training), apply --weight, and write
+    (`SplitWriter`). Returns the pairs per split, the pairs dropped by reason, a record per
+    corpus, the keys of the held-out sentences, and the line of the training text where the
+    back-translated pairs begin (they come last; None without them)."""
     task = get_task(opts.task)
     kept = PairFilter(opts.dedupe, drop_copies=task.parallel and opts.drop_copies)
     sides = [k for k, side in enumerate(SIDES) if side in task.sides]
@@ -127,9 +128,13 @@ def split_corpus(
     corpora = []
     bar = progress_bar(enabled=opts.progress, desc="reading", unit=" pairs")
     names = corpus.description.get("pairs", [])
+    tagged_from = None
     with SplitWriter(raw, records, sides, opts.drop_held_out) as out:
         for part, weight in zip(corpus.parts, weights, strict=True):
             before, written = kept.dropped.copy(), 0
+            synthetic = part.description.get("back_translated", False)
+            if synthetic and tagged_from is None:
+                tagged_from = out.counts["train"]
             # A multilingual dataset: the same texts in two language pairs are two examples.
             scope = part.description.get("pair", "")
             language_pair = names.index(scope) if scope else 0
@@ -146,7 +151,7 @@ def split_corpus(
                 if norm is None:
                     continue
                 digest = pair_digest(src, tgt)
-                split = split_of(digest, valid_fraction, test_fraction)
+                split = "train" if synthetic else split_of(digest, valid_fraction, test_fraction)
                 copies = 1 if split != "train" else copies_of(digest, weight)
                 if not copies:
                     kept.dropped["left out by --weight"] += 1
@@ -165,7 +170,7 @@ def split_corpus(
                 }
             )
     bar.close()
-    return out.counts, kept.dropped, corpora, out.held_out
+    return out.counts, kept.dropped, corpora, out.held_out, tagged_from
 
 
 def corpus_weights(parts: list[Corpus], weights: tuple[tuple[str, float], ...]) -> list[float]:
@@ -217,8 +222,10 @@ class KeptText:
         keep: np.ndarray,
         languages: Languages | None,
         temperature: float,
+        tagged_from: int | None = None,
     ) -> None:
         self.raw, self.keep, self.languages = raw, keep, languages
+        self.tagged_from = tagged_from
         if languages is not None:
             self.language_pair = {
                 split: np.fromfile(self.raw[split, "pair"], np.uint16) for split in SPLITS
@@ -241,6 +248,11 @@ class KeptText:
         if self.languages is not None:
             columns.append(iter(self.language_pair[split].tolist()))
         pairs: Iterator[Example] = starmap(Example, zip(*columns, strict=True))
+        if split == "train" and self.tagged_from is not None:
+            pairs = (
+                pair._replace(tagged=True) if i >= self.tagged_from else pair
+                for i, pair in enumerate(pairs)
+            )
         if split == "train":
             pairs = compress(pairs, self.keep)
             if sampled and self.languages is not None:

@@ -34,9 +34,10 @@ def dataset_tokenizers(
     records: Path,
     text: KeptText,
     opts: PrepareOptions,
-) -> tuple[dict[str, Any], dict, list[int] | None]:
-    """The dataset's tokenizers (learnt, or --tokenizer-from a run) and their meta.json record;
-    for a multilingual dataset, also the target-language token id of each language pair."""
+) -> tuple[dict[str, Any], dict, Callable[[Example], list[int]] | None]:
+    """The dataset's tokenizers (learnt, or --tokenizer-from a run) and their meta.json record,
+    and what goes before a pair's source ids, if anything: in a multilingual dataset its
+    target-language token, in a back-translated pair the tag token."""
     if opts.tokenizer_from is None:
         sides = get_task(opts.task).sides
         learnt = sides if opts.shared_vocab else sides[:1]  # (both sides of a shared vocabulary)
@@ -47,13 +48,17 @@ def dataset_tokenizers(
     else:
         tokenizers, tokenizer_meta = copy_tokenizers(work, Path(opts.tokenizer_from))
     prefix = None
+    file = work / tokenizer_meta["files"]["src"]
     if text.languages is not None:
-        prefix = language_token_ids(
-            text.languages,
-            tokenizers["src"],
-            work / tokenizer_meta["files"]["src"],
-            opts.tokenizer_from,
+        ids = language_token_ids(text.languages, tokenizers["src"], file, opts.tokenizer_from)
+        prefix = lambda pair: [ids[pair.language_pair]]  # noqa: E731 - one line, named by use
+    if text.tagged_from is not None:
+        tag = opts.back_translation_tag
+        (tag_id,) = special_token_ids(
+            [tag], tokenizers["src"], file, opts.tokenizer_from, f"--back-translation-tag {tag}"
         )
+        tokenizer_meta["back_translation_tag"] = {"token": tag, "id": tag_id}
+        prefix = lambda pair: [tag_id] if pair.tagged else []  # noqa: E731 - as above
     tokenizer_meta["vocab_size"] = {side: tokenizers[side].vocab_size for side in SIDES}
     return tokenizers, tokenizer_meta, prefix
 
@@ -171,11 +176,28 @@ def language_token_ids(
     """The id of the target-language token of each language pair: the tokens are added to a new
     tokenizer (and its file saved again); a tokenizer taken --tokenizer-from a run must have them."""
     tokens = [languages.token_of(target) for target in languages.targets]
+    special_token_ids(
+        tokens,
+        tokenizer,
+        file,
+        run,
+        f"--language-token {languages.token}",
+        "give the --language-token form that model uses (OPUS-MT: >>{lang}<<)",
+    )
+    return [tokenizer.token_id(languages.token_of(target)) for _, target in languages.pairs]
+
+
+def special_token_ids(
+    tokens: list[str], tokenizer: Any, file: Path, run: Path | None, flag: str, hint: str = ""
+) -> list[int]:
+    """The ids of `tokens` (target-language tokens, the back-translation tag), added to a new
+    tokenizer as special tokens (and its `file` saved again); a tokenizer taken --tokenizer-from
+    a `run` must have them. `flag` names the option that chose them in messages."""
     taken = sorted(set(tokens) & set(SPECIAL_TOKENS))
     if taken:
         raise DataError(
-            f"--language-token {languages.token}: {', '.join(taken)} would be the "
-            "tokenizer's own special token; choose another form"
+            f"{flag}: {', '.join(taken)} would be the tokenizer's own special token; choose "
+            "another form"
         )
     if run is None:
         tokenizer.add_special_tokens(tokens)
@@ -184,6 +206,6 @@ def language_token_ids(
     if missing:
         raise DataError(
             f"--tokenizer-from {run}: its vocabulary has no {', '.join(missing)}; "
-            "give the --language-token form that model uses (OPUS-MT: >>{lang}<<)"
+            f"{hint or 'prepare without --tokenizer-from, or with a run that has it'}"
         )
-    return [tokenizer.token_id(languages.token_of(target)) for _, target in languages.pairs]
+    return [tokenizer.token_id(token) for token in tokens]

@@ -176,15 +176,21 @@ def greedy(
     use_cache: bool = True,
     shortlist: Shortlist | None = None,
 ) -> list[Hypothesis]:
-    """Translate a batch by always taking the most probable next token.
+    """Translate a batch by always taking the most probable next token, or with `dc.temperature`
+    above 0 by drawing it from the model's tempered distribution (its `top_k` most probable tokens;
+    the batch's random generator seeded with `dc.seed`).
 
-    Only the length settings of `dc` apply (max_extra, max_new_tokens, min_new_tokens). A sentence
-    leaves the batch as soon as it ends, so the others' steps get cheaper.
+    Only the length and sampling settings of `dc` apply (max_extra, max_new_tokens,
+    min_new_tokens, temperature, top_k, seed). A sentence leaves the batch as soon as it ends, so
+    the others' steps get cheaper.
 
     Shapes: src_ids (B, S), padded with cfg.pad_id and each ending in EOS -> B hypotheses.
     """
     cfg = model.cfg
     dc = dc or DecodeConfig(beam_size=1)
+    generator = None
+    if dc.temperature > 0:
+        generator = torch.Generator(src_ids.device).manual_seed(dc.seed)
     next_scores, limits = start_decoding(model, src_ids, dc, use_cache, 1, shortlist)
     batch = src_ids.size(0)
     results: list[Hypothesis | None] = [None] * batch
@@ -193,7 +199,12 @@ def greedy(
     log_prob = torch.zeros(batch, device=src_ids.device)
     for step in range(int(limits.max())):
         logits, normaliser = next_scores(tokens)  # (N, V), (N,)
-        best, column = logits.max(dim=-1)  # (N,), (N,)
+        if generator is None:
+            best, column = logits.max(dim=-1)  # (N,), (N,)
+        else:
+            tempered = filter_logits(logits / dc.temperature, dc.top_k).softmax(dim=-1)
+            column = torch.multinomial(tempered, 1, generator=generator).squeeze(1)  # (N,)
+            best = logits.gather(1, column[:, None]).squeeze(1)
         next_token = next_scores.output.ids(column)
         log_prob += best - normaliser
         tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (N, step + 2)

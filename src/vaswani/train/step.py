@@ -39,13 +39,18 @@ def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
     if tc.guided_alignment > 0:  # its first head of the last layer learns word alignments
         cfg = dataclasses.replace(cfg, alignment_head=0)
     longest += task.extra_positions
-    if cfg.max_len < longest:
-        raise TrainingError(
-            f"the data holds sequences of {longest} tokens (with BOS/EOS) but the model's position "
-            f"limit is max_len={cfg.max_len}; prepare with --max-example-len {cfg.max_len} or pass "
-            f"--model max_len={longest}"
-        )
-    return cfg
+    if cfg.max_len >= longest:
+        return cfg
+    # Sinusoidal positions (§3.5) are a formula, defined at every position: a preset's limit
+    # grows to the data by itself. A limit the user chose, or a table of learned positions (which
+    # would have rows never trained), stays what was asked.
+    if cfg.positions == "sinusoidal" and "max_len" not in tc.model:
+        return dataclasses.replace(cfg, max_len=longest)
+    raise TrainingError(
+        f"the data holds sequences of {longest} tokens (with BOS/EOS) but the model's position "
+        f"limit is max_len={cfg.max_len}; prepare with --max-example-len {cfg.max_len} or pass "
+        f"--model max_len={longest}"
+    )
 
 
 def train_update(

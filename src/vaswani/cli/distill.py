@@ -1,0 +1,69 @@
+"""Make a distilled copy of a prepared dataset for training a small, fast student (sequence-level
+knowledge distillation, Kim and Rush 2016): the teacher (a run of the same language pair: one
+trained on this data, a larger one, an imported OPUS-MT model) translates every training source
+with beam search, and its translations replace the training targets. The tokenizer, the valid and
+test splits and their references stay as they were. Then `vaswani train --data OUT --preset tiny`
+trains the student, and `--quantize int8` serves it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from vaswani.cli.common import (
+    CliError,
+    add_model_flags,
+    add_quantize_flag,
+    load_for_inference,
+    positive_int,
+)
+from vaswani.progress import progress_bar
+from vaswani.tasks import TRANSLATE
+
+HELP = "make a dataset whose training targets are a teacher's translations (distillation)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_model_flags(parser, flag="--teacher", what="the teacher: a run of the data's language pair")
+    add_quantize_flag(parser)
+    parser.add_argument("--data", type=Path, required=True, help="a prepared dataset")
+    parser.add_argument("--out", type=Path, required=True, help="the dataset to write")
+    parser.add_argument("--beam-size", type=positive_int, default=4, help="the teacher's beam")
+    parser.add_argument(
+        "--batch-tokens",
+        type=positive_int,
+        default=4096,
+        help="token budget of a batch (source tokens x beam size)",
+    )
+    parser.add_argument("--force", action="store_true", help="replace --out if it exists")
+
+
+def run(args: argparse.Namespace) -> int:
+    import shutil
+
+    from vaswani.config import DecodeConfig
+    from vaswani.data import PreparedData
+    from vaswani.distill import distill
+
+    data = PreparedData(args.data)  # refused here, before the teacher is loaded, if not data
+    if args.out.exists() and not (args.out.is_dir() and args.force):
+        raise CliError(f"--out {args.out}: exists; choose another --out, or --force to replace it")
+    if args.out.resolve() == data.directory.resolve():
+        raise CliError("--out is the dataset being distilled; choose another --out")
+    teacher, placement = load_for_inference(args, TRANSLATE)
+    dc = DecodeConfig(beam_size=args.beam_size, batch_tokens=args.batch_tokens)
+    pairs = data.meta["splits"]["train"]["pairs"]
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    with (
+        progress_bar(total=pairs, unit=" pairs", desc="teacher translating") as bar,
+        placement.autocast(),
+    ):
+        done = distill(teacher, args.data, args.out, dc, bar.update)
+    print(
+        f"distilled {args.out}: {done.replaced:,} of {done.pairs:,} training targets are "
+        f"{args.checkpoint}'s translations; {done.kept_reference:,} kept their reference "
+        f"({done.too_long:,} sources over the teacher's position limit)"
+    )
+    print(f"next: vaswani train --data {args.out} --preset tiny (or mini), then --quantize int8")
+    return 0
