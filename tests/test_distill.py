@@ -1,6 +1,7 @@
 """Sequence-level distillation (`vaswani distill`) and the preset's position limit growing to the
 data."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -17,7 +18,7 @@ from vaswani.train.loop import train
 @pytest.fixture(scope="module")
 def distilled(numbers_run, numbers_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("kd") / "numbers-kd"
-    done = distill(load_run(numbers_run), numbers_data, out, DecodeConfig(beam_size=2))
+    done = distill([load_run(numbers_run)], numbers_data, out, DecodeConfig(beam_size=2))
     return out, done
 
 
@@ -96,7 +97,7 @@ def test_cli_distill_refuses_an_existing_out_and_a_teacher_of_another_pair(
     teacher = load_run(numbers_run)
     teacher.info["meta"]["pair"] = {"source": "de", "target": "en"}
     with pytest.raises(DistillError, match="translates de to en"):
-        distill(teacher, other, tmp_path / "kd", DecodeConfig())
+        distill([teacher], other, tmp_path / "kd", DecodeConfig())
     code, out, err = cli(
         capsys,
         "distill",
@@ -139,3 +140,58 @@ def test_a_preset_position_limit_grows_to_the_data(tmp_path):
                 TrainConfig(out=str(tmp_path / str(len(model))), model=model, **common),
                 progress=False,
             )
+
+
+def test_an_ensemble_averages_its_members_log_probabilities(tiny):
+    import torch
+
+    from vaswani.decoding.cache import new_cache
+    from vaswani.decoding.ensemble import Ensemble
+    from vaswani.model import Transformer
+
+    members = [Transformer(tiny).eval(), Transformer(tiny).eval()]
+    ensemble = Ensemble(members).eval()
+    src = torch.randint(4, tiny.vocab_size, (3, 7))
+    tgt = torch.randint(4, tiny.vocab_size, (3, 5))
+    memory, mask = ensemble.encode(src)
+    scores, _ = ensemble.decode_step(tgt, new_cache(ensemble, memory, mask, capacity=8))
+    each = [
+        torch.log_softmax(m.decode_step(tgt, new_cache(m, *m.encode(src), capacity=8))[0], -1)
+        for m in members
+    ]
+    torch.testing.assert_close(scores, (each[0] + each[1]) / 2)
+    with pytest.raises(ValueError, match="share their vocabularies"):
+        Ensemble([members[0], Transformer(dataclasses.replace(tiny, vocab_size=99))])
+
+
+def test_an_ensemble_of_one_model_twice_translates_as_the_model(numbers_run, numbers_data):
+    from vaswani.decoding.ensemble import Ensemble
+    from vaswani.decoding.text import translate
+
+    run = load_run(numbers_run)
+    sources = PreparedData(numbers_data).text("valid")[0][:20]
+    for beam in (1, 3):
+        dc = DecodeConfig(beam_size=beam)
+        alone = translate(run.model, run.src_tokenizer, run.tgt_tokenizer, sources, dc)
+        both = Ensemble([run.model, run.model])
+        assert translate(both, run.src_tokenizer, run.tgt_tokenizer, sources, dc) == alone
+
+
+def test_distill_with_two_teachers(capsys, numbers_run, numbers_data, tmp_path):
+    code, out, err = cli(
+        capsys,
+        "distill",
+        "--teacher",
+        str(numbers_run),
+        "--teacher",
+        str(numbers_run),
+        "--data",
+        str(numbers_data),
+        "--out",
+        str(tmp_path / "kd"),
+        "--beam-size",
+        "2",
+    )
+    assert code == 0, err
+    meta = PreparedData(tmp_path / "kd").meta["distilled"]
+    assert meta["teachers"] == [str(numbers_run)] * 2

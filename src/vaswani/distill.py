@@ -8,7 +8,9 @@ test splits with their references, the same training sources (a back-translated 
 tag). The teacher may be any run of the language pair, trained on this data or not (an imported
 OPUS-MT model): each training source is decoded to text with the dataset's tokenizer, translated
 as text by the teacher, and the translation encoded with the dataset's tokenizer. Where the
-teacher gives nothing, or more than the dataset's length limit, the reference stays.
+teacher gives nothing, or more than the dataset's length limit, the reference stays. Several
+teachers of one vocabulary translate as an ensemble (`vaswani.decoding.ensemble`): their
+log-probabilities averaged at every step of the beam.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +30,7 @@ from vaswani.data import PreparedData
 from vaswani.data.corpora import DataError
 from vaswani.data.encode import length_stats
 from vaswani.data.ids import IdsWriter
+from vaswani.decoding.ensemble import Ensemble
 from vaswani.decoding.text import translate_nbest
 from vaswani.errors import VaswaniError
 from vaswani.run import LoadedRun
@@ -55,6 +59,31 @@ class Distilled:
     too_long: int
 
 
+@dataclass
+class Teacher:
+    """The model that translates (one run's, or an `Ensemble` of several runs' models), its
+    tokenizers, and the runs it is made of."""
+
+    model: Any
+    src_tokenizer: Any
+    tgt_tokenizer: Any
+    runs: list[LoadedRun]
+
+    @classmethod
+    def of(cls, runs: list[LoadedRun]) -> Teacher:
+        """One run as it is; several as an ensemble, which needs one vocabulary."""
+        first = runs[0]
+        for other in runs[1:]:
+            for side in ("src_tokenizer", "tgt_tokenizer"):
+                if getattr(other, side).vocabulary() != getattr(first, side).vocabulary():
+                    raise DistillError(
+                        f"the teachers {first.path} and {other.path} have different "
+                        "vocabularies; an ensemble's runs must be trained on the same data"
+                    )
+        model = first.model if len(runs) == 1 else Ensemble([run.model for run in runs])
+        return cls(model, first.src_tokenizer, first.tgt_tokenizer, runs)
+
+
 def check_teacher(data: PreparedData, teacher: LoadedRun) -> None:
     """Refuse a multilingual dataset or teacher, and a teacher of another language pair."""
     if data.languages is not None or teacher.languages is not None:
@@ -73,17 +102,19 @@ def check_teacher(data: PreparedData, teacher: LoadedRun) -> None:
 
 
 def distill(
-    teacher: LoadedRun,
+    teachers: list[LoadedRun],
     data_dir: Path,
     out: Path,
     dc: DecodeConfig,
     progress: Callable[[int], None] | None = None,
 ) -> Distilled:
-    """Write to `out` the dataset `data_dir` with its training targets translated by `teacher`
-    (searched as `dc` says); `out` must not exist. Returns the counts, also kept in meta.json's
-    "distilled"."""
+    """Write to `out` the dataset `data_dir` with its training targets translated by `teachers`
+    (one run, or several as an ensemble; searched as `dc` says); `out` must not exist. Returns
+    the counts, also kept in meta.json's "distilled"."""
     data = PreparedData(data_dir)
-    check_teacher(data, teacher)
+    for run in teachers:
+        check_teacher(data, run)
+    teacher = Teacher.of(teachers)
     if get_task(data.task) is not TRANSLATE:
         raise DistillError(f"{data_dir} holds --task {data.task} data; distill translation data")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -100,7 +131,7 @@ def distill(
         meta["splits"]["train"].update(record)
         meta["distilled"] = {
             "from": str(data.directory),
-            "teacher": str(teacher.path),
+            "teachers": [str(run.path) for run in teachers],
             "beam_size": dc.beam_size,
             "replaced": result.replaced,
             "kept_reference": result.kept_reference,
@@ -114,7 +145,7 @@ def distill(
 
 
 def _translate_targets(
-    teacher: LoadedRun,
+    teacher: Teacher,
     data: PreparedData,
     work: Path,
     dc: DecodeConfig,

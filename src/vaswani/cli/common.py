@@ -105,11 +105,18 @@ def add_model_flags(
     required: bool = True,
     flag: str = "--checkpoint",
     what: str = "a run directory",
+    repeat: bool = False,
 ) -> None:
-    """Which run (--checkpoint, or `flag` where the command names its role), which of its
-    weights, where and in what precision to run them."""
+    """Which run (--checkpoint, or `flag` where the command names its role; `repeat`: one or
+    more), which of its weights, where and in what precision to run them."""
     parser.add_argument(
-        flag, dest="checkpoint", type=Path, required=required, metavar="RUN_DIR", help=what
+        flag,
+        dest="checkpoint",
+        type=Path,
+        required=required,
+        metavar="RUN_DIR",
+        help=what,
+        **({"action": "append"} if repeat else {}),
     )
     parser.add_argument(
         "--weights",

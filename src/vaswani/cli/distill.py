@@ -24,7 +24,13 @@ HELP = "make a dataset whose training targets are a teacher's translations (dist
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_model_flags(parser, flag="--teacher", what="the teacher: a run of the data's language pair")
+    add_model_flags(
+        parser,
+        flag="--teacher",
+        what="the teacher: a run of the data's language pair; repeat for an ensemble of runs "
+        "trained on the same data (log-probabilities averaged in the beam)",
+        repeat=True,
+    )
     add_quantize_flag(parser)
     parser.add_argument("--data", type=Path, required=True, help="a prepared dataset")
     parser.add_argument("--out", type=Path, required=True, help="the dataset to write")
@@ -50,7 +56,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--out {args.out}: exists; choose another --out, or --force to replace it")
     if args.out.resolve() == data.directory.resolve():
         raise CliError("--out is the dataset being distilled; choose another --out")
-    teacher, placement = load_for_inference(args, TRANSLATE)
+    teachers = []
+    for run_dir in args.checkpoint:  # the first resolves --precision auto for all
+        teacher, placement = load_for_inference(args, TRANSLATE, run_dir=run_dir)
+        teachers.append(teacher)
     dc = DecodeConfig(beam_size=args.beam_size, batch_tokens=args.batch_tokens)
     pairs = data.meta["splits"]["train"]["pairs"]
     if args.out.exists():
@@ -59,10 +68,11 @@ def run(args: argparse.Namespace) -> int:
         progress_bar(total=pairs, unit=" pairs", desc="teacher translating") as bar,
         placement.autocast(),
     ):
-        done = distill(teacher, args.data, args.out, dc, bar.update)
+        done = distill(teachers, args.data, args.out, dc, bar.update)
     print(
         f"distilled {args.out}: {done.replaced:,} of {done.pairs:,} training targets are "
-        f"{args.checkpoint}'s translations; {done.kept_reference:,} kept their reference "
+        f"the translations of {' + '.join(map(str, args.checkpoint))}; {done.kept_reference:,} "
+        "kept their reference "
         f"({done.too_long:,} sources over the teacher's position limit)"
     )
     print(f"next: vaswani train --data {args.out} --preset tiny (or mini), then --quantize int8")
