@@ -227,16 +227,8 @@ def new_cache(
     beams: decode `beams` hypotheses per sentence, rows b*beams .. b*beams+beams-1 of each step's
         tokens, sharing one cache row per sentence (needs a capacity; see `BeamCache`).
     """
-    members = getattr(model, "members", None)
-    if members is not None:  # an ensemble (`vaswani.decoding.ensemble`): one cache per member
-        from vaswani.decoding.ensemble import EnsembleCache
-
-        return EnsembleCache(  # type: ignore[return-value]
-            [
-                new_cache(m, x, src_mask, capacity, beams)
-                for m, x in zip(members, memory, strict=True)
-            ]
-        )
+    if hasattr(model, "new_cache"):  # an ensemble (`vaswani.decoding.ensemble`) makes its own
+        return model.new_cache(memory, src_mask, capacity, beams)
     empty: list[KV | None] = [None] * len(model.decoder.layers)
     if memory is None:
         return KVCache(self_kv=empty, capacity=capacity)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from vaswani.decoding.cache import KVCache
+from vaswani.decoding.cache import KVCache, new_cache
 from vaswani.model import Transformer
 
 
@@ -53,6 +53,17 @@ class Ensemble(nn.Module):
     def encode(self, src_ids: Tensor) -> tuple[list[Tensor], Tensor]:
         memories, masks = zip(*(model.encode(src_ids) for model in self.members), strict=True)
         return list(memories), masks[0]
+
+    def new_cache(
+        self, memory: list[Tensor], src_mask: Tensor, capacity: int = 0, beams: int = 1
+    ) -> EnsembleCache:
+        """A cache per member (`vaswani.decoding.cache.new_cache` asks the ensemble for it)."""
+        return EnsembleCache(
+            [
+                new_cache(model, x, src_mask, capacity, beams)
+                for model, x in zip(self.members, memory, strict=True)
+            ]
+        )
 
     def decode_step(
         self, tgt_ids: Tensor, state: EnsembleCache, output: object = None
