@@ -2,8 +2,12 @@
 pairs in `vaswani prepare --back-translated` (training only, tagged sources)."""
 
 import json
+import os
 import random
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +26,8 @@ from vaswani.config import DecodeConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.corpora import DataError
 from vaswani.run import load_run
+
+VENV_BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="module")
@@ -322,3 +328,46 @@ def test_synthetic_sources_that_are_not_valid_text_are_dropped(loaded, monkeypat
         "empty translation": 1,
         "translation is a copy": 1,
     }
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (VENV_BIN / "torchrun").exists(), reason="torchrun not installed")
+def test_torchrun_gives_each_process_its_share_and_joins_them(numbers_run, mono, tmp_path):
+    out = tmp_path / "syn.tsv"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [
+            str(VENV_BIN / "torchrun"),
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            "29523",
+            "-m",
+            "vaswani.cli",
+            "backtranslate",
+            "--checkpoint",
+            str(numbers_run),
+            "--input",
+            str(mono),
+            "--output",
+            str(out),
+            "--precision",
+            "fp32",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("back-translated") == 1  # rank 0 reports
+    one = tmp_path / "one.tsv"
+    backtranslate(load_run(numbers_run), [mono], one, BackTranslation())
+    assert [t for _, t in pairs_of(out)] == [t for _, t in pairs_of(one)]
+    assert json.loads((tmp_path / "syn.tsv.progress.json").read_text())["complete"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "one.tsv",
+        "one.tsv.progress.json",
+        "syn.tsv",
+        "syn.tsv.progress.json",
+    ]
