@@ -32,6 +32,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import islice
 from pathlib import Path
 
@@ -202,24 +203,20 @@ def backtranslate(
     """Translate the sentences of `inputs` with the reverse model `loaded` into `output` (this
     process's part of it: `shard` is (rank, world size)), resuming where an earlier call stopped,
     until done or until `max_minutes` would be passed by one more chunk (one chunk is always
-    done, so that every call gets on). `progress` gets the sentences
-    each chunk finished."""
+    done, so that every call gets on). `progress` gets the sentences each chunk finished."""
     start = time.perf_counter()
     rank, world = shard
     if loaded.languages is not None:
         raise BackTranslationError(
             f"{loaded.path} is a multilingual model; back-translate with a model of one language pair"
         )
-    language, dropped = loaded.source_language, Counter()
-    sentences = monolingual_sentences(inputs, language, settings.max_line_bytes, dropped)
+    read = partial(monolingual_sentences, inputs, loaded.source_language, settings.max_line_bytes)
     first, last = 0, None
-    if world > 1:
-        total = sum(
-            1 for _ in monolingual_sentences(inputs, language, settings.max_line_bytes, Counter())
-        )
+    if world > 1:  # a share of the sentences, counted first: the same in every process
+        total = sum(1 for _ in read(Counter()))
         first, last = rank * total // world, (rank + 1) * total // world
-        dropped = Counter()
-        sentences = monolingual_sentences(inputs, language, settings.max_line_bytes, dropped)
+    dropped: Counter = Counter()
+    sentences = read(dropped)
     fingerprint = settings.fingerprint(inputs, loaded.path)
     if world > 1 and progress_path(output).exists():  # the parts were joined: all done?
         joined = resume_point(output, fingerprint, force)

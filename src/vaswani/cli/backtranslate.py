@@ -37,7 +37,9 @@ HELP = "make synthetic training pairs from target-language text with a reverse m
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_model_flags(parser)
+    add_model_flags(
+        parser, what="the reverse model: a run translating the text's language into the source's"
+    )
     add_quantize_flag(parser)
     parser.add_argument(
         "--input",
