@@ -136,20 +136,16 @@ def test_max_minutes_stops_between_chunks_and_says_so(loaded, mono, tmp_path, mo
 def test_shards_joined_in_order_equal_one_process(loaded, mono, tmp_path, monkeypatch):
     monkeypatch.setattr(bt, "CHUNK", 64)
     one = tmp_path / "one.tsv"
-    backtranslate(loaded, [mono], one, BackTranslation(method="sample", seed=3))
+    backtranslate(loaded, [mono], one, BackTranslation())
     two = tmp_path / "two.tsv"
     for rank in (1, 0):  # the order the processes finish in does not matter
-        backtranslate(
-            loaded, [mono], two, BackTranslation(method="sample", seed=3), shard=(rank, 2)
-        )
+        backtranslate(loaded, [mono], two, BackTranslation(), shard=(rank, 2))
     written, complete = join_parts(two, 2)
     assert complete and written == len(pairs_of(two))
     assert [t for _, t in pairs_of(two)] == [t for _, t in pairs_of(one)]
     assert not list(tmp_path.glob("two.tsv.part-*"))
     # The joined output is complete: a second call with the same shards does nothing.
-    again = backtranslate(
-        loaded, [mono], two, BackTranslation(method="sample", seed=3), shard=(0, 2)
-    )
+    again = backtranslate(loaded, [mono], two, BackTranslation(), shard=(0, 2))
     assert again.complete and again.done == 0
 
 
