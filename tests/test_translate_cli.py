@@ -197,3 +197,33 @@ def test_evaluate_reads_source_and_reference_files(numbers_run, capsys, tmp_path
     assert code == 0 and "2 sentences from" in out
     chrf = float(out.split("chrF = ")[1].split()[0])
     assert chrf > 50
+
+
+def test_int8_weights_decode_in_fp32_where_auto_would_pick_bf16(capsys, numbers_run, monkeypatch):
+    import dataclasses
+
+    import vaswani.cli.common as common
+
+    real_place = common.place
+
+    def bf16_cpu(*args):  # what `auto` resolves to on a CPU with native bf16
+        return dataclasses.replace(real_place(*args), precision="bf16", precision_reason="auto")
+
+    monkeypatch.setattr(common, "place", bf16_cpu)
+    code, out, err = cli(
+        capsys, "translate", "--checkpoint", str(numbers_run), "--quantize", "int8", "271493"
+    )
+    assert code == 0, err
+    assert "precision: fp32 (int8 weights compute in fp32)" in err and out.strip()
+    code, _, err = cli(
+        capsys,
+        "translate",
+        "--checkpoint",
+        str(numbers_run),
+        "--quantize",
+        "int8",
+        "--precision",
+        "bf16",
+        "271493",
+    )
+    assert code == 2 and "leave out --precision bf16" in err

@@ -291,6 +291,15 @@ def load_for_inference(
             )
             how = choice.quantize
     if how != "none":
+        if placement.precision != "fp32":  # dynamic int8 layers take and give float32
+            if args.precision != "auto":
+                raise CliError(
+                    f"--quantize {how} computes in fp32 (int8 weights, float32 activations); "
+                    f"leave out --precision {args.precision}"
+                )
+            placement = dataclasses.replace(
+                placement, precision="fp32", precision_reason=f"{how} weights compute in fp32"
+            )
         run.model = quantize(run.model, how, placement.device)
         reason = "--quantize" if how == getattr(args, "quantize", "none") else "--precision auto"
         print(f"weights: {how} ({reason})", file=sys.stderr)
