@@ -444,3 +444,30 @@ def test_a_multilingual_model_translates_into_each_language_as_generate_does(tmp
     )
     exported = json.loads((tmp_path / "hf" / "vocab.json").read_text())
     assert all(code in exported for code in codes)
+
+
+def test_an_imported_model_teaches_a_dataset_with_its_own_tokenizer(imported, tmp_path):
+    """`vaswani distill` with an OPUS-MT-shaped teacher: the dataset's sources are translated as
+    text and the translations encoded with the dataset's own BPE."""
+    from vaswani.config import DecodeConfig
+    from vaswani.data import PreparedData, PrepareOptions, prepare
+    from vaswani.distill import distill
+    from vaswani.run import load_run
+
+    corpus = tmp_path / "pairs.tsv"
+    pairs = [
+        f"{s_de} sieht {o_de}\t{s_en} sees {o_en}"
+        for s_de, s_en in SUBJECTS
+        for o_de, o_en in OBJECTS
+    ]
+    corpus.write_text("\n".join(pairs) + "\n")
+    data = tmp_path / "data"
+    prepare([str(corpus)], data, PrepareOptions(vocab_size=300, progress=False, valid_fraction=0.1))
+    teacher = load_run(imported[0])
+    done = distill([teacher], data, tmp_path / "kd", DecodeConfig(beam_size=2))
+    old, new = PreparedData(data), PreparedData(tmp_path / "kd")
+    assert new.meta["tokenizer"] == old.meta["tokenizer"] and done.replaced > 0
+    train = new.split("train")
+    sources = [old.src_tokenizer.decode(train.pair(i)[0].tolist()) for i in range(3)]
+    expected = teacher.translate(sources, dc=DecodeConfig(beam_size=2), split=False)
+    assert [new.tgt_tokenizer.decode(train.pair(i)[1].tolist()) for i in range(3)] == expected
