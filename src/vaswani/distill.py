@@ -16,7 +16,6 @@ log-probabilities averaged at every step of the beam.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from vaswani.data.ids import IdsWriter
 from vaswani.decoding.ensemble import Ensemble
 from vaswani.decoding.text import translate_nbest
 from vaswani.errors import VaswaniError
+from vaswani.files import built_in_place
 from vaswani.run import LoadedRun
 from vaswani.tasks import TRANSLATE, get_task
 
@@ -109,19 +109,15 @@ def distill(
     progress: Callable[[int], None] | None = None,
 ) -> Distilled:
     """Write to `out` the dataset `data_dir` with its training targets translated by `teachers`
-    (one run, or several as an ensemble; searched as `dc` says); `out` must not exist. Returns
-    the counts, also kept in meta.json's "distilled"."""
+    (one run, or several as an ensemble; searched as `dc` says), put in place of `out` once
+    complete. Returns the counts, also kept in meta.json's "distilled"."""
     data = PreparedData(data_dir)
     for run in teachers:
         check_teacher(data, run)
     teacher = Teacher.of(teachers)
     if get_task(data.task) is not TRANSLATE:
         raise DistillError(f"{data_dir} holds --task {data.task} data; distill translation data")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
-    try:
+    with built_in_place(out) as work:
         for entry in data.directory.iterdir():
             if entry.is_file() and not entry.is_symlink() and entry.name not in LEFT_BEHIND:
                 shutil.copyfile(entry, work / entry.name)
@@ -138,9 +134,6 @@ def distill(
             "too_long_for_teacher": result.too_long,
         }
         (work / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-        work.rename(out)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return result
 
 

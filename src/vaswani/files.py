@@ -8,12 +8,14 @@ that leads out, a FIFO or a device is refused in one line instead of being read,
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
+import shutil
 import stat
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -250,3 +252,26 @@ def write_atomic(path: Path, data: bytes) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)  # replaces a link at `path` itself, never what it points to
+
+
+@contextlib.contextmanager
+def built_in_place(out: Path) -> Iterator[Path]:
+    """A fresh work directory beside `out` to build a directory in (a dataset): when the block
+    ends it takes the place of `out` at once (an `out` there is replaced), or, on an error, it is
+    removed and `out` is left as it was."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    try:
+        yield work
+        if out.exists():
+            old = out.parent / f".{out.name}.old-{os.getpid()}"
+            out.rename(old)
+            work.rename(out)
+            shutil.rmtree(old)
+        else:
+            work.rename(out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

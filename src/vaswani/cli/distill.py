@@ -45,8 +45,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import shutil
-
     from vaswani.config import DecodeConfig
     from vaswani.data import PreparedData
     from vaswani.distill import distill
@@ -62,8 +60,6 @@ def run(args: argparse.Namespace) -> int:
         teachers.append(teacher)
     dc = DecodeConfig(beam_size=args.beam_size, batch_tokens=args.batch_tokens)
     pairs = data.meta["splits"]["train"]["pairs"]
-    if args.out.exists():
-        shutil.rmtree(args.out)
     with (
         progress_bar(total=pairs, unit=" pairs", desc="teacher translating") as bar,
         placement.autocast(),

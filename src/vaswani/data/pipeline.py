@@ -30,8 +30,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +44,7 @@ from vaswani.data.read import CorpusSource, corpus_languages, open_corpus
 from vaswani.data.split import KeptText, cleaning_record, split_corpus
 from vaswani.data.vocab import dataset_tokenizers
 from vaswani.data.wordalign import write_alignments
+from vaswani.files import built_in_place
 from vaswani.languages import check_token_form
 from vaswani.tasks import get_task
 
@@ -110,22 +109,8 @@ def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = Fa
     if not (valid_fraction >= 0 and test_fraction >= 0 and valid_fraction + test_fraction < 1):
         raise DataError("--valid-fraction and --test-fraction must be >= 0 and sum to less than 1")
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
-    try:
-        meta = _prepare_into(work, corpus, opts, valid_fraction, test_fraction)
-        if out.exists():
-            old = out.parent / f".{out.name}.old-{os.getpid()}"
-            out.rename(old)
-            work.rename(out)
-            shutil.rmtree(old)
-        else:
-            work.rename(out)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return meta
+    with built_in_place(out) as work:
+        return _prepare_into(work, corpus, opts, valid_fraction, test_fraction)
 
 
 def _prepare_into(
