@@ -367,3 +367,14 @@ def test_torchrun_gives_each_process_its_share_and_joins_them(numbers_run, mono,
         "syn.tsv",
         "syn.tsv.progress.json",
     ]
+
+
+def test_a_tag_with_spaces_is_refused(tmp_path):
+    syn = tmp_path / "syn.tsv"
+    syn.write_text("a\tb\n")
+    with pytest.raises(DataError, match="one token"):
+        prepare(
+            [str(syn)],
+            tmp_path / "out",
+            PrepareOptions(back_translated=(syn,), back_translation_tag="<B T>", progress=False),
+        )

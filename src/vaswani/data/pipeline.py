@@ -92,6 +92,9 @@ def check_options(opts: PrepareOptions) -> None:
         check_token_form(opts.language_token)
     except ValueError as error:
         raise DataError(f"--language-token: {error}") from None
+    tag = opts.back_translation_tag
+    if not tag or tag != "".join(tag.split()):
+        raise DataError(f"--back-translation-tag {tag!r}: give one token, without spaces (<BT>)")
     if not (math.isfinite(opts.temperature) and opts.temperature >= 1):
         raise DataError(
             f"--temperature must be 1 (as the corpus is) or more, got {opts.temperature}"

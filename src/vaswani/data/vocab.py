@@ -51,16 +51,26 @@ def dataset_tokenizers(
     file = work / tokenizer_meta["files"]["src"]
     if text.languages is not None:
         ids = language_token_ids(text.languages, tokenizers["src"], file, opts.tokenizer_from)
-        prefix = lambda pair: [ids[pair.language_pair]]  # noqa: E731 - one line, named by use
+        prefix = partial(language_token_of, ids)
     if text.tagged_from is not None:
         tag = opts.back_translation_tag
         (tag_id,) = special_token_ids(
             [tag], tokenizers["src"], file, opts.tokenizer_from, f"--back-translation-tag {tag}"
         )
         tokenizer_meta["back_translation_tag"] = {"token": tag, "id": tag_id}
-        prefix = lambda pair: [tag_id] if pair.tagged else []  # noqa: E731 - as above
+        prefix = partial(tag_of, tag_id)
     tokenizer_meta["vocab_size"] = {side: tokenizers[side].vocab_size for side in SIDES}
     return tokenizers, tokenizer_meta, prefix
+
+
+def language_token_of(ids: list[int], pair: Example) -> list[int]:
+    """A multilingual pair's source prefix: the token of its target language."""
+    return [ids[pair.language_pair]]
+
+
+def tag_of(tag_id: int, pair: Example) -> list[int]:
+    """A back-translated pair's source prefix: the tag."""
+    return [tag_id] if pair.tagged else []
 
 
 def new_tokenizers(
