@@ -162,7 +162,8 @@ def encode_split(
                 by_pair.update(found)
                 if text_out:
                     text_out["pair"].writelines(name + "\n" for name in found)
-            tagged += sum(chunk[i].tagged for i in keep)
+            if not task.cuts_long_texts:  # (a language model's `keep` counts pieces)
+                tagged += sum(chunk[i].tagged for i in keep)
             bar.update(len(chunk))
         bar.close()
     every = {side: np.concatenate([np.zeros(0, np.int32), *lengths[side]]) for side in SIDES}
