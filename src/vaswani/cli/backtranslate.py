@@ -23,9 +23,10 @@ from vaswani.cli.common import (
     load_for_inference,
     non_negative_int,
     positive_float,
-    positive_int,
     writable_file,
 )
+from vaswani.cli.fields import add_field_flags
+from vaswani.config import DecodeConfig
 from vaswani.data.corpora import DEFAULT_MAX_LINE_BYTES
 from vaswani.progress import progress_bar
 from vaswani.tasks import TRANSLATE
@@ -61,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(--temperature, --top-k); noised: beam search with words then deleted (10%%) and moved "
         "up to 3 places (Edunov et al. 2018)",
     )
-    parser.add_argument("--beam-size", type=positive_int, default=4, help="beam and noised")
+    add_field_flags(parser, DecodeConfig, ("beam_size", "batch_tokens"))
     parser.add_argument(
         "--temperature", type=positive_float, default=1.0, help="sample: the temperature"
     )
@@ -72,12 +73,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sample: draw among the k most probable tokens only (0: all)",
     )
     parser.add_argument("--seed", type=non_negative_int, default=0, help="sample and noised")
-    parser.add_argument(
-        "--batch-tokens",
-        type=positive_int,
-        default=4096,
-        help="token budget of a batch (source tokens x beam size)",
-    )
     parser.add_argument(
         "--max-minutes",
         type=positive_float,

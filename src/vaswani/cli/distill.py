@@ -15,8 +15,9 @@ from vaswani.cli.common import (
     add_model_flags,
     add_quantize_flag,
     load_for_inference,
-    positive_int,
 )
+from vaswani.cli.fields import add_field_flags
+from vaswani.config import DecodeConfig
 from vaswani.progress import progress_bar
 from vaswani.tasks import TRANSLATE
 
@@ -34,18 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_quantize_flag(parser)
     parser.add_argument("--data", type=Path, required=True, help="a prepared dataset")
     parser.add_argument("--out", type=Path, required=True, help="the dataset to write")
-    parser.add_argument("--beam-size", type=positive_int, default=4, help="the teacher's beam")
-    parser.add_argument(
-        "--batch-tokens",
-        type=positive_int,
-        default=4096,
-        help="token budget of a batch (source tokens x beam size)",
-    )
+    add_field_flags(parser, DecodeConfig, ("beam_size", "batch_tokens"))
     parser.add_argument("--force", action="store_true", help="replace --out if it exists")
 
 
 def run(args: argparse.Namespace) -> int:
-    from vaswani.config import DecodeConfig
     from vaswani.data import PreparedData
     from vaswani.distill import distill
 
