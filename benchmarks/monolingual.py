@@ -141,7 +141,8 @@ def backtranslation(args: argparse.Namespace) -> None:
         print(f"| {budget:g} min | {base:.2f} | {with_bt:.2f} | {spent} |", flush=True)
 
 
-def train(data: Path, run: Path, minutes: float, log: Path) -> None:
+def train(data: Path, run: Path, minutes: float, log: Path, *extra: str) -> None:
+    """`vaswani train` of `data` into `run` for `minutes` (no calibration: it is not timed)."""
     vaswani(
         "train",
         "--data",
@@ -151,6 +152,7 @@ def train(data: Path, run: Path, minutes: float, log: Path) -> None:
         "--max-minutes",
         f"{minutes:.3f}",
         "--no-calibrate",
+        *extra,
         log=log,
     )
 
@@ -179,19 +181,7 @@ def distillation(args: argparse.Namespace) -> None:
         found = {}
         for name, data in (("references", args.data), ("teacher", kd)):
             run = out / f"{preset}-{name}"
-            vaswani(
-                "train",
-                "--data",
-                str(data),
-                "--out",
-                str(run),
-                "--preset",
-                preset,
-                "--max-minutes",
-                f"{args.minutes}",
-                "--no-calibrate",
-                log=out / f"{run.name}.log",
-            )
+            train(data, run, args.minutes, out / f"{run.name}.log", "--preset", preset)
             found[name] = bleu(run, out / f"{run.name}-eval.log", "--quantize", "int8")
         print(
             f"| {preset} | {found['references'][0]:.2f} | {found['teacher'][0]:.2f} | "

@@ -37,7 +37,7 @@ from itertools import islice
 from pathlib import Path
 
 from vaswani.config import DecodeConfig
-from vaswani.data.clean import normalised, text_key
+from vaswani.data.clean import KeySet, normalised, text_key
 from vaswani.data.corpora import DataError, numbered_lines, read_lines
 from vaswani.decoding.text import translate_segments
 from vaswani.documents.segment import Sentences, split_sentences
@@ -130,7 +130,7 @@ def monolingual_sentences(
     """The sentences of text files (gzip allowed) in order, each once: lines split into
     sentences by `language`'s rules, whitespace made single spaces; invalid lines, blank ones and
     sentences seen before (normalised: case, spaces, punctuation) are counted in `dropped`."""
-    seen: set[int] = set()
+    seen = KeySet()  # 8 bytes a sentence: millions of lines stay small
     for path in paths:
         for _, line in numbered_lines(read_lines(path, max_line_bytes), path):
             if isinstance(line, DataError):
