@@ -15,8 +15,10 @@ initialised MarianMTModel of OPUS-MT's usual shape (6+6 layers, d_model 512, SiL
 is saved with save_pretrained, converted by `vaswani.marian` as `vaswani import-marian` does, and
 timed against the same saved model loaded back into transformers.
 
-In fp32 each row also times vaswani with int8 weights (`--quantize int8`), vaswani with a lexical
-shortlist (`--shortlist`; fp32 weights) and CTranslate2 (fp32 and int8) on the same weights,
+In fp32 each row also times vaswani with its float32 matrix products on oneDNN instead of MKL
+(what `--precision auto` may choose, `vaswani.kernels`), vaswani with int8 weights (`--quantize
+int8`), vaswani with a lexical shortlist (`--shortlist`; fp32 weights) and CTranslate2 (fp32 and
+int8) on the same weights,
 written by `vaswani export --to ctranslate2`'s spec builder; CTranslate2 runs with as many threads as
 vaswani, one batch, the same forced lengths, over the full vocabulary. Random weights have no
 lexicon to learn a shortlist from, so the benchmark's lists are drawn at random, as large as stated
@@ -38,7 +40,7 @@ from pathlib import Path
 
 import torch
 
-from vaswani import ModelConfig, Transformer, export
+from vaswani import ModelConfig, Transformer, export, kernels
 from vaswani.config import DecodeConfig
 from vaswani.decoding.quantize import quantize
 from vaswani.decoding.search import decode
@@ -232,13 +234,17 @@ def compare(label: str, model: Transformer, hf, src: torch.Tensor, args, news: l
                 assert all(len(h[0].tokens) == new for h in found)
                 assert out.shape == (src.size(0), new + 1), out.shape
                 tokens = src.size(0) * new
-                extra = ["", "", "", ""]
+                extra = ["", "", "", "", ""]
                 if int8 is not None:
-                    extra[0] = f"{tokens / timed(args.repeats, decode, int8, src, dc)[0]:,.0f}"
+                    if kernels.onednn_available():
+                        with kernels.onednn_decoding(True):
+                            t, _ = timed(args.repeats, decode, model, src, dc)
+                        extra[0] = f"{tokens / t:,.0f}"
+                    extra[1] = f"{tokens / timed(args.repeats, decode, int8, src, dc)[0]:,.0f}"
                     t, _ = timed(args.repeats, decode, model, src, dc, shortlist=shortlist)
-                    extra[1] = f"{tokens / t:,.0f}"
+                    extra[2] = f"{tokens / t:,.0f}"
                 if ct2 is not None and int8 is not None:
-                    for i, quantization in enumerate(("float32", "int8"), start=2):
+                    for i, quantization in enumerate(("float32", "int8"), start=3):
                         extra[i] = f"{tokens / ct2_seconds[quantization, beams, new]:,.0f}"
                 note = ""
                 if beams == 1 and precision == "fp32":
@@ -250,8 +256,8 @@ def compare(label: str, model: Transformer, hf, src: torch.Tensor, args, news: l
                 seconds[precision, search, new] = ours_s
                 print(
                     f"| {label} | {precision} | {search} | {new} | {tokens / ours_s:,.0f} | "
-                    f"{extra[0]} | {extra[1]} | {tokens / theirs_s:,.0f} | {extra[2]} | "
-                    f"{extra[3]} | {theirs_s / ours_s:.2f}x |{note}",
+                    f"{extra[0]} | {extra[1]} | {extra[2]} | {tokens / theirs_s:,.0f} | "
+                    f"{extra[3]} | {extra[4]} | {theirs_s / ours_s:.2f}x |{note}",
                     flush=True,
                 )
     return seconds
@@ -304,10 +310,10 @@ def main() -> None:
         f"max |logit difference| {gap:.1e}"
     )
     print(
-        "| model | precision | search | new tokens | vaswani tok/s | vaswani int8 | "
-        "vaswani + shortlist | generate | CT2 fp32 | CT2 int8 | vaswani / generate |"
+        "| model | precision | search | new tokens | vaswani tok/s | vaswani on oneDNN | "
+        "vaswani int8 | vaswani + shortlist | generate | CT2 fp32 | CT2 int8 | vaswani / generate |"
     )
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     work = Path(tempfile.mkdtemp())
     ct2 = CT2(model, work / "small", args.threads)
     seconds = compare(args.preset, model, hf, src, args, args.new, ct2)

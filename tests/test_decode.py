@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import random_ids
+from vaswani import kernels
 from vaswani.config import DecodeConfig, ModelConfig
 from vaswani.data import PreparedData
 from vaswani.decoding.search import (
@@ -76,6 +77,35 @@ def test_cached_decoding_equals_rerunning_the_prefix(beam_size):
         assert tokens(with_cache) == tokens(without)
         for a, b in zip(with_cache, without, strict=True):
             assert a.score == pytest.approx(b.score, abs=1e-4)
+
+
+@pytest.mark.skipif(not kernels.onednn_available(), reason="this PyTorch has no oneDNN")
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_decoding_on_onednn_kernels_equals_decoding_on_mkl(beam_size):
+    """`--precision auto` may run float32 decoding on oneDNN: the same translations, each
+    sentence the same alone and in a batch, and training never leaves PyTorch's own layers."""
+    model = make_model(3)
+    cfg = model.cfg
+    mix = sentences(cfg, 12, 1, 16)
+    src = pad_sources(cfg, mix)
+    dc = DecodeConfig(beam_size=beam_size, n_best=beam_size)
+    default = decode(model, src, dc)
+    tgt = random_ids(cfg, 12, 9)
+    with torch.no_grad():
+        logits = model(src, tgt)
+    with kernels.onednn_decoding(True), torch.profiler.profile() as prof:
+        on_onednn = decode(model, src, dc)
+        alone = [decode(model, pad_sources(cfg, [mix[i]]), dc)[0] for i in (0, 5)]
+        with torch.no_grad():
+            torch.testing.assert_close(model(src, tgt), logits, atol=1e-4, rtol=1e-4)
+    assert "mkldnn::_linear_pointwise" in {e.name for e in prof.events()}
+    for a, b in zip(on_onednn, default, strict=True):
+        assert tokens(a) == tokens(b)
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)
+    assert [tokens(h) for h in alone] == [tokens(on_onednn[0]), tokens(on_onednn[5])]
+    with kernels.onednn_decoding(True), torch.profiler.profile() as prof:
+        model(src, tgt).sum().backward()  # with gradients: nn.Linear as it is
+    assert "mkldnn::_linear_pointwise" not in {e.name for e in prof.events()}
 
 
 BATCH_INDEPENDENCE_MODEL = make_model(2)

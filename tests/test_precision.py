@@ -7,6 +7,7 @@ import pytest
 
 import vaswani.precision
 from helpers import translate_cli
+from vaswani import kernels
 from vaswani.device import Hardware, place
 from vaswani.run import load_run
 
@@ -27,12 +28,15 @@ def test_the_fastest_precision_within_half_a_bleu_is_chosen_and_kept(run, monkey
     ((key, found),) = record.items()
     assert "threads" in key and found["sentences"] >= 20
     names = set(found["seconds"])
-    assert {"fp32", "int8"} <= names <= {"fp32", "bf16", "int8"}
-    chosen = "int8" if found["quantize"] == "int8" else found["precision"]
+    assert {"fp32", "int8"} <= names <= {"fp32", "bf16", "int8", "fp32-onednn"}
+    assert ("fp32-onednn" in names) == kernels.onednn_available()
+    how = "onednn" if found["onednn"] else found["quantize"]
+    chosen = vaswani.precision.name_of(found["precision"], how)
     assert found["bleu"][chosen] >= found["bleu"]["fp32"] - 0.5
     faster = [n for n in names if found["seconds"][n] < found["seconds"][chosen]]
     assert all(found["bleu"][n] < found["bleu"]["fp32"] - 0.5 for n in faster)
     assert (choice.precision, choice.quantize) == (found["precision"], found["quantize"])
+    assert choice.onednn == found["onednn"] and not kernels.decoding_uses_onednn()
 
     def measure(*_):
         raise AssertionError("measured twice on one machine")
@@ -58,3 +62,29 @@ def test_translate_says_what_auto_chose(run, capsys, monkeypatch):
     assert "auto for decoding:" in err and "validation sentences" in err
     code, _, err = translate_cli(capsys, run, "--precision", "fp32", "42")
     assert "auto for decoding" not in err
+
+
+def test_a_record_without_a_candidate_of_today_is_measured_again(run, monkeypatch):
+    """A record written before oneDNN was a candidate is measured again, once."""
+    placement = place("cpu", "fp32")
+    options = [("fp32", "none"), ("fp32", "int8")]
+    monkeypatch.setattr(vaswani.precision, "candidates", lambda *_: options)
+    MEASURE(load_run(run), placement)
+    calls = []
+    measure = vaswani.precision.measure
+    monkeypatch.setattr(vaswani.precision, "measure", lambda *a: calls.append(a[2]) or measure(*a))
+    MEASURE(load_run(run), placement)
+    assert calls == []
+    options.append(("fp32", "onednn"))
+    MEASURE(load_run(run), placement)
+    assert calls == [options]
+    record = json.loads((run / "decoding.json").read_text())
+    assert "fp32-onednn" in next(iter(record.values()))["seconds"]
+
+
+def test_a_onednn_choice_is_applied_and_said(run, capsys, monkeypatch):
+    choice = vaswani.precision.Choice("fp32", "none", "auto for decoding: test", onednn=True)
+    monkeypatch.setattr(vaswani.precision, "decoding_choice", lambda *_: choice)
+    code, out, err = translate_cli(capsys, run, "42")
+    assert code == 0 and out.strip()
+    assert "oneDNN" in err and kernels.decoding_uses_onednn() == kernels.onednn_available()

@@ -1,8 +1,12 @@
-"""Two of PyTorch's operations made faster on a CPU, for the model to use in their place: dropout
-drawn four elements per random number, and the choice of scaled-dot-product-attention kernel by
-what was measured on 2 cores. Elsewhere (a GPU) both are PyTorch's own."""
+"""Three of PyTorch's operations made faster on a CPU, for the model to use in their place: dropout
+drawn four elements per random number, the choice of scaled-dot-product-attention kernel by what
+was measured on 2 cores, and the matrix library that decoding's float32 linear layers run on.
+Elsewhere (a GPU) all three are PyTorch's own."""
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -55,3 +59,59 @@ class Dropout(nn.Module):
         bits = torch.randint(-(2**63), 2**63 - 1, ((n + 3) // 4,), dtype=torch.int64)
         keep = bits.view(torch.int16)[:n].view(x.shape) >= self.threshold
         return x * (keep.to(x.dtype) * (1.0 / (1.0 - self.p)))
+
+
+# Decoding's float32 linear layers: PyTorch multiplies float32 matrices with Intel MKL, which picks
+# its code by the CPU's vendor as well as its instructions; oneDNN (PyTorch's kernels for bf16)
+# uses every instruction the CPU has. With MKL held to AVX2 (as on an AMD CPU) on an AVX512 Xeon,
+# oneDNN decoded the OPUS-MT shape 1.24x faster with beam 4; with MKL free, MKL was up to 1.15x
+# the faster. So neither is the rule: `vaswani.precision` measures both once per machine and run.
+_onednn_decoding = False
+
+
+def onednn_available() -> bool:
+    """Whether this PyTorch can run a float32 linear layer on oneDNN."""
+    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+
+
+def decode_with_onednn(on: bool) -> None:
+    """Run decoding's float32 linear layers (no gradients, on a CPU) on oneDNN from now on, or on
+    PyTorch's default (MKL). Applies to the whole process: it is a property of the machine."""
+    global _onednn_decoding
+    _onednn_decoding = on and onednn_available()
+
+
+def decoding_uses_onednn() -> bool:
+    return _onednn_decoding
+
+
+@contextlib.contextmanager
+def onednn_decoding(on: bool) -> Iterator[None]:
+    """`decode_with_onednn(on)` for a block, then the earlier setting."""
+    before = _onednn_decoding
+    decode_with_onednn(on)
+    try:
+        yield
+    finally:
+        decode_with_onednn(before)
+
+
+def on_onednn(x: Tensor, weight: Tensor) -> bool:
+    """Whether x @ weight.T should run on oneDNN: the choice is on, and this is float32 inference
+    on a CPU, outside autocast."""
+    return (
+        _onednn_decoding
+        and x.device.type == "cpu"
+        and x.dtype == torch.float32
+        and weight.dtype == torch.float32
+        and not torch.is_grad_enabled()
+        and not torch.is_autocast_enabled("cpu")
+    )
+
+
+def linear(layer: nn.Module, x: Tensor) -> Tensor:
+    """layer(x), on oneDNN where `on_onednn` says so (an `nn.Linear` only: an int8 layer of
+    `--quantize int8` runs as it is)."""
+    if type(layer) is nn.Linear and on_onednn(x, layer.weight):
+        return torch.ops.mkldnn._linear_pointwise(x, layer.weight, layer.bias, "none", [], "")
+    return layer(x)

@@ -1,9 +1,10 @@
 """The precision a translation model decodes in, chosen by measuring it: with `--precision auto`,
 `translate`, `evaluate`, `serve` and `calibrate` translate up to 200 of the run's own validation
-sentences in fp32, in bf16 (where the device computes it natively) and with int8 weights (on a
-CPU), and take the fastest whose BLEU is within 0.5 of fp32's. Training's rule (bf16 wherever
-the hardware has it) is not decoding's: a small model's beam search can be bound by its Python
-steps and memory, not its matmuls, and int8 weights pay on every CPU.
+sentences in fp32, in bf16 (where the device computes it natively), with int8 weights (on a
+CPU) and in fp32 on oneDNN's matrix kernels instead of MKL's (on a CPU; see `vaswani.kernels`),
+and take the fastest whose BLEU is within 0.5 of fp32's. Training's rule (bf16 wherever the
+hardware has it) is not decoding's: a small model's beam search can be bound by its Python steps
+and memory, not its matmuls, and int8 weights pay on every CPU.
 
 The measurement is made once per machine and run: the choice, with its times and BLEU, is kept in
 the run as `decoding.json`, under the machine's name (CPU and vector ISA and cores, or the GPU),
@@ -21,6 +22,7 @@ from typing import Any
 
 import torch
 
+from vaswani import kernels
 from vaswani.config import DecodeConfig
 from vaswani.decoding.quantize import quantize
 from vaswani.decoding.text import translate
@@ -42,15 +44,20 @@ class Choice:
     quantize: str
     """none or int8: the linear layers' weights."""
     reason: str
+    onednn: bool = False
+    """float32 linear layers on oneDNN (`vaswani.kernels.decode_with_onednn`)."""
 
 
 def candidates(placement: Placement, hw: Hardware) -> list[tuple[str, str]]:
-    """(precision, quantize) pairs worth measuring on this device."""
+    """(precision, how) pairs worth measuring on this device; how: the weights ("none", "int8")
+    or "onednn" (float32 weights, oneDNN's kernels)."""
     found = [("fp32", "none")]
     if placement.device.type == "cpu":
         if hw.cpu_bf16()[0]:
             found.append(("bf16", "none"))
         found.append(("fp32", "int8"))
+        if kernels.onednn_available():
+            found.append(("fp32", "onednn"))
     elif placement.device.type == "cuda":
         major = hw.cuda[placement.device.index or 0][1][0] if hw.cuda else 0
         found.append(("bf16" if major >= 8 else "fp16", "none"))
@@ -58,7 +65,12 @@ def candidates(placement: Placement, hw: Hardware) -> list[tuple[str, str]]:
 
 
 def name_of(precision: str, how: str) -> str:
-    return "int8" if how == "int8" else precision
+    return {"int8": "int8", "onednn": "fp32-onednn"}.get(how, precision)
+
+
+def choice_of(found: dict, reason: str) -> Choice:
+    """The `Choice` a record (`measure`'s result) names."""
+    return Choice(found["precision"], found["quantize"], reason, found.get("onednn", False))
 
 
 def decoding_choice(loaded: Any, placement: Placement, hw: Hardware | None = None) -> Choice | None:
@@ -71,12 +83,11 @@ def decoding_choice(loaded: Any, placement: Placement, hw: Hardware | None = Non
         return None
     key = f"{machine_name(placement.device, hw)}, torch {torch.__version__}, {torch.get_num_threads()} threads"
     record = known(loaded.path)
-    if key in record:
+    names = {name_of(*o) for o in options}
+    if key in record and names <= set(record[key].get("seconds", {})):  # else: measured fewer
         found = record[key]
-        return Choice(
-            found["precision"],
-            found["quantize"],
-            f"auto for decoding: {summary(found)}, measured before on this machine",
+        return choice_of(
+            found, f"auto for decoding: {summary(found)}, measured before on this machine"
         )
     texts = validation_text(loaded)
     if texts is None:
@@ -89,7 +100,7 @@ def decoding_choice(loaded: Any, placement: Placement, hw: Hardware | None = Non
     record[key] = found
     with contextlib.suppress(OSError, VaswaniError):  # a read-only run: measured next time
         write_atomic(loaded.path / FILE, (json.dumps(record, indent=1) + "\n").encode())
-    return Choice(found["precision"], found["quantize"], f"auto for decoding: {summary(found)}")
+    return choice_of(found, f"auto for decoding: {summary(found)}")
 
 
 def known(run: Any) -> dict:
@@ -124,16 +135,18 @@ def measure(
     """Each option's seconds and BLEU on `sources`, and the fastest within TOLERANCE of fp32."""
     seconds, bleu = {}, {}
     for precision, how in options:
-        model = quantize(loaded.model, how, placement.device)
+        model = quantize(loaded.model, "int8" if how == "int8" else "none", placement.device)
         name = name_of(precision, how)
-        timed_translation(loaded, model, placement, precision, sources[:8])  # warm-up
-        seconds[name], found = timed_translation(loaded, model, placement, precision, sources)
+        with kernels.onednn_decoding(how == "onednn"):
+            timed_translation(loaded, model, placement, precision, sources[:8])  # warm-up
+            seconds[name], found = timed_translation(loaded, model, placement, precision, sources)
         bleu[name] = score(found, references).bleu
     fine = [o for o in options if bleu[name_of(*o)] >= bleu["fp32"] - TOLERANCE]
     precision, how = min(fine, key=lambda o: seconds[name_of(*o)])
     return {
         "precision": precision,
-        "quantize": how,
+        "quantize": "int8" if how == "int8" else "none",
+        "onednn": how == "onednn",
         "seconds": seconds,
         "bleu": bleu,
         "sentences": len(sources),
@@ -159,7 +172,8 @@ def timed_translation(
 
 
 def summary(found: dict) -> str:
-    chosen = name_of(found["precision"], found["quantize"])
+    how = "onednn" if found.get("onednn") else found["quantize"]
+    chosen = name_of(found["precision"], how)
     figures = ", ".join(
         f"{name} {found['seconds'][name]:.2f} s BLEU {found['bleu'][name]:.2f}"
         for name in found["seconds"]

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vaswani import kernels
 from vaswani import precision as decoding_precision
 from vaswani.cli.fields import add_field_flags, settings_from
 from vaswani.config import PRECISIONS, DecodeConfig
@@ -290,6 +291,9 @@ def load_for_inference(
                 placement, precision=choice.precision, precision_reason=choice.reason
             )
             how = choice.quantize
+            kernels.decode_with_onednn(choice.onednn)
+            if choice.onednn:
+                print("matrix kernels: oneDNN for float32 (--precision auto)", file=sys.stderr)
     if how != "none":
         if placement.precision != "fp32":  # dynamic int8 layers take and give float32
             if args.precision != "auto":

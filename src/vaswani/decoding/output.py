@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from vaswani.kernels import on_onednn
+
 
 class OutputLayer:
     """Logits of decoder states over `tokens` (sorted target ids; None: every id), so column c
@@ -59,8 +61,8 @@ class OutputLayer:
         return at if at < self.tokens.numel() and int(self.tokens[at]) == token else None
 
     def __call__(self, h: Tensor) -> Tensor:
-        """h (N, T, D) -> logits (N, T, columns). Outside autocast the result is the shared
-        buffer, which the next call overwrites."""
+        """h (N, T, D) -> logits (N, T, columns). Outside autocast and oneDNN (`vaswani.kernels`) the
+        result is the shared buffer, which the next call overwrites."""
         if self.weight is None:
             return self.layer(h)
         if (
@@ -69,6 +71,8 @@ class OutputLayer:
             or (torch.is_grad_enabled() and self.weight.requires_grad)  # out= has no gradient
         ):
             return F.linear(h, self.weight, self.bias)
+        if on_onednn(h, self.weight):  # oneDNN writes its own output
+            return torch.ops.mkldnn._linear_pointwise(h, self.weight, self.bias, "none", [], "")
         n, t, d = h.shape
         rows = n * t
         if self.buffer is None or self.buffer.size(0) < rows or self.buffer.dtype != h.dtype:

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from torch.nn.attention import sdpa_kernel
 
 from vaswani.config import ModelConfig
-from vaswani.kernels import fast_backends
+from vaswani.kernels import fast_backends, linear
 
 KV = tuple[Tensor, Tensor]
 """Keys and values of one attention layer, each (B, H, Lk, Dh)."""
@@ -78,7 +78,7 @@ class MultiHeadAttention(nn.Module):
                 out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
         b, _, length, _ = out.shape
         out = out.transpose(1, 2).reshape(b, length, self.n_heads * self.head_dim)  # (B, Lq, D)
-        return self.out_proj(out), weights
+        return linear(self.out_proj, out), weights
 
 
 class SelfAttention(MultiHeadAttention):
@@ -99,7 +99,7 @@ class SelfAttention(MultiHeadAttention):
     def forward(
         self, x: Tensor, mask: Tensor | None, keep: Keep | None = None, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None, KV]:
-        q, k, v = self.qkv_proj(x).chunk(3, dim=-1)  # 3 x (B, L, D)
+        q, k, v = linear(self.qkv_proj, x).chunk(3, dim=-1)  # 3 x (B, L, D)
         q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)  # (B, H, L, Dh)
         kept = (k, v)
         if keep is not None:
@@ -126,11 +126,11 @@ class CrossAttention(MultiHeadAttention):
         self.reset_parameters()
 
     def project_memory(self, memory: Tensor) -> KV:
-        k, v = self.kv_proj(memory).chunk(2, dim=-1)  # 2 x (B, S, D)
+        k, v = linear(self.kv_proj, memory).chunk(2, dim=-1)  # 2 x (B, S, D)
         return self.split_heads(k), self.split_heads(v)  # (B, H, S, Dh) each
 
     def forward(
         self, x: Tensor, memory_kv: KV, mask: Tensor | None, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
-        q = self.split_heads(self.q_proj(x))  # (B, H, T, Dh)
+        q = self.split_heads(linear(self.q_proj, x))  # (B, H, T, Dh)
         return self.attend(q, memory_kv[0], memory_kv[1], mask, need_weights)

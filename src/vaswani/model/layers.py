@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from vaswani.config import ModelConfig
-from vaswani.kernels import Dropout
+from vaswani.kernels import Dropout, linear
 from vaswani.model.attention import KV, CrossAttention, Keep, SelfAttention
 
 
@@ -49,12 +49,13 @@ class PositionwiseFeedForward(nn.Module):
         self.linear2 = nn.Linear(cfg.d_ff, cfg.d_model)
         self.activation = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}[cfg.activation]
         self.dropout = Dropout(cfg.activation_dropout)
-        for linear in (self.linear1, self.linear2):
-            nn.init.xavier_uniform_(linear.weight)
-            nn.init.zeros_(linear.bias)
+        for layer in (self.linear1, self.linear2):
+            nn.init.xavier_uniform_(layer.weight)
+            nn.init.zeros_(layer.bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+        h = self.dropout(self.activation(linear(self.linear1, x)))
+        return linear(self.linear2, h)
 
 
 class Residual(nn.Module):
