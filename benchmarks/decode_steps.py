@@ -56,7 +56,9 @@ def shape(name: str) -> ModelConfig:
     )
 
 
-def profile(model: Transformer, src: torch.Tensor, dc: DecodeConfig, steps: int) -> None:
+def profile(
+    label: str, model: Transformer, src: torch.Tensor, dc: DecodeConfig, steps: int
+) -> None:
     decode(model, src, dc)  # warm-up
     start = time.perf_counter()
     decode(model, src, dc)
@@ -70,7 +72,10 @@ def profile(model: Transformer, src: torch.Tensor, dc: DecodeConfig, steps: int)
         spent[group_of(event.key)] += event.self_cpu_time_total / 1000 / steps
     spent["between operations"] = max(0.0, wall_ms - sum(spent.values()))
     parts = ", ".join(f"{g} {ms:.2f} ({ms / wall_ms:.0%})" for g, ms in spent.most_common())
-    print(f"{plain_ms:.2f} ms a step unprofiled; profiled {wall_ms:.2f} ms: {parts}", flush=True)
+    print(
+        f"{label}: {plain_ms:.2f} ms a step unprofiled; profiled {wall_ms:.2f} ms: {parts}",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -90,8 +95,7 @@ def main() -> None:
         src[:, -1] = model.cfg.eos_id
         for beams in (1, 4):
             dc = DecodeConfig(beam_size=beams, max_new_tokens=64, min_new_tokens=64)
-            print(f"{name}, {'greedy' if beams == 1 else 'beam 4'}: ", end="")
-            profile(model, src, dc, 64)
+            profile(f"{name}, {'greedy' if beams == 1 else 'beam 4'}", model, src, dc, 64)
 
 
 if __name__ == "__main__":
