@@ -10,6 +10,7 @@ outputs stay finite on every PyTorch version and on both paths below.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 
@@ -19,7 +20,7 @@ from torch import Tensor, nn
 from torch.nn.attention import sdpa_kernel
 
 from vaswani.config import ModelConfig
-from vaswani.kernels import fast_backends, linear
+from vaswani.kernels import linear, sdpa_backends
 
 KV = tuple[Tensor, Tensor]
 """Keys and values of one attention layer, each (B, H, Lk, Dh)."""
@@ -74,7 +75,8 @@ class MultiHeadAttention(nn.Module):
             weights = torch.softmax(scores, dim=-1)  # (B, H, Lq, Lk)
             out = F.dropout(weights, dropout_p, self.training).to(v.dtype) @ v
         else:
-            with sdpa_kernel(fast_backends(q, k)):
+            backends = sdpa_backends(q, k)
+            with sdpa_kernel(backends) if backends else contextlib.nullcontext():
                 out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
         b, _, length, _ = out.shape
         out = out.transpose(1, 2).reshape(b, length, self.n_heads * self.head_dim)  # (B, Lq, D)
