@@ -237,7 +237,7 @@ def compare(label: str, model: Transformer, hf, src: torch.Tensor, args, news: l
                 extra = ["", "", "", "", ""]
                 if int8 is not None:
                     if kernels.onednn_available():
-                        with kernels.onednn_decoding(True):
+                        with kernels.onednn_decoding(model, True):
                             t, _ = timed(args.repeats, decode, model, src, dc)
                         extra[0] = f"{tokens / t:,.0f}"
                     extra[1] = f"{tokens / timed(args.repeats, decode, int8, src, dc)[0]:,.0f}"

@@ -84,13 +84,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    kernels.decode_with_onednn(args.onednn)
     print(
         f"{torch.get_num_threads()} threads, CPU capability {torch.backends.cpu.get_cpu_capability()}"
     )
     for name in ("small", "opus-mt"):
         torch.manual_seed(0)
         model = Transformer(shape(name)).eval()
+        kernels.decode_with_onednn(model, args.onednn)
         src = torch.randint(4, 8000, (32, 24))
         src[:, -1] = model.cfg.eos_id
         for beams in (1, 4):

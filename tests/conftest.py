@@ -3,7 +3,6 @@ import torch
 
 import vaswani.device
 import vaswani.precision
-from vaswani import kernels
 from vaswani.config import ModelConfig
 
 
@@ -20,8 +19,6 @@ def _fp32_unless_asked(monkeypatch):
     monkeypatch.setattr(vaswani.device, "bf16_matmul_is_fast", lambda: False)
     # Nor does it measure the precision to decode in (tests/test_precision.py does).
     monkeypatch.setattr(vaswani.precision, "decoding_choice", lambda *_: None)
-    yield
-    kernels.decode_with_onednn(False)  # a test that chose oneDNN leaves no trace in the next
 
 
 @pytest.fixture

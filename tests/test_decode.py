@@ -93,17 +93,19 @@ def test_decoding_on_onednn_kernels_equals_decoding_on_mkl(beam_size):
     tgt = random_ids(cfg, 12, 9)
     with torch.no_grad():
         logits = model(src, tgt)
-    with kernels.onednn_decoding(True), torch.profiler.profile() as prof:
+    with kernels.onednn_decoding(model, True), torch.profiler.profile() as prof:
         on_onednn = decode(model, src, dc)
         alone = [decode(model, pad_sources(cfg, [mix[i]]), dc)[0] for i in (0, 5)]
         with torch.no_grad():
             torch.testing.assert_close(model(src, tgt), logits, atol=1e-4, rtol=1e-4)
+        assert not kernels.decodes_on_onednn(BATCH_INDEPENDENCE_MODEL)  # only the model marked
+    assert not kernels.decodes_on_onednn(model)
     assert "mkldnn::_linear_pointwise" in {e.name for e in prof.events()}
     for a, b in zip(on_onednn, default, strict=True):
         assert tokens(a) == tokens(b)
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)
     assert [tokens(h) for h in alone] == [tokens(on_onednn[0]), tokens(on_onednn[5])]
-    with kernels.onednn_decoding(True), torch.profiler.profile() as prof:
+    with kernels.onednn_decoding(model, True), torch.profiler.profile() as prof:
         model(src, tgt).sum().backward()  # with gradients: nn.Linear as it is
     assert "mkldnn::_linear_pointwise" not in {e.name for e in prof.events()}
 

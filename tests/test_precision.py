@@ -36,7 +36,7 @@ def test_the_fastest_precision_within_half_a_bleu_is_chosen_and_kept(run, monkey
     faster = [n for n in names if found["seconds"][n] < found["seconds"][chosen]]
     assert all(found["bleu"][n] < found["bleu"]["fp32"] - 0.5 for n in faster)
     assert (choice.precision, choice.quantize) == (found["precision"], found["quantize"])
-    assert choice.onednn == found["onednn"] and not kernels.decoding_uses_onednn()
+    assert choice.onednn == found["onednn"] and not kernels.decodes_on_onednn(load_run(run).model)
 
     def measure(*_):
         raise AssertionError("measured twice on one machine")
@@ -85,6 +85,11 @@ def test_a_record_without_a_candidate_of_today_is_measured_again(run, monkeypatc
 def test_a_onednn_choice_is_applied_and_said(run, capsys, monkeypatch):
     choice = vaswani.precision.Choice("fp32", "none", "auto for decoding: test", onednn=True)
     monkeypatch.setattr(vaswani.precision, "decoding_choice", lambda *_: choice)
+    marked = []
+    mark = kernels.decode_with_onednn
+    monkeypatch.setattr(
+        kernels, "decode_with_onednn", lambda m, on: marked.append(on) or mark(m, on)
+    )
     code, out, err = translate_cli(capsys, run, "42")
     assert code == 0 and out.strip()
-    assert "oneDNN" in err and kernels.decoding_uses_onednn() == kernels.onednn_available()
+    assert "oneDNN" in err and marked == [True]

@@ -6,6 +6,7 @@ Elsewhere (a GPU) all three are PyTorch's own."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 
 import torch
@@ -60,53 +61,65 @@ class Dropout(nn.Module):
 # its code by the CPU's vendor as well as its instructions; oneDNN (PyTorch's kernels for bf16)
 # uses every instruction the CPU has. With MKL held to AVX2 (as on an AMD CPU) on an AVX512 Xeon,
 # oneDNN decoded the OPUS-MT shape 1.24x faster with beam 4; with MKL free, MKL was up to 1.15x
-# the faster. So neither is the rule: `vaswani.precision` measures both once per machine and run.
-_onednn_decoding = False
+# the faster. So neither is the rule: `vaswani.precision` measures both once per machine and run,
+# and the choice is a mark on each linear layer of the model it was measured for.
+ONEDNN = "decodes_on_onednn"
 
 
+@functools.cache
 def onednn_available() -> bool:
-    """Whether this PyTorch can run a float32 linear layer on oneDNN."""
-    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+    """Whether this PyTorch can run a float32 linear layer on oneDNN here: tried once, on 2 x 2."""
+    if not (
+        torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+    ):
+        return False
+    x = torch.eye(2)
+    try:
+        y = torch.ops.mkldnn._linear_pointwise(x, x, None, "none", [], "")
+    except RuntimeError:
+        return False
+    return bool(torch.equal(y, x))
 
 
-def decode_with_onednn(on: bool) -> None:
-    """Run decoding's float32 linear layers (no gradients, on a CPU) on oneDNN from now on, or on
-    PyTorch's default (MKL). Applies to the whole process: it is a property of the machine."""
-    global _onednn_decoding
-    _onednn_decoding = on and onednn_available()
+def decode_with_onednn(model: nn.Module, on: bool) -> None:
+    """Run `model`'s float32 linear layers on oneDNN when they decode (no gradients, on a CPU),
+    or on PyTorch's default (MKL). Other models in the process are not touched."""
+    on = on and onednn_available()
+    for module in model.modules():
+        if type(module) is nn.Linear:
+            setattr(module, ONEDNN, on)
 
 
-def decoding_uses_onednn() -> bool:
-    return _onednn_decoding
+def decodes_on_onednn(model: nn.Module) -> bool:
+    return any(getattr(m, ONEDNN, False) for m in model.modules())
 
 
 @contextlib.contextmanager
-def onednn_decoding(on: bool) -> Iterator[None]:
-    """`decode_with_onednn(on)` for a block, then the earlier setting."""
-    before = _onednn_decoding
-    decode_with_onednn(on)
+def onednn_decoding(model: nn.Module, on: bool) -> Iterator[None]:
+    """`decode_with_onednn(model, on)` for a block, then its earlier setting."""
+    before = decodes_on_onednn(model)
+    decode_with_onednn(model, on)
     try:
         yield
     finally:
-        decode_with_onednn(before)
+        decode_with_onednn(model, before)
 
 
-def on_onednn(x: Tensor, weight: Tensor) -> bool:
-    """Whether x @ weight.T should run on oneDNN: the choice is on, and this is float32 inference
-    on a CPU, outside autocast."""
+def on_onednn(layer: nn.Module, x: Tensor) -> bool:
+    """Whether `layer` (x) should run on oneDNN: the layer is marked for it, and this is float32
+    inference on a CPU, outside autocast."""
     return (
-        _onednn_decoding
+        getattr(layer, ONEDNN, False)
         and x.device.type == "cpu"
         and x.dtype == torch.float32
-        and weight.dtype == torch.float32
+        and layer.weight.dtype == torch.float32
         and not torch.is_grad_enabled()
         and not torch.is_autocast_enabled("cpu")
     )
 
 
 def linear(layer: nn.Module, x: Tensor) -> Tensor:
-    """layer(x), on oneDNN where `on_onednn` says so (an `nn.Linear` only: an int8 layer of
-    `--quantize int8` runs as it is)."""
-    if type(layer) is nn.Linear and on_onednn(x, layer.weight):
+    """layer(x), on oneDNN where `on_onednn` says so."""
+    if on_onednn(layer, x):  # marked: an nn.Linear (an int8 layer of --quantize int8 never is)
         return torch.ops.mkldnn._linear_pointwise(x, layer.weight, layer.bias, "none", [], "")
     return layer(x)

@@ -137,7 +137,7 @@ def measure(
     for precision, how in options:
         model = quantize(loaded.model, "int8" if how == "int8" else "none", placement.device)
         name = name_of(precision, how)
-        with kernels.onednn_decoding(how == "onednn"):
+        with kernels.onednn_decoding(model, how == "onednn"):
             timed_translation(loaded, model, placement, precision, sources[:8])  # warm-up
             seconds[name], found = timed_translation(loaded, model, placement, precision, sources)
         bleu[name] = score(found, references).bleu

@@ -291,7 +291,7 @@ def load_for_inference(
                 placement, precision=choice.precision, precision_reason=choice.reason
             )
             how = choice.quantize
-            kernels.decode_with_onednn(choice.onednn)
+            kernels.decode_with_onednn(run.model, choice.onednn)
             if choice.onednn:
                 print("matrix kernels: oneDNN for float32 (--precision auto)", file=sys.stderr)
     if how != "none":

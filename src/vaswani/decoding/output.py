@@ -28,6 +28,7 @@ class OutputLayer:
 
     def __init__(self, layer: nn.Module, tokens: Tensor | None = None) -> None:
         self.tokens = tokens
+        self.source = layer
         self.layer: nn.Module | None = None
         self.weight: Tensor | None = None
         self.bias: Tensor | None = None
@@ -71,7 +72,7 @@ class OutputLayer:
             or (torch.is_grad_enabled() and self.weight.requires_grad)  # out= has no gradient
         ):
             return F.linear(h, self.weight, self.bias)
-        if on_onednn(h, self.weight):  # oneDNN writes its own output
+        if on_onednn(self.source, h):  # oneDNN writes its own output
             return torch.ops.mkldnn._linear_pointwise(h, self.weight, self.bias, "none", [], "")
         n, t, d = h.shape
         rows = n * t
