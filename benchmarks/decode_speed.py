@@ -50,6 +50,20 @@ from vaswani.export import save_ctranslate2
 from vaswani.marian import load_marian_model, model_config
 
 
+def opus_mt_shape() -> ModelConfig:
+    """OPUS-MT's usual shape (e.g. opus-mt-de-en): 6+6 layers, d_model 512, SiLU, 58k vocabulary."""
+    return ModelConfig(
+        vocab_size=58101,
+        activation="silu",
+        sinusoid_layout="halves",
+        max_len=512,
+        dropout=0.0,
+        pad_id=58100,
+        bos_id=58100,
+        eos_id=0,
+    )
+
+
 def marian_config(cfg: ModelConfig):
     from transformers import MarianConfig
 
@@ -319,17 +333,7 @@ def main() -> None:
     seconds = compare(args.preset, model, hf, src, args, args.new, ct2)
 
     if args.imported_new:
-        # OPUS-MT's usual shape (e.g. opus-mt-de-en): 6+6 layers, d_model 512, SiLU, 58k vocabulary.
-        opus = ModelConfig(
-            vocab_size=58101,
-            activation="silu",
-            sinusoid_layout="halves",
-            max_len=512,
-            dropout=0.0,
-            pad_id=58100,
-            bos_id=58100,
-            eos_id=0,
-        )
+        opus = opus_mt_shape()
         with tempfile.TemporaryDirectory() as directory:
             imported, hf = opus_sized_import(opus, Path(directory))
         src = torch.randint(2, 58100, (args.batch, args.src_len))

@@ -17,6 +17,7 @@ import time
 from collections import Counter
 
 import torch
+from decode_speed import opus_mt_shape  # this folder: run as python benchmarks/decode_steps.py
 
 from vaswani import ModelConfig, Transformer, kernels
 from vaswani.config import DecodeConfig
@@ -24,17 +25,26 @@ from vaswani.decoding.search import decode
 
 GROUPS = {
     "matrix products (layers and output)": ("addmm", "mm", "linear_pointwise", "bmm"),
-    "attention": ("scaled_dot_product", "flash_attention"),
+    "attention": ("scaled_dot_product_attention", "scaled_dot_product_flash_attention_for_cpu"),
     "normaliser and top-k": ("logsumexp", "amax", "exp", "sub", "sum", "topk", "max", "sort"),
-    "cache and beam moves": ("copy_", "index_select", "gather", "cat", "index", "where", "fill"),
-    "layer norm, activation, residual": ("layer_norm", "relu", "clamp_min", "silu", "gelu", "add"),
+    "cache and beam moves": ("copy", "index_select", "gather", "cat", "index", "where", "fill"),
+    "layer norm, activation, residual": (
+        "native_layer_norm",
+        "relu",
+        "clamp_min",
+        "silu",
+        "gelu",
+        "add",
+        "mul",
+    ),
 }
 
 
 def group_of(name: str) -> str:
-    op = name.split("::")[-1]
+    """The group of a profiled operation ("aten::exp_" -> exp: normaliser and top-k)."""
+    op = name.split("::")[-1].strip("_")
     for group, ops in GROUPS.items():
-        if any(op == o or op.startswith(f"{o}_") or o in op for o in ops):
+        if op in ops:
             return group
     return "other operations"
 
@@ -44,16 +54,7 @@ def shape(name: str) -> ModelConfig:
         return ModelConfig.from_preset(
             "small", norm="post", sinusoid_layout="halves", dropout=0.0, max_len=128
         )
-    return ModelConfig(  # OPUS-MT's usual shape (e.g. opus-mt-de-en)
-        vocab_size=58101,
-        activation="silu",
-        sinusoid_layout="halves",
-        max_len=512,
-        dropout=0.0,
-        pad_id=58100,
-        bos_id=58100,
-        eos_id=0,
-    )
+    return opus_mt_shape()
 
 
 def profile(
