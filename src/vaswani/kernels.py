@@ -60,7 +60,7 @@ class Dropout(nn.Module):
 # Decoding's float32 linear layers: PyTorch multiplies float32 matrices with Intel MKL, which picks
 # its code by the CPU's vendor as well as its instructions; oneDNN (PyTorch's kernels for bf16)
 # uses every instruction the CPU has. With MKL held to AVX2 (as on an AMD CPU) on an AVX512 Xeon,
-# oneDNN decoded the OPUS-MT shape 1.24x faster with beam 4; with MKL free, MKL was up to 1.15x
+# oneDNN decoded the OPUS-MT shape 1.16-1.26x faster; with MKL free, MKL was up to 1.19x
 # the faster. So neither is the rule: `vaswani.precision` measures both once per machine and run,
 # and the choice is a mark on each linear layer of the model it was measured for.
 ONEDNN = "decodes_on_onednn"
