@@ -76,19 +76,16 @@ def test_a_student_trains_on_distilled_data(distilled, tmp_path):
     assert train(tc, progress=False).step == 3
 
 
+def distill_cli(capsys, teachers: list, data, out, *args: str) -> tuple[int, str, str]:
+    """`vaswani distill --teacher RUN ... --data DATA --out OUT ARGS`: exit code, stdout, stderr."""
+    flags = [f for run in teachers for f in ("--teacher", str(run))]
+    return cli(capsys, "distill", *flags, "--data", str(data), "--out", str(out), *args)
+
+
 def test_cli_distill_refuses_an_existing_out_and_a_teacher_of_another_pair(
     capsys, numbers_run, numbers_data, tmp_path
 ):
-    code, _, err = cli(
-        capsys,
-        "distill",
-        "--teacher",
-        str(numbers_run),
-        "--data",
-        str(numbers_data),
-        "--out",
-        str(numbers_data),
-    )
+    code, _, err = distill_cli(capsys, [numbers_run], numbers_data, numbers_data)
     assert code == 2 and "exists" in err
     other = tmp_path / "en-fr"
     tsv = tmp_path / "p.tsv"
@@ -98,17 +95,8 @@ def test_cli_distill_refuses_an_existing_out_and_a_teacher_of_another_pair(
     teacher.info["meta"]["pair"] = {"source": "de", "target": "en"}
     with pytest.raises(DistillError, match="translates de to en"):
         distill([teacher], other, tmp_path / "kd", DecodeConfig())
-    code, out, err = cli(
-        capsys,
-        "distill",
-        "--teacher",
-        str(numbers_run),
-        "--data",
-        str(numbers_data),
-        "--out",
-        str(tmp_path / "kd2"),
-        "--beam-size",
-        "1",
+    code, out, err = distill_cli(
+        capsys, [numbers_run], numbers_data, tmp_path / "kd2", "--beam-size", "1"
     )
     assert code == 0, err
     assert "training targets are" in out and (tmp_path / "kd2" / "meta.json").exists()
@@ -178,19 +166,8 @@ def test_an_ensemble_of_one_model_twice_translates_as_the_model(numbers_run, num
 
 
 def test_distill_with_two_teachers(capsys, numbers_run, numbers_data, tmp_path):
-    code, out, err = cli(
-        capsys,
-        "distill",
-        "--teacher",
-        str(numbers_run),
-        "--teacher",
-        str(numbers_run),
-        "--data",
-        str(numbers_data),
-        "--out",
-        str(tmp_path / "kd"),
-        "--beam-size",
-        "2",
+    code, out, err = distill_cli(
+        capsys, [numbers_run, numbers_run], numbers_data, tmp_path / "kd", "--beam-size", "2"
     )
     assert code == 0, err
     meta = PreparedData(tmp_path / "kd").meta["distilled"]

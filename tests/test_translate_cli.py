@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from helpers import cli
+from helpers import cli, translate_cli
 from vaswani.config import DecodeConfig
 from vaswani.decoding.text import translate
 from vaswani.run import load_trained
@@ -210,20 +210,10 @@ def test_int8_weights_decode_in_fp32_where_auto_would_pick_bf16(capsys, numbers_
         return dataclasses.replace(real_place(*args), precision="bf16", precision_reason="auto")
 
     monkeypatch.setattr(common, "place", bf16_cpu)
-    code, out, err = cli(
-        capsys, "translate", "--checkpoint", str(numbers_run), "--quantize", "int8", "271493"
-    )
+    code, out, err = translate_cli(capsys, numbers_run, "--quantize", "int8", "271493")
     assert code == 0, err
     assert "precision: fp32 (int8 weights compute in fp32)" in err and out.strip()
-    code, _, err = cli(
-        capsys,
-        "translate",
-        "--checkpoint",
-        str(numbers_run),
-        "--quantize",
-        "int8",
-        "--precision",
-        "bf16",
-        "271493",
+    code, _, err = translate_cli(
+        capsys, numbers_run, "--quantize", "int8", "--precision", "bf16", "271493"
     )
     assert code == 2 and "leave out --precision bf16" in err
