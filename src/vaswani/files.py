@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -73,10 +74,33 @@ def regular_file(path: Path, what: str = "file") -> Path:
     return path
 
 
-def read_text(path: Path, what: str = "file") -> str:
+MAX_TEXT_BYTES = 256 << 20
+"""The most bytes of a file read whole (a split of a data directory, a settings file)."""
+MAX_JSON_BYTES = 64 << 20
+"""The most bytes of a JSON file read whole (meta.json, a manifest, decoding.json)."""
+
+
+def read_bounded(path: Path, limit: int, what: str = "file") -> bytes:
+    """The bytes of `path`, read as a stream and refused past `limit`: what a file holds is
+    judged by what is read, never by what `stat` says (a sparse file, a pipe, /dev/zero)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as error:
+        reason = "a loop of symbolic links" if error.errno == errno.ELOOP else error.strerror
+        raise DamagedFileError(f"{path}: cannot read the {what}: {reason}") from None
+    if len(data) > limit:
+        raise DamagedFileError(
+            f"{path}: the {what} is over {limit:,} bytes, more than any such file holds"
+        )
+    return data
+
+
+def read_text(path: Path, what: str = "file", limit: int = MAX_TEXT_BYTES) -> str:
     """The UTF-8 text of a file vaswani wrote (a split of a data directory, a pointer): a byte
-    that is not UTF-8 is one line naming the file, the line and the byte offset."""
-    data = regular_file(path, what).read_bytes()
+    that is not UTF-8 is one line naming the file, the line and the byte offset; a file over
+    `limit` bytes is refused."""
+    data = read_bounded(regular_file(path, what), limit, what)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -87,14 +111,18 @@ def read_text(path: Path, what: str = "file") -> str:
 
 
 def read_json(
-    path: Path, what: str = "", kind: type | None = None, keys: Mapping[str, type] | None = None
+    path: Path,
+    what: str = "",
+    kind: type | None = None,
+    keys: Mapping[str, type] | None = None,
+    limit: int = MAX_JSON_BYTES,
 ) -> Any:
     """The JSON content of a file named inside a run, data, checkpoint or model directory. A
     missing or non-regular file, text that is not UTF-8 or not JSON, a top level that is not a
     `kind` (dict, list), or a key of `keys` missing or not of its type is one line naming the
     file, where and what."""
     what = what or "JSON file"
-    text = read_text(path, what)
+    text = read_text(path, what, limit)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -252,6 +280,49 @@ def write_atomic(path: Path, data: bytes) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)  # replaces a link at `path` itself, never what it points to
+
+
+def write_output(path: Path, data: bytes) -> None:
+    """Write a command's output at `path`: a new or regular file is replaced whole (readers see
+    the old or the new, never a mix); this process's own stdout or stderr (`/dev/stdout`), a
+    character device (`/dev/null`) or a FIFO is written into, never replaced; anything else that
+    exists there (a socket, a block device) is refused."""
+    path = Path(path)
+    try:
+        found = path.stat()  # through links: /dev/stdout leads to /proc/self/fd/1
+    except OSError:
+        found = None
+    if found is not None and not stat.S_ISREG(found.st_mode):
+        for fd in (1, 2):
+            with contextlib.suppress(OSError):
+                if os.path.samestat(found, os.fstat(fd)):
+                    stream = (sys.stdout if fd == 1 else sys.stderr).buffer
+                    stream.write(data)
+                    stream.flush()
+                    return
+        if not (stat.S_ISCHR(found.st_mode) or stat.S_ISFIFO(found.st_mode)):
+            raise UnsafeFileError(
+                f"{path}: not a regular file, a device or a pipe; write elsewhere"
+            )
+        with open(path, "wb") as handle:  # a device or a pipe: written into as it is
+            handle.write(data)
+        return
+    write_atomic(path, data)
+
+
+def overlap(output: Path, reads: Mapping[str, Path]) -> str | None:
+    """The name of what `output` would write over among `reads` (a thing read: "--input a.txt",
+    "the dataset"), or None: an output that is a path read, is inside a directory read, or is a
+    directory that holds one (it would be replaced) overlaps it."""
+    try:
+        out = Path(output).resolve()
+        for name, path in reads.items():
+            read = Path(path).resolve()
+            if out == read or out.is_relative_to(read) or read.is_relative_to(out):
+                return name
+    except (OSError, RuntimeError):  # a loop of links: refused elsewhere
+        return None
+    return None
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from vaswani.decoding.quantize import quantize
 from vaswani.decoding.text import translate
 from vaswani.device import Hardware, Placement, autocast, machine_name
 from vaswani.errors import VaswaniError
-from vaswani.files import read_json, write_atomic
+from vaswani.files import is_number, member, read_json, write_atomic
 from vaswani.metrics import score
 
 FILE = "decoding.json"
@@ -104,14 +105,34 @@ def decoding_choice(loaded: Any, placement: Placement, hw: Hardware | None = Non
 
 
 def known(run: Any) -> dict:
-    path = run / FILE
-    if not path.is_file():
+    """The run's measured choices, by machine: an entry that is not one `measure` writes (edited,
+    damaged, of another version) is left out, so that it is measured again; so is the whole file
+    where it cannot be read as a regular JSON file inside the run."""
+    if not (run / FILE).exists() and not (run / FILE).is_symlink():
         return {}
     try:
-        record = read_json(path, "the decoding precision record")
+        record = read_json(member(run, FILE, "the decoding precision record"), limit=1 << 20)
     except (OSError, VaswaniError, ValueError):
         return {}
-    return record if isinstance(record, dict) else {}
+    if not isinstance(record, dict):
+        return {}
+    return {key: entry for key, entry in record.items() if well_formed(entry)}
+
+
+def well_formed(entry: Any) -> bool:
+    """Whether `entry` is a measurement as `measure` writes it."""
+    if not isinstance(entry, dict):
+        return False
+    figures = [entry.get("seconds"), entry.get("bleu")]
+    return (
+        entry.get("precision") in ("fp32", "bf16", "fp16")
+        and entry.get("quantize") in ("none", "int8")
+        and isinstance(entry.get("onednn", False), bool)
+        and type(entry.get("sentences")) is int
+        and all(isinstance(f, dict) for f in figures)
+        and all(is_number(v) and math.isfinite(v) for f in figures for v in f.values())
+        and set(figures[0]) == set(figures[1])
+    )
 
 
 def validation_text(loaded: Any) -> tuple[list[str], list[str]] | None:

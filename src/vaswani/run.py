@@ -162,7 +162,8 @@ class LoadedRun:
         the mean probability per token that search gives."""
         if not (self.path / CONFIDENCE).exists():
             return None
-        record = read_json(member(self.path, CONFIDENCE, "the confidence calibration"))
+        where = member(self.path, CONFIDENCE, "the confidence calibration")
+        record = read_json(where, "confidence calibration", dict, limit=1 << 20)
         try:
             return Calibration.from_record(record)
         except (KeyError, TypeError, ValueError) as error:

@@ -71,7 +71,7 @@ def test_several_files_go_into_an_output_dir_and_an_input_is_never_overwritten(
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.html", "b.po"]
     same = ["--input", inputs[0], "--output", inputs[0]]
     code, _, err = translate_cli(capsys, numbers_run, *same)
-    assert code == 2 and "would overwrite its input" in err
+    assert code == 2 and "would write over --input" in err
 
 
 def test_one_text_document_without_output_goes_to_stdout_and_a_zip_needs_one(

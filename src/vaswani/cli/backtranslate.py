@@ -98,10 +98,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from vaswani.backtranslate import BackTranslation, backtranslate, join_parts
 
-    writable_file(args.output)
     for path in args.input:
         if not path.exists():
             raise CliError(f"--input {path}: no such file")
+    reads = {f"--input {p}": p for p in args.input} | {"the reverse model": args.checkpoint}
+    writable_file(args.output, reads=reads, stream=False)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank, local = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0"))
     dist = None

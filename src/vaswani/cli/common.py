@@ -8,9 +8,10 @@ import contextlib
 import dataclasses
 import json
 import math
+import stat
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from vaswani.documents.memory import Memory
 from vaswani.documents.segment import Sentences
 from vaswani.documents.translate import Aids
 from vaswani.errors import VaswaniError
+from vaswani.files import overlap
 from vaswani.run import LoadedRun, load_run
 from vaswani.tasks import Task
 
@@ -72,14 +74,37 @@ line_bytes = _number(int, lambda v: 1 <= v <= MAX_LINE_BYTES, f"in 1 .. {MAX_LIN
 port_number = _number(int, lambda v: 1 <= v <= 65535, "a port number in 1 .. 65535")
 
 
-def writable_file(path: Path | None, flag: str = "--output") -> None:
-    """Refuse an output path that cannot be written as a file, before any work is done."""
+def writable_file(
+    path: Path | None,
+    flag: str = "--output",
+    reads: Mapping[str, Path] | None = None,
+    stream: bool = True,
+) -> None:
+    """Refuse an output path that cannot be written as a file, before any work is done: a
+    directory, a missing directory, a path that is or is inside something the command reads
+    (`reads`: its name -> its path), and an existing node that is not a regular file, a device or
+    a pipe (with `stream` False, an output resumed in place, any node but a regular file)."""
     if path is None:
         return
     if path.is_dir():
         raise CliError(f"{flag} {path}: is a directory; give a file name")
     if not path.parent.is_dir():
         raise CliError(f"{flag} {path}: the directory {path.parent} does not exist")
+    not_over(path, flag, reads or {})
+    if path.exists() and not path.is_file():
+        kind = stat.S_IFMT(path.stat().st_mode)
+        if not stream or kind not in (stat.S_IFCHR, stat.S_IFIFO):
+            raise CliError(f"{flag} {path}: is not a regular file; give a file name")
+
+
+def not_over(path: Path, flag: str, reads: Mapping[str, Path]) -> None:
+    """Refuse an output that would write over something the command reads, whatever --force
+    says: nothing a user had is lost to a mistyped path."""
+    found = overlap(path, reads)
+    if found is not None:
+        raise CliError(
+            f"{flag} {path} would write over {found}, which this command reads; write elsewhere"
+        )
 
 
 PRECISION_HELP = (

@@ -15,6 +15,7 @@ from vaswani.cli.common import (
     add_model_flags,
     add_quantize_flag,
     load_for_inference,
+    not_over,
 )
 from vaswani.cli.fields import add_field_flags
 from vaswani.config import DecodeConfig
@@ -44,10 +45,11 @@ def run(args: argparse.Namespace) -> int:
     from vaswani.distill import distill
 
     data = PreparedData(args.data)  # refused here, before the teacher is loaded, if not data
+    reads = {f"the dataset {args.data}": data.directory}
+    reads |= {f"the teacher {t}": t for t in args.checkpoint}
+    not_over(args.out, "--out", reads)  # whatever --force says
     if args.out.exists() and not (args.out.is_dir() and args.force):
         raise CliError(f"--out {args.out}: exists; choose another --out, or --force to replace it")
-    if args.out.resolve() == data.directory.resolve():
-        raise CliError("--out is the dataset being distilled; choose another --out")
     teachers = []
     for run_dir in args.checkpoint:  # the first resolves --precision auto for all
         teacher, placement = load_for_inference(args, TRANSLATE, run_dir=run_dir)

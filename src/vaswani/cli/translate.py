@@ -24,6 +24,7 @@ from vaswani.cli.common import (
     aids_of,
     decode_config,
     load_for_inference,
+    not_over,
     one_line,
     positive_int,
     read_input_lines,
@@ -53,7 +54,7 @@ from vaswani.documents.translate import (
     translate_sentences,
     translator,
 )
-from vaswani.files import regular_file, write_atomic
+from vaswani.files import regular_file, write_output
 from vaswani.progress import progress_bar
 from vaswani.run import LoadedRun
 from vaswani.tasks import TRANSLATE
@@ -218,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("give TEXT arguments or --input FILE, not both")
     if document_mode(args, inputs):
         return translate_files(args, inputs)
-    writable_file(args.output)
+    writable_file(args.output, reads=reads_of(args, inputs))
     dc = decode_config(args, args.n_best)
     interactive = not args.texts and not inputs and sys.stdin.isatty()
     if args.texts:
@@ -258,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
     lines_out = format_translations(0, found, dc.n_best, form, args.min_confidence)
     text = "".join(line + "\n" for line in lines_out)
     if args.output is not None:
-        write_atomic(args.output, text.encode("utf-8"))  # never a half-written file
+        write_output(args.output, text.encode("utf-8"))  # never a half-written file
         print(f"translated {len(lines)} lines of {name} into {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -316,15 +317,28 @@ def file_outputs(args: argparse.Namespace, inputs: list[Path]) -> list[Path | No
         raise CliError("--output-format jsonl and --n-best are for lines, not whole files")
     outputs: list[Path | None] = [args.output]
     if args.output_dir is not None:
-        args.output_dir.mkdir(parents=True, exist_ok=True)
+        not_over(args.output_dir, "--output-dir", reads_of(args, inputs))
         outputs = [args.output_dir / p.name for p in inputs]
-    for source, target in zip(inputs, outputs, strict=True):
-        if target is None:  # one text document: its translation on stdout
-            continue
-        writable_file(target)
-        if target.exists() and source.exists() and source.resolve() == target.resolve():
-            raise CliError(f"{target}: the output would overwrite its input; write elsewhere")
+        same = {
+            name for name in (p.name for p in inputs) if [p.name for p in inputs].count(name) > 1
+        }
+        if same:
+            raise CliError(
+                f"--output-dir {args.output_dir}: several inputs are named {sorted(same)[0]}, and "
+                "their translations would be written over each other; translate them apart"
+            )
+        args.output_dir.mkdir(parents=True, exist_ok=True)
+    for target in outputs:
+        writable_file(target, reads=reads_of(args, inputs))
     return outputs
+
+
+def reads_of(args: argparse.Namespace, inputs: list[Path]) -> dict[str, Path]:
+    """What translate reads, by name, that no output may write over: the inputs (stdin aside),
+    the run, the glossaries and memories."""
+    found = {f"--input {p}": p for p in inputs if str(p) != "-"}
+    aids = [args.checkpoint, args.glossary, *(args.memory or [])]
+    return found | {f"{p}": Path(p) for p in aids if p is not None}
 
 
 def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
@@ -375,7 +389,7 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
         sys.stdout.write(results[0].decode("utf-8"))
         return 0
     for target, data in zip(outputs, results, strict=True):
-        write_atomic(target, data)  # never a half-written file; the input is only read
+        write_output(target, data)  # never a half-written file; the input is only read
     names = ", ".join(str(p) for p in outputs)
     print(
         f"translated {len(inputs)} file(s), {total:,} characters of text, into {names}",

@@ -65,7 +65,7 @@ def read_settings(path: Path) -> dict[str, Any]:
     """The mapping a settings file holds (empty for an empty file)."""
     import yaml
 
-    text = read_text(Path(path), "config file")
+    text = read_text(Path(path), "config file", limit=1 << 20)
     try:
         data = yaml.load(text, Loader=settings_loader())  # noqa: S506 - a SafeLoader, bounded
     except yaml.YAMLError as error:

@@ -16,9 +16,11 @@ import time
 from pathlib import Path
 
 from vaswani.data.corpora import DataError
-from vaswani.files import read_text
+from vaswani.files import DamagedFileError, member, read_text
 
 FILE = "train.align"
+MAX_LINK_BYTES = 1 << 20
+"""The longest line of train.align: links of two sentences of the longest TSV line."""
 
 
 def read_links(line: str) -> set[tuple[int, int]]:
@@ -75,9 +77,23 @@ def write_alignments(directory: Path, split: object, src_tok: object, tgt_tok: o
     }
 
 
-def load_alignments(directory: Path) -> list[str] | None:
-    """The lines of `directory`/train.align, or None when the data has none."""
+def load_alignments(directory: Path, pairs: int) -> list[str] | None:
+    """The lines of `directory`/train.align (one for each of the `pairs` training pairs), or None
+    when the data has none. Read line by line and bounded: a file with a line over
+    MAX_LINK_BYTES or more lines than pairs is refused as soon as that is read."""
     path = Path(directory) / FILE
     if not path.is_file():
         return None
-    return read_text(path, "word alignments").splitlines()
+    lines = []
+    with open(member(directory, FILE, "the word alignments"), "rb") as handle:
+        while line := handle.readline(MAX_LINK_BYTES + 1):
+            if len(line) > MAX_LINK_BYTES or len(lines) == pairs:
+                problem = "a line too long" if len(lines) < pairs else f"over {pairs:,} lines"
+                raise DamagedFileError(f"{path}:{len(lines) + 1}: {problem}; prepare again")
+            try:
+                lines.append(line.decode("utf-8").rstrip("\n"))
+            except UnicodeDecodeError:
+                raise DamagedFileError(
+                    f"{path}:{len(lines) + 1}: not UTF-8; prepare again"
+                ) from None
+    return lines

@@ -19,6 +19,7 @@ import dataclasses
 import math
 from collections import Counter
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -58,7 +59,8 @@ def signals_of(hypotheses: list[Hypothesis]) -> Signals:
 
 def mean_probability(signals: Signals) -> float:
     """The confidence of a run without a calibration: the mean probability per token."""
-    return math.exp(signals.mean_log_prob)
+    value = math.exp(signals.mean_log_prob)
+    return value if math.isfinite(value) else 0.0
 
 
 def token_f1(a: list[int], b: list[int]) -> float:
@@ -85,22 +87,46 @@ class Calibration:
 
     def __call__(self, signals: Signals) -> float:
         x = (np.array(signals.vector()) - self.mean) / self.scale
-        return float(np.clip(x @ np.array(self.weights) + self.bias, 0.0, 1.0))
+        value = float(np.clip(x @ np.array(self.weights) + self.bias, 0.0, 1.0))
+        return value if math.isfinite(value) else 0.0  # NaN signals: no confidence, never NaN
 
     def record(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_record(cls, record: dict) -> Calibration:
+        """The calibration a record (`record()`) holds; a ValueError naming the first field that
+        is missing, of the wrong shape or not a finite number."""
         if tuple(record.get("signals", ())) != SIGNALS:
             raise ValueError(f"signals {record.get('signals')} are not {list(SIGNALS)}")
-        fields = ("mean", "scale", "weights")
+        found: dict[str, Any] = {}
+        for name in ("mean", "scale", "weights"):
+            values = record.get(name)
+            if not isinstance(values, list) or len(values) != len(SIGNALS):
+                raise ValueError(f"{name!r} should be a list of {len(SIGNALS)} numbers")
+            found[name] = tuple(finite(v, name) for v in values)
+        if 0.0 in found["scale"]:
+            raise ValueError("'scale' holds a 0")
+        sentences = record.get("sentences")
+        if type(sentences) is not int or sentences < 0:
+            raise ValueError("'sentences' should be a count")
         return cls(
-            **{name: tuple(float(v) for v in record[name]) for name in fields},
-            bias=float(record["bias"]),
-            sentences=int(record["sentences"]),
-            spearman=float(record["spearman"]),
+            **found,
+            bias=finite(record.get("bias"), "bias"),
+            sentences=sentences,
+            spearman=finite(record.get("spearman"), "spearman"),
         )
+
+
+def finite(value: Any, name: str) -> float:
+    """`value` as a float, or a ValueError naming the field where it is not a finite number."""
+    try:
+        number = float(value) if isinstance(value, int | float) and value is not True else None
+    except OverflowError:  # an int of 400 digits
+        number = None
+    if number is None or value is False or not math.isfinite(number):
+        raise ValueError(f"{name!r} holds {str(value)[:40]}, not a finite number")
+    return number
 
 
 def fit(signals: list[Signals], chrf: list[float], ridge: float = 1.0) -> Calibration:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from vaswani.data.corpora import DEFAULT_MAX_LINE_BYTES
-from vaswani.documents.markup import Alignment
+from vaswani.documents.markup import Alignment, MarkupError
 from vaswani.errors import VaswaniError
 
 
@@ -174,7 +174,10 @@ def read_document(
     """The document in `data` (a file's bytes) read as `fmt`; one text (paragraph, block,
     message) over `options.max_unit_bytes` is a DocumentError."""
     options = options or DocumentOptions()
-    document = READERS[fmt](data, name, options)
+    try:
+        document = READERS[fmt](data, name, options)
+    except MarkupError as error:
+        raise DocumentError(f"{name}: {error}") from None
     for number, text in enumerate(document.texts(), 1):
         if len(text) > options.max_unit_bytes // 4 and len(text.encode()) > options.max_unit_bytes:
             raise DocumentError(

@@ -244,12 +244,13 @@ def read_glossary(path: Path, source: str | None = None, target: str | None = No
     """A glossary file by its extension: .tbx (terms of languages `source` and `target`; by
     default the first two languages in the file), .csv, or anything else as TSV."""
     path = Path(path)
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise GlossaryError(f"{path}: over {MAX_FILE_BYTES >> 20} MiB; is it a glossary?")
-        data = path.read_bytes()
+    try:  # read as a stream within the limit: a pipe works, /dev/zero is refused
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as error:
         raise GlossaryError(f"{path}: cannot read it ({error.strerror or error})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise GlossaryError(f"{path}: over {MAX_FILE_BYTES >> 20} MiB; is it a glossary?")
     if path.suffix.lower() == ".tbx":
         return Glossary.of(tbx_pairs(data, str(path), source, target))
     try:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from vaswani.documents.markup import Alignment, Element, Tagged, place
+from vaswani.documents.markup import MAX_DEPTH, Alignment, Element, MarkupError, Tagged, place
 from vaswani.errors import VaswaniError
 
 INLINE = frozenset(
@@ -153,6 +153,8 @@ class _Containers(HTMLParser):
         number, self.count = self.count, self.count + 1
         if tag in INLINE:
             self.open.append((tag, number))
+            if len(self.open) > MAX_DEPTH:  # refused before the work grows with the depth
+                raise MarkupError(f"inline markup nested over {MAX_DEPTH} levels deep")
         elif tag not in VOID_INLINE and tag != "code":  # a block starts in them
             self.found.update(n for _, n in self.open)
 
@@ -184,15 +186,29 @@ class HtmlDocument(HTMLParser):
 
     @classmethod
     def parse(cls, text: str) -> HtmlDocument:
-        first = _Containers()
-        first.feed(text)
-        first.close()
-        document = cls()
-        document.containers = first.found
-        document.feed(text)
-        document.close()
-        document.flush()
+        """The document `text` holds; an HtmlError for markup it cannot carry (an element never
+        closed, nesting over MAX_DEPTH, a marked section html.parser refuses)."""
+        first, document = _Containers(), cls()
+        try:
+            first.feed(text)
+            first.close()
+            document.containers = first.found
+            document.feed(text)
+            document.close()
+            document.flush()
+        except AssertionError as error:  # html.parser asserts on `<![foo[`
+            raise HtmlError(f"markup the HTML parser refuses: {error}") from None
+        except MarkupError as error:
+            raise HtmlError(str(error)) from None
         return document
+
+    def parse_marked_section(self, i: int, report: int = 1) -> int:
+        """`<![CDATA[...]]>`, `<![if IE]>`: kept as written, byte for byte (html.parser hands
+        `unknown_decl` the section without its brackets, which cannot be written back)."""
+        end = super().parse_marked_section(i, report=0)
+        if end >= 0:
+            self.other(self.rawdata[i:end])
+        return end
 
     # --- reading -------------------------------------------------------------------------
 
@@ -352,9 +368,6 @@ class HtmlDocument(HTMLParser):
 
     def handle_pi(self, data: str) -> None:
         self.other(f"<?{data}>")
-
-    def unknown_decl(self, data: str) -> None:
-        self.other(f"<![{data}]>")
 
     def other(self, markup: str) -> None:
         """Comments and declarations: inside a block, kept in place like an empty element."""

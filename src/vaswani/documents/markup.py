@@ -19,6 +19,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from vaswani.errors import VaswaniError
+
 Alignment = list[tuple[int, int]]
 
 
@@ -37,12 +39,29 @@ class Element:
     image in a text whose spaces were collapsed)."""
 
 
+MAX_DEPTH = 100
+"""The deepest inline markup read (real documents nest a few levels): placing recurses once a
+level, and a file nested thousands deep is an attack, refused as it is read."""
+
+
+class MarkupError(VaswaniError, ValueError):
+    """Inline markup that cannot be carried across translation (nested too deeply)."""
+
+
 @dataclass
 class Tagged:
     """Plain text and the elements over it (`root.children`, in order, properly nested)."""
 
     text: str
     root: Element = field(default_factory=lambda: Element(""))
+
+    def __post_init__(self) -> None:
+        todo = [(element, 1) for element in self.root.children]
+        while todo:
+            element, depth = todo.pop()
+            if depth > MAX_DEPTH:
+                raise MarkupError(f"inline markup nested over {MAX_DEPTH} levels deep")
+            todo.extend((child, depth + 1) for child in element.children)
 
     @property
     def elements(self) -> list[Element]:
@@ -102,6 +121,8 @@ def place(
     """`translation` (of `tagged.text`) with `tagged`'s elements around the words aligned to the
     words they wrap (`alignment`: pairs source word - translated word); text escaped by
     `escape`, markup as it was."""
+    if not tagged.root.children:  # no markup: nothing to place
+        return escape(translation)
     source, target = units(tagged.text), units(translation)
     n_source, n_target = len(source) // PARTS, len(target) // PARTS
     links: dict[int, list[int]] = {}

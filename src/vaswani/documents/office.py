@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,10 @@ class Zipped:
             raise DocumentError(f"{name}: not a readable zip ({error})") from None
         if len(infos) > options.max_members:
             raise DocumentError(f"{name}: {len(infos)} zip members, over {options.max_members}")
+        names = [info.filename for info in infos]
+        if len(set(names)) < len(names):  # which of two is "the" document differs by reader
+            twice = next(n for n in names if names.count(n) > 1)
+            raise DocumentError(f"{name}: two zip members are named {twice}; a damaged or forged file")
         total = sum(info.file_size for info in infos)
         if total > options.max_unpacked_bytes:
             raise DocumentError(
@@ -69,7 +74,7 @@ class Zipped:
         try:
             with self.zip.open(info) as stream:
                 data = stream.read(info.file_size + 1)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError) as error:
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError, zlib.error) as error:
             raise DocumentError(f"{self.name}: {member} cannot be unpacked ({error})") from None
         if len(data) > info.file_size:
             raise DocumentError(f"{self.name}: {member} is larger than its zip entry says")
@@ -92,15 +97,28 @@ def parse_xml(data: bytes, where: str) -> Any:
         raise DocumentError(f"{where}: XML with a document type declaration (entities) is refused")
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
     try:
-        return etree.fromstring(data, parser)
+        root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as error:
         raise DocumentError(f"{where}: not well-formed XML ({error})") from None
+    docinfo = root.getroottree().docinfo
+    if docinfo.doctype or docinfo.internalDTD is not None:  # one in UTF-16 passed the bytes check
+        raise DocumentError(f"{where}: XML with a document type declaration (entities) is refused")
+    return root
 
 
 def serialize(root: Any) -> bytes:
     from lxml import etree
 
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8", standalone=True)
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """`text` without the characters XML 1.0 cannot hold (control characters a glossary or a
+    memory brought in): written as they are, they would make the part unreadable."""
+    return _NOT_XML.sub("", text)
 
 
 @dataclass
@@ -114,7 +132,7 @@ class Slot:
         return getattr(self.node, self.attribute) or ""
 
     def set(self, text: str) -> None:
-        setattr(self.node, self.attribute, text)
+        setattr(self.node, self.attribute, xml_text(text))
         if self.node.tag == W + "t":
             self.node.set(XML_SPACE, "preserve")
 

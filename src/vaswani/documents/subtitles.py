@@ -10,8 +10,11 @@ two lines gets its translation back on two lines, broken at the space nearest th
 
 from __future__ import annotations
 
+import functools
 import io
+import itertools
 import re
+import sys
 from dataclasses import dataclass
 
 from vaswani.documents.files import DocumentError, DocumentOptions, decoded
@@ -20,14 +23,17 @@ from vaswani.documents.markup import Alignment, Element, Tagged, place
 _BLOCKS = re.compile(r"(?:\r?\n){2,}")
 _TAG = re.compile(r"<(/?)([A-Za-z][\w.]*|\d[\d:.]*)[^<>]*>")
 _PAIRED = {"b", "i", "u", "s", "font", "c", "v", "lang", "ruby", "rt", "span"}
+_VTT_BLOCK = re.compile(r"(NOTE|STYLE|REGION)(\s|$)|(\r?\n)+$")
+"""What a WebVTT block that is not a cue may be (or the separators between blocks)."""
 _ENDS_SENTENCE = re.compile(r"""[.!?…。！？]["'»”’)\]]*$""")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Block:
-    """A cue's block of the file: the lines up to its timing line, and its text lines."""
+    """A cue's block of the file: its lines up to its timing line (joined, as written), and its
+    text lines."""
 
-    head: list[str]
+    head: str
     text: list[str]
 
 
@@ -39,16 +45,15 @@ class Subtitles:
     newline: str
     markup = True
 
-    @property
+    @functools.cached_property
     def cues(self) -> list[_Block]:
         return [part for part in self.parts if isinstance(part, _Block)]
 
     def groups(self) -> list[list[int]]:
         """Runs of consecutive cues that make one sentence (the last of each ends one)."""
         found, current = [], []
-        for i, cue in enumerate(self.cues):
-            text = cue_tagged(cue).text.strip()
-            if not text:
+        for i, text in enumerate(self.plain):
+            if not text.strip():
                 continue
             current.append(i)
             if _ENDS_SENTENCE.search(text):
@@ -56,9 +61,13 @@ class Subtitles:
                 current = []
         return found + ([current] if current else [])
 
+    @functools.cached_property
+    def plain(self) -> list[str]:
+        """Each cue's text without its tags."""
+        return [cue_tagged(cue).text for cue in self.cues]
+
     def texts(self) -> list[str]:
-        cues = self.cues
-        return [" ".join(cue_tagged(cues[i]).text for i in group) for group in self.groups()]
+        return [" ".join(self.plain[i] for i in group) for group in self.groups()]
 
     def rebuild(
         self, translations: list[str], alignments: list[Alignment | None], language: str | None
@@ -83,7 +92,7 @@ class Subtitles:
                 first_source += n_source
         out = []
         for part in self.parts:
-            out.append(part if isinstance(part, str) else self.newline.join(part.head + part.text))
+            out.append(part if isinstance(part, str) else self.newline.join([part.head, *part.text]))
         return "".join(out).encode("utf-8")
 
 
@@ -157,7 +166,7 @@ def blocks(text: str, is_timing: re.Pattern) -> tuple[list[str | _Block], str]:
     trailing, text = text[len(body) :], body
     parts: list[str | _Block] = []
     at = 0
-    for match in [*_BLOCKS.finditer(text), None]:
+    for match in itertools.chain(_BLOCKS.finditer(text), [None]):
         end = match.start() if match else len(text)
         block = text[at:end]
         rows = block.split(newline) if block else []
@@ -165,9 +174,9 @@ def blocks(text: str, is_timing: re.Pattern) -> tuple[list[str | _Block], str]:
         if timing is None:
             parts.append(block)
         else:
-            parts.append(_Block(rows[: timing + 1], rows[timing + 1 :]))
+            parts.append(_Block(newline.join(rows[: timing + 1]), rows[timing + 1 :]))
         if match:
-            parts.append(match.group())
+            parts.append(sys.intern(match.group()))  # a million cues share a few separators
             at = match.end()
     return [*parts, trailing], newline
 
@@ -178,7 +187,7 @@ def read_srt(data: bytes, name: str, options: DocumentOptions) -> Subtitles:
     text = decoded(data, name)
     try:
         count = sum(1 for _ in srt.parse(text))
-    except (srt.SRTParseError, ValueError) as error:
+    except (srt.SRTParseError, ValueError, OverflowError) as error:  # 99,999,999,999 hours
         raise DocumentError(f"{name}: not a valid SRT file ({error})") from None
     return _checked(text, count, re.compile(r"-->"), name)
 
@@ -191,7 +200,15 @@ def read_vtt(data: bytes, name: str, options: DocumentOptions) -> Subtitles:
         count = len(webvtt.from_buffer(io.StringIO(text)).captions)
     except Exception as error:  # webvtt-py raises its own errors and plain ones
         raise DocumentError(f"{name}: not a valid WebVTT file ({error})") from None
-    return _checked(text, count, re.compile(r"-->"), name)
+    document = _checked(text, count, re.compile(r"-->"), name)
+    for number, part in enumerate(document.parts):
+        if number and isinstance(part, str) and part.strip() and not _VTT_BLOCK.match(part):
+            line = "".join(p if isinstance(p, str) else p.head for p in document.parts[:number])
+            raise DocumentError(
+                f"{name}: line {line.count(chr(10)) + 1}: a block that is no cue (its timing "
+                "line is missing or broken), note, style or region"
+            )
+    return document
 
 
 def _checked(text: str, count: int, timing: re.Pattern, name: str) -> Subtitles:

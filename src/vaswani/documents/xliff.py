@@ -18,7 +18,7 @@ from xml.sax.saxutils import escape
 
 from vaswani.documents.files import DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment, Element, Tagged, place
-from vaswani.documents.office import parse_xml, serialize
+from vaswani.documents.office import parse_xml, serialize, xml_text
 
 V12 = "urn:oasis:names:tc:xliff:document:1.2"
 V20 = "urn:oasis:names:tc:xliff:document:2.0"
@@ -37,9 +37,13 @@ def tagged_source(source: Any) -> Tagged:
     root = Element("")
 
     def add(node: Any, parent: Element) -> None:
+        ends = {c.get("startRef") for c in node if local(c.tag) == "ec"}
+        opened: list[tuple[str, Element]] = []  # 2.0's <sc/> awaiting their <ec/> here
         for child in node:
             at = len("".join(text))
-            if local(child.tag) in PAIRED:
+            holder = opened[-1][1] if opened else parent
+            name = local(child.tag)
+            if name in PAIRED:
                 shell = copy.copy(child)
                 shell.tail = None
                 for inner in list(shell):
@@ -49,7 +53,7 @@ def tagged_source(source: Any) -> Tagged:
                 opening = markup[:-2] + ">" if markup.endswith("/>") else markup.split("</")[0]
                 element = Element(
                     opening,
-                    f"</{child.prefix + ':' if child.prefix else ''}{local(child.tag)}>",
+                    f"</{child.prefix + ':' if child.prefix else ''}{name}>",
                     at,
                 )
                 text.append(child.text or "")
@@ -59,7 +63,14 @@ def tagged_source(source: Any) -> Tagged:
                 whole = copy.copy(child)
                 whole.tail = None
                 element = Element(etree.tostring(whole, encoding="unicode"), "", at, at)
-            parent.children.append(element)
+            if name == "ec" and opened and opened[-1][0] == child.get("startRef"):
+                _, start = opened.pop()  # the pair's end: an element around what they hold
+                start.closing, start.end = element.opening, at
+                holder = None
+            elif name == "sc" and child.get("id") in ends:
+                opened.append((child.get("id"), element))
+            if holder is not None:
+                holder.children.append(element)
             tail = child.tail or ""
             if not element.closing and tail.startswith(" ") and "".join(text).endswith(" "):
                 tail, element.tail = tail[1:], " "  # "a <ph/> b": spaces on both sides
@@ -96,7 +107,7 @@ class Xliff:
         for unit, translation, alignment in zip(self.units, translations, alignments, strict=True):
             if translation is None:  # below --min-confidence: left for a translator
                 continue
-            placed = place(tagged_source(unit.source), translation, alignment or [], escape)
+            placed = place(tagged_source(unit.source), xml_text(translation), alignment or [], escape)
             fragment = f'<target xmlns="{namespace}">{placed}</target>'
             try:
                 new = etree.fromstring(fragment)
@@ -121,6 +132,16 @@ class Xliff:
         return serialize(self.root)
 
 
+def translatable(node: Any) -> bool:
+    """Whether `node` is to be translated: the nearest `translate` attribute on it or around it
+    (a unit, a group, a file) decides; none says yes."""
+    for around in (node, *node.iterancestors()):
+        value = around.get("translate")
+        if value is not None:
+            return value != "no"
+    return True
+
+
 def read_xliff(data: bytes, name: str, options: DocumentOptions) -> Xliff:
     root = parse_xml(decoded(data, name).encode("utf-8"), name)
     namespace = root.tag[1:].split("}")[0] if root.tag.startswith("{") else ""
@@ -132,8 +153,7 @@ def read_xliff(data: bytes, name: str, options: DocumentOptions) -> Xliff:
         root.iter(f"{{{V12}}}trans-unit") if version == "1.2" else root.iter(f"{{{V20}}}segment")
     )
     for holder in holders:
-        unit_node = holder if version == "1.2" else holder.getparent()
-        if unit_node.get("translate") == "no":
+        if not translatable(holder):
             continue
         source = holder.find(f"{{{namespace}}}source")
         target = holder.find(f"{{{namespace}}}target")

@@ -26,7 +26,7 @@ class GuidedAlignment:
     """The guided alignment loss of a model over the training split of a prepared dataset."""
 
     def __init__(self, model: Any, data: Any, weight: float) -> None:
-        lines = load_alignments(data.directory)
+        lines = load_alignments(data.directory, len(data.split("train")))
         if lines is None:
             raise TrainingError(
                 f"--guided-alignment needs word alignments: prepare {data.directory} again with "
