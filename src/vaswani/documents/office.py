@@ -49,7 +49,9 @@ class Zipped:
         names = [info.filename for info in infos]
         if len(set(names)) < len(names):  # which of two is "the" document differs by reader
             twice = next(n for n in names if names.count(n) > 1)
-            raise DocumentError(f"{name}: two zip members are named {twice}; a damaged or forged file")
+            raise DocumentError(
+                f"{name}: two zip members are named {twice}; a damaged or forged file"
+            )
         total = sum(info.file_size for info in infos)
         if total > options.max_unpacked_bytes:
             raise DocumentError(
@@ -74,7 +76,14 @@ class Zipped:
         try:
             with self.zip.open(info) as stream:
                 data = stream.read(info.file_size + 1)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError, zlib.error) as error:
+        except (
+            zipfile.BadZipFile,
+            OSError,
+            ValueError,
+            EOFError,
+            RuntimeError,
+            zlib.error,
+        ) as error:
             raise DocumentError(f"{self.name}: {member} cannot be unpacked ({error})") from None
         if len(data) > info.file_size:
             raise DocumentError(f"{self.name}: {member} is larger than its zip entry says")

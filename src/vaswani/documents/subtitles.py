@@ -92,7 +92,9 @@ class Subtitles:
                 first_source += n_source
         out = []
         for part in self.parts:
-            out.append(part if isinstance(part, str) else self.newline.join([part.head, *part.text]))
+            out.append(
+                part if isinstance(part, str) else self.newline.join([part.head, *part.text])
+            )
         return "".join(out).encode("utf-8")
 
 

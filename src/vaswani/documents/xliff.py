@@ -107,7 +107,9 @@ class Xliff:
         for unit, translation, alignment in zip(self.units, translations, alignments, strict=True):
             if translation is None:  # below --min-confidence: left for a translator
                 continue
-            placed = place(tagged_source(unit.source), xml_text(translation), alignment or [], escape)
+            placed = place(
+                tagged_source(unit.source), xml_text(translation), alignment or [], escape
+            )
             fragment = f'<target xmlns="{namespace}">{placed}</target>'
             try:
                 new = etree.fromstring(fragment)
