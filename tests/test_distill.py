@@ -85,7 +85,10 @@ def distill_cli(capsys, teachers: list, data, out, *args: str) -> tuple[int, str
 def test_cli_distill_refuses_an_existing_out_and_a_teacher_of_another_pair(
     capsys, numbers_run, numbers_data, tmp_path
 ):
-    code, _, err = distill_cli(capsys, [numbers_run], numbers_data, numbers_data)
+    code, _, err = distill_cli(capsys, [numbers_run], numbers_data, numbers_data, "--force")
+    assert code == 2 and "would write over the dataset" in err
+    (tmp_path / "taken").mkdir()
+    code, _, err = distill_cli(capsys, [numbers_run], numbers_data, tmp_path / "taken")
     assert code == 2 and "exists" in err
     other = tmp_path / "en-fr"
     tsv = tmp_path / "p.tsv"

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 from vaswani.config import DecodeConfig
 from vaswani.data.clean import KeySet, normalised, text_key
@@ -172,7 +173,7 @@ def resume_point(path: Path, fingerprint: dict, force: bool) -> dict:
             f"{path} exists and has no progress record ({record_path.name}) to resume from; "
             "choose another --output, or --force to start it again"
         )
-    record = read_json(record_path, "progress record", dict)
+    record = valid_record(read_json(record_path, "progress record", dict, limit=1 << 20), path)
     differs = [key for key in fingerprint if record.get(key) != fingerprint[key]]
     if differs:
         raise BackTranslationError(
@@ -182,6 +183,38 @@ def resume_point(path: Path, fingerprint: dict, force: bool) -> dict:
     if not path.exists() or path.stat().st_size < record["bytes"]:
         raise BackTranslationError(
             f"{path} is shorter than its progress record says; --force starts it again"
+        )
+    return record
+
+
+def valid_record(record: dict, path: Path) -> dict:
+    """`record` (the progress record of `path`) after checking each field `save_point` writes."""
+
+    def count(value: Any) -> bool:
+        return type(value) is int and 0 <= value < 2**62
+
+    problem = next(
+        (
+            f"{key!r} should be {what}"
+            for key, what, ok in (
+                ("done", "a count", count(record.get("done"))),
+                ("bytes", "a count", count(record.get("bytes"))),
+                ("written", "a count", count(record.get("written"))),
+                ("complete", "true or false", isinstance(record.get("complete"), bool)),
+                (
+                    "dropped",
+                    "an object of counts",
+                    isinstance(record.get("dropped"), dict)
+                    and all(count(v) for v in record["dropped"].values()),
+                ),
+            )
+            if not ok
+        ),
+        None,
+    )
+    if problem is not None:
+        raise BackTranslationError(
+            f"{progress_path(path)}: damaged progress record: {problem}; --force starts it again"
         )
     return record
 
@@ -311,7 +344,7 @@ def join_parts(output: Path, world: int) -> tuple[int, bool]:
     (atomically); the parts and their records are removed once every one is complete. Returns
     the pairs joined and whether all parts are complete."""
     parts = [part_path(output, rank, world) for rank in range(world)]
-    records = [read_json(progress_path(p), "progress record", dict) for p in parts]
+    records = [valid_record(read_json(progress_path(p), "progress record", dict), p) for p in parts]
     data = b"".join(p.read_bytes()[: r["bytes"]] for p, r in zip(parts, records, strict=True))
     write_atomic(output, data)
     written = sum(r["written"] for r in records)

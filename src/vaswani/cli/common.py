@@ -42,8 +42,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows each flag's default, except where there is none to show."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.default is None or action.default is False:
-            return action.help
+        if action.default in (None, False, []) or action.nargs == 0:
+            return action.help  # a switch (--no-pivot) has no default worth showing
         return super()._get_help_string(action)
 
 

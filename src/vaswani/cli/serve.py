@@ -172,6 +172,25 @@ def aids_for(args: argparse.Namespace, loaded: LoadedRun, source: Any, target: A
     return Aids(glossary, memory, args.fuzzy_threshold if memory else None)
 
 
+def what_is_served(args: argparse.Namespace) -> str:
+    return str(args.checkpoint or ", ".join(str(run_dir) for _, _, run_dir in args.model))
+
+
+def check_aid_pairs(args: argparse.Namespace, pairs: set[tuple[str, str]]) -> None:
+    """Refuse a glossary or memory for a pair no model serves, and --fuzzy-threshold without a
+    memory, before the server listens."""
+    for flag, specs in (("--glossary", args.glossary), ("--memory", args.memory)):
+        for source, target, path in specs:
+            if source is not None and (source, target) not in pairs:
+                served = ", ".join(f"{s}:{t}" for s, t in sorted(pairs)) or "none named"
+                raise CliError(
+                    f"{flag} {source}:{target}={path}: no model serves {source}:{target} "
+                    f"(served: {served})"
+                )
+    if args.fuzzy_threshold is not None and not args.memory:
+        raise CliError("--fuzzy-threshold scores matches in a translation memory: give --memory")
+
+
 def run(args: argparse.Namespace) -> int:
     from vaswani.serve import Access, create_app, listen, serve  # the web stack only here
 
@@ -194,10 +213,18 @@ def run(args: argparse.Namespace) -> int:
         pair_aids = functools.partial(aids_for, args, loaded)
         served += served_pairs(loaded, source, target, run_dir, bool(args.model), pair_aids)
     pairs = [(s.source, s.target) for s in served if s.source is not None]
+    check_aid_pairs(args, set(pairs))
     if len(set(pairs)) < len(pairs):
         raise CliError(
             "a language pair is given twice (a multilingual model serves all its "
             "pairs); name each once with --model"
+        )
+    if not pairs:
+        print(
+            f"LibreTranslate API: off: {what_is_served(args)} names no languages (its data was "
+            "prepared without --src-lang/--tgt-lang); serve it as --model SRC:TGT=RUN_DIR to "
+            "offer /translate, /languages and files",
+            file=sys.stderr,
         )
     if pairs:
         print(
@@ -210,8 +237,7 @@ def run(args: argparse.Namespace) -> int:
     sock = listen(args.host, args.port)  # a taken port is an error before "serving on"
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}: reachable from other machines", file=sys.stderr)
-    what = args.checkpoint or ", ".join(str(run_dir) for _, _, run_dir in args.model)
-    print(f"serving {what} on http://{args.host}:{args.port} (docs at /docs)")
+    print(f"serving {what_is_served(args)} on http://{args.host}:{args.port} (docs at /docs)")
     app = create_app(settings=settings, served=served, access=access, pivot=args.pivot)
     serve(app, args.host, args.port, sock=sock)
     print("server stopped")

@@ -40,6 +40,7 @@ from vaswani.documents.files import (
     FORMATS,
     PARTIAL,
     READERS,
+    UNREAD,
     ZIPPED,
     DocumentOptions,
     format_of,
@@ -297,6 +298,10 @@ def translated(
 def document_mode(args: argparse.Namespace, inputs: list[Path]) -> bool:
     """Whether to translate whole files: several, or --output-dir, or --format, or a file
     whose extension names a document format (a .txt file is translated line by line)."""
+    if args.format is None:
+        for path in inputs:  # a format vaswani does not read is refused, never read as text
+            if path.suffix.lower() in UNREAD:
+                format_of(path)
     known = any(FORMATS.get(p.suffix.lower(), "text") != "text" for p in inputs)
     return len(inputs) > 1 or args.output_dir is not None or args.format is not None or known
 
@@ -347,9 +352,7 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
     outputs = file_outputs(args, inputs)
     options = DocumentOptions(args.fuzzy, args.overwrite, max_unit_bytes=args.max_line_bytes)
     documents = [
-        read_document(
-            regular_file(p, "input file").read_bytes(), format_of(p, args.format), str(p), options
-        )
+        read_document(input_bytes(p, options), format_of(p, args.format), str(p), options)
         for p in inputs
     ]
     formats = {format_of(p, args.format) for p in inputs}
@@ -396,6 +399,16 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def input_bytes(path: Path, options: DocumentOptions) -> bytes:
+    """A file's bytes (`-`: stdin's, within the limit of a zip's unpacked bytes)."""
+    if str(path) == "-":
+        data = sys.stdin.buffer.read(options.max_unpacked_bytes + 1)
+        if len(data) > options.max_unpacked_bytes:
+            raise CliError(f"stdin holds over {options.max_unpacked_bytes:,} bytes; too large")
+        return data
+    return regular_file(path, "input file").read_bytes()
 
 
 def alignment_settings(args: argparse.Namespace) -> AlignSettings:

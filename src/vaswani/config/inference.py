@@ -150,9 +150,12 @@ class ServeSettings:
             "max_length",
             "max_queued_texts",
             "batch_tokens",
+            "max_file_bytes",
+            "max_file_chars",
         ):
             require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
         require(self.timeout_s > 0, f"timeout_s must be > 0 seconds, got {self.timeout_s}")
+        require(self.file_ttl_s > 0, f"file_ttl_s must be > 0 seconds, got {self.file_ttl_s}")
         require(self.batch_wait_ms >= 0, f"batch_wait_ms must be >= 0, got {self.batch_wait_ms}")
         require(
             self.beam_size <= self.max_beam_size,

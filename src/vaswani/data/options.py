@@ -15,13 +15,28 @@ from vaswani.data.clean import DEDUPE
 from vaswani.data.corpora import DEFAULT_MAX_LINE_BYTES
 from vaswani.data.formats import FORMATS
 from vaswani.data.formats.xml import MARKUP
+from vaswani.errors import ConfigError
 from vaswani.languages import LANGUAGE_TOKEN
+
+MAX_NUMBER = 10**9
+"""The largest numbers-de number: words for it are still a sentence."""
 
 
 @dataclass
 class PrepareOptions:
     """The options of `vaswani prepare`, grouped by the stage that reads them (each field is a
     flag of the command and a key of its config file)."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.numbers_max <= MAX_NUMBER:
+            raise ConfigError(f"numbers_max must be in 0 .. {MAX_NUMBER:,}")
+        if not 1 <= self.numbers_size <= self.numbers_max + 1:
+            raise ConfigError(
+                f"numbers_size must be in 1 .. {self.numbers_max + 1:,} (there "
+                f"are that many numbers up to numbers_max {self.numbers_max:,})"
+            )
+        if self.builtin_size < 1:
+            raise ConfigError("builtin_size must be at least 1")
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> PrepareOptions:

@@ -149,6 +149,32 @@ FORMATS = {
     ".epub": "epub",
 }
 """The format of each file extension."""
+UNREAD = {
+    ".xml": "XML (Android strings.xml, Qt .ts, ...)",
+    ".json": "JSON",
+    ".arb": "Flutter ARB",
+    ".yml": "YAML",
+    ".yaml": "YAML",
+    ".properties": "Java properties",
+    ".strings": "Apple .strings",
+    ".stringsdict": "Apple .stringsdict",
+    ".xcstrings": "Apple string catalogs",
+    ".resx": "a .NET resource file",
+    ".ts": "a Qt .ts file",
+    ".csv": "CSV",
+    ".tsv": "TSV",
+    ".pptx": "PowerPoint",
+    ".odp": "an OpenDocument presentation",
+    ".xlsx": "Excel",
+    ".ods": "an OpenDocument spreadsheet",
+    ".pdf": "PDF",
+    ".doc": "an old Word file",
+    ".rtf": "RTF",
+    ".mo": "a compiled gettext catalog (its .po is read)",
+}
+"""Extensions of formats vaswani does not read: read as plain text, their keys and markup would
+be translated into a file no tool loads, so such a file is refused (`--format text` forces it).
+Other extensions (`corpus.de`, `notes`) are plain text, as they always were."""
 ZIPPED = frozenset({"docx", "odt", "epub"})
 """The formats that are zip files (not text to show on a terminal)."""
 
@@ -159,6 +185,12 @@ def format_of(path: Path, asked: str | None = None) -> str:
         if asked not in READERS:
             raise DocumentError(f"--format {asked}: choose one of {', '.join(sorted(READERS))}")
         return asked
+    refused = UNREAD.get(path.suffix.lower())
+    if refused is not None:
+        raise DocumentError(
+            f"{path}: vaswani does not read {refused} files; it reads "
+            f"{', '.join(sorted(FORMATS))} (--format text reads any file as plain text lines)"
+        )
     found = FORMATS.get(path.suffix.lower())
     if found is None:
         known = ", ".join(sorted(FORMATS))

@@ -32,7 +32,14 @@ from fastapi.responses import FileResponse, JSONResponse
 from vaswani.decoding.text import best_texts, join_nbest
 from vaswani.documents.files import FORMATS, DocumentError, DocumentOptions, read_document
 from vaswani.documents.segment import Sentences
-from vaswani.serve.libre import Libre, LibreError, as_libre_error, client_of, string_fields
+from vaswani.serve.libre import (
+    Libre,
+    LibreError,
+    as_libre_error,
+    client_of,
+    language_name,
+    string_fields,
+)
 from vaswani.serve.worker import alignments_of, submit_aided, unsplit
 
 _UNSAFE = re.compile(r"[^\w.\-]+")
@@ -69,7 +76,10 @@ class FileService:
                 "supportedFilesFormat": sorted(FORMATS),
                 "language": {
                     "source": {"code": first["code"], "name": first["name"]},
-                    "target": {"code": first["targets"][0], "name": first["targets"][0]},
+                    "target": {
+                        "code": first["targets"][0],
+                        "name": language_name(first["targets"][0]),
+                    },
                 },
             }
         )

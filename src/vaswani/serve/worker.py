@@ -183,11 +183,18 @@ class Worker:
         tokens: int,
         prefix: list[int] | None = None,
     ) -> list[Any]:
-        """Refuse the request (422) if it has problems, or the queue is full (503); otherwise
+        """Refuse the request (422) if it has problems, 413 if it could never fit in the queue,
+        503 if the queue is full now; otherwise
         queue it for the worker (each text after `prefix`) and wait for the answer, at most
         `timeout_s` (504)."""
         if problems:
             raise HTTPException(status_code=422, detail="; ".join(problems))
+        if len(texts) > self.settings.max_queued_texts:  # can never fit: retrying cannot help
+            raise HTTPException(
+                status_code=413,
+                detail=f"{len(texts)} segments in one request (sentences, with splitting), over "
+                f"the {self.settings.max_queued_texts} the server queues; send fewer or shorter texts",
+            )
         if not self.admit(len(texts)):
             raise HTTPException(
                 status_code=503,

@@ -70,9 +70,18 @@ def files_under(directory: Path, fmt: str) -> list[Path]:
     return sorted(found)
 
 
+def catalogs_in(directory: Path) -> str | None:
+    """The format of the gettext catalogs in `directory` (po or mo), None if it holds neither;
+    both kinds is an error (the same messages would be read twice)."""
+    kinds = {format_of(path) for path in walk_files(directory)} & {"po", "mo"}
+    if len(kinds) > 1:
+        raise DataError(f"{directory}: holds .po and .mo catalogs; give --format po or mo")
+    return kinds.pop() if kinds else None
+
+
 def open_corpora(paths: list[Path], opts: ReadOptions) -> list[Corpus]:
     """The corpora of a translation dataset given as files (see the module docstring)."""
-    formats = [opts.format or (None if p.is_dir() else format_of(p)) for p in paths]
+    formats = [opts.format or (catalogs_in(p) if p.is_dir() else format_of(p)) for p in paths]
     if opts.format == "moses" or (len(paths) == 2 and formats == [None, None]):
         if len(paths) != 2:
             raise DataError(f"--format moses reads two aligned files, got {len(paths)}")
