@@ -154,7 +154,7 @@ def add_model_flags(
     add_placement_flags(parser, DECODING_PRECISION_HELP)
 
 
-SEARCH_FIELDS = ("beam_size", "alpha", "length_penalty", "max_extra")
+SEARCH_FIELDS = ("beam_size", "alpha", "length_penalty", "max_extra", "loop_guard")
 
 
 def add_quantize_flag(parser: argparse.ArgumentParser) -> None:

@@ -40,6 +40,10 @@ class DecodeConfig:
     """A fixed output limit instead of source length + max_extra."""
     min_new_tokens: int = 0
     """The end-of-sentence token is not allowed before this many tokens (benchmarks force lengths)."""
+    loop_guard: str = one_of("retry", ("retry", "always", "off"))
+    """retry: a translation that repeats itself in a loop (a word 4 times in a row, a phrase 3
+    times, a letter 6 times) is decoded again with such repeats barred; always: repeats barred in
+    every sentence; off: never (`vaswani.decoding.loops`)."""
     batch_tokens: int = 4096
     """Token budget of one batch: source tokens, padding included, times beam_size."""
     temperature: float = 0.0

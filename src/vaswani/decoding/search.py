@@ -20,6 +20,7 @@ from torch import Tensor
 
 from vaswani.config import DecodeConfig, ModelConfig
 from vaswani.decoding.cache import KVCache, new_cache
+from vaswani.decoding.loops import bar_repeats
 from vaswani.decoding.output import OutputLayer, log_normaliser, top_k_rows
 from vaswani.model import DecoderOnly, Transformer
 
@@ -107,6 +108,8 @@ class Stepper:
         normaliser = log_normaliser(logits)
         if self.dc is not None:
             forbid(logits, tokens.size(1) - 1, self.model.cfg, self.dc, self.output)
+            if self.dc.loop_guard == "always":
+                bar_repeats(logits, tokens, self.output)
         return logits, normaliser
 
     def reorder_(self, rows: Tensor, same_sources: bool = True) -> None:

@@ -17,7 +17,8 @@ from torch import Tensor
 
 from vaswani.config import DecodeConfig, ModelConfig
 from vaswani.decoding.confidence import Signals, signals_of
-from vaswani.decoding.search import decode, sample
+from vaswani.decoding.loops import loops
+from vaswani.decoding.search import Hypothesis, decode, sample
 from vaswani.decoding.shortlist import Shortlist
 from vaswani.documents.segment import Segmented, Sentences
 from vaswani.errors import VaswaniError
@@ -254,12 +255,11 @@ def translate_segments(
     for positions in length_batches(widths, dc.batch_tokens):
         batch = [todo[j] for j in positions]
         src = source_batch([encoded[i] for i in batch], cfg).to(device)
-        for i, mine in zip(batch, decode(model, src, search, shortlist=shortlist), strict=True):
+        decoded = without_loops(model, src, search, shortlist, tgt_tokenizer)
+        for i, (mine, texts) in zip(batch, decoded, strict=True):
             found = [
-                Translation(
-                    tgt_tokenizer.decode(h.tokens), h.score, h.log_prob, len(h.tokens) + h.finished
-                )
-                for h in mine[: dc.n_best]
+                Translation(text, h.score, h.log_prob, len(h.tokens) + h.finished)
+                for h, text in zip(mine[: dc.n_best], texts, strict=False)
             ]
             if confidence is not None:
                 found[0].signals = signals_of(mine)
@@ -269,6 +269,40 @@ def translate_segments(
         if progress is not None:
             progress(sum(len(copies[i]) for i in batch))
     return results
+
+
+class Looping(UserWarning):
+    """A translation still repeats itself after it was decoded again with repeats barred."""
+
+
+def without_loops(
+    model: Transformer,
+    src: Tensor,
+    dc: DecodeConfig,
+    shortlist: Shortlist | None,
+    tokenizer: Tokenizer,
+) -> list[tuple[list[Hypothesis], list[str]]]:
+    """Each source's hypotheses and their texts; with `dc.loop_guard` "retry", the sources whose
+    best translation loops (`vaswani.decoding.loops`) decoded again with repeats barred. A
+    translation that still loops is said in a `Looping` warning."""
+    found = decode(model, src, dc, shortlist=shortlist)
+    texts = [[tokenizer.decode(h.tokens) for h in mine] for mine in found]
+    looping = [i for i, mine in enumerate(texts) if mine and loops(mine[0])]
+    if looping and dc.loop_guard == "retry":
+        rows = torch.tensor(looping, device=src.device)
+        barred = dataclasses.replace(dc, loop_guard="always")
+        again = decode(model, src[rows], barred, shortlist=shortlist)
+        for i, mine in zip(looping, again, strict=True):
+            found[i], texts[i] = mine, [tokenizer.decode(h.tokens) for h in mine]
+    still = sum(1 for mine in texts if mine and loops(mine[0]))
+    if still and dc.loop_guard != "off":
+        warnings.warn(
+            "a translation repeats itself in a loop even with repeats barred (a young or small "
+            "model?)",
+            Looping,
+            stacklevel=2,
+        )
+    return list(zip(found, texts, strict=True))
 
 
 def join_nbest(sentences: Sentences, found: list[list[Translation]]) -> list[list[Translation]]:

@@ -15,7 +15,9 @@ parsed.
 
 from __future__ import annotations
 
+import bisect
 import io
+import math
 import re
 import zipfile
 import zlib
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vaswani.documents.files import DocumentError, DocumentOptions
-from vaswani.documents.markup import Alignment, Element, Tagged, place
+from vaswani.documents.markup import PARTS, Alignment, Element, Tagged, units
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
@@ -32,7 +34,6 @@ DOCX_PARTS = re.compile(r"word/(document|header\d*|footer\d*|footnotes|endnotes|
 ODT_PARTS = ("content.xml", "styles.xml")
 SPACES = {W + "tab", W + "br", W + "cr", TEXT + "s", TEXT + "tab", TEXT + "line-break"}
 """Elements that stand for white space between a paragraph's words."""
-_MARK = re.compile("\ue000(/?)(\\d+)\ue001")
 
 
 class Zipped:
@@ -165,33 +166,96 @@ class Paragraph:
         return Tagged(text, root)
 
     def fill(self, translation: str, alignment: Alignment | None) -> None:
-        """Share the translation out among the slots: each its words, as placed; text outside
-        every slot (the spaces between them) to the slot before it."""
-        placed = place(self.tagged(), translation, alignment or [])
-        texts: dict[int, list[str]] = {}
-        current, last, at = None, 0, 0
-        for match in _MARK.finditer(placed):
-            following = int(match.group(2))
-            if match.start() > at and not self.spaced(placed[at : match.start()], last, following):
-                gap = placed[at : match.start()]  # outside every slot: to the one before, or next
-                spaced = self.slots[following].get()[:1].isspace() and not match.group(1)
-                owner = following if current is None or spaced else current
-                texts.setdefault(owner, []).append(gap)
-            if not match.group(1):
-                current = following
-                texts.setdefault(current, [])
-            last, at = following, match.end()
-        if at < len(placed):
-            texts.setdefault(current if current is not None else 0, []).append(placed[at:])
-        for k, slot in enumerate(self.slots):
-            if not isinstance(slot, str):
-                slot.set("".join(texts.get(k, [])))
+        """Share the translation out among the slots in order, each its words (`share`): a slot
+        that had words gets some (a bold word comes back bold, never as an empty run); the
+        space between two slots' words goes to the slot before, or to the next where that one
+        began with a space, and is left out where a tab or space element stands between."""
+        tagged = self.tagged()
+        elements = tagged.root.children
+        owners = share(tagged, translation, alignment or [])
+        texts: list[list[str]] = [[] for _ in elements]
+        target = units(translation)
+        previous, at = None, 0
+        for q, e in owners:
+            start, end = target[q]
+            gap = translation[at:start]
+            if previous is None or previous == e:
+                texts[e].append(gap)
+            elif gap.strip() or not self.spaced(elements, previous, e):
+                starts_spaced = tagged.text[elements[e].start : elements[e].end][:1].isspace()
+                texts[e if starts_spaced else previous].append(gap)
+            texts[e].append(translation[start:end])
+            previous, at = e, end
+        if previous is not None:
+            texts[previous].append(translation[at:])
+        for e, element in enumerate(elements):
+            was = tagged.text[element.start : element.end]
+            if texts[e] or was.strip():  # a slot of spaces alone keeps them
+                self.slots[int(element.opening[1:-1])].set("".join(texts[e]))
 
-    def spaced(self, gap: str, one: int, other: int) -> bool:
-        """Whether `gap` is only the space that a tab, line break or space element between
-        slots `one` and `other` stands for (the element stays; the gap is not written)."""
-        low, high = sorted((one, other))
-        return not gap.strip() and any(isinstance(s, str) for s in self.slots[low:high])
+    def spaced(self, elements: list[Element], one: int, other: int) -> bool:
+        """Whether a tab, line break or space element, or a slot of spaces alone, stands
+        between elements `one` and `other` (for the space between their words)."""
+        low, high = (int(elements[k].opening[1:-1]) for k in sorted((one, other)))
+        between = self.slots[low + 1 : high]
+        return any(isinstance(s, str) or (s.get() and not s.get().strip()) for s in between)
+
+
+SKIP = 1000.0
+"""What leaving a slot that had words without any costs in `share`: more than any number of
+aligned links it could win back."""
+
+
+def share(tagged: Tagged, translation: str, alignment: Alignment) -> list[tuple[int, int]]:
+    """Which element of `tagged` (flat: a paragraph's slots) each part of the translated words
+    goes to, as (part, element) in order: the elements follow each other as in the source
+    (each part's element at or after the one before), the parts go where their aligned source
+    parts were (or, unaligned, where their relative place falls), and no element that had
+    words is left without any while there are parts enough (dynamic programming over parts x
+    elements)."""
+    elements = tagged.root.children
+    target = units(translation)
+    parts = [q for q, (start, end) in enumerate(target) if start < end]
+    if not elements or not parts:
+        return []
+    starts = [element.start for element in elements]
+    source = units(tagged.text)
+    owner = [bisect.bisect_right(starts, start) - 1 for start, _ in source]
+    links: dict[int, list[int]] = {}
+    for i, j in alignment:
+        links.setdefault(j, []).append(i)
+    size, length = len(elements), max(len(tagged.text), 1)
+
+    def score(q: int, e: int) -> float:
+        here = sum(1 for i in links.get(q // PARTS, []) if owner_of(i * PARTS + q % PARTS) == e)
+        middle = (target[q][0] + target[q][1]) / 2 / max(len(translation), 1)
+        near = elements[e].start / length <= middle <= elements[e].end / length
+        return here + 0.01 * near
+
+    def owner_of(u: int) -> int | None:
+        return owner[u] if u < len(owner) and source[u][0] < source[u][1] else None
+
+    worded = [int(bool(tagged.text[e.start : e.end].strip())) for e in elements]
+    before = [sum(worded[:e]) for e in range(size + 1)]  # worded elements before e
+    best = [score(parts[0], e) - SKIP * before[e] for e in range(size)]
+    back: list[list[int]] = []
+    for q in parts[1:]:
+        came, row, leading, lead_from = [], [], -math.inf, -1
+        for e in range(size):
+            # from an earlier element, skipping the worded ones between
+            if e > 0 and best[e - 1] + SKIP * before[e] > leading:
+                leading, lead_from = best[e - 1] + SKIP * before[e], e - 1
+            stay = best[e]
+            moved = leading - SKIP * before[e] if lead_from >= 0 else -math.inf
+            came.append(e if stay >= moved else lead_from)
+            row.append(score(q, e) + max(stay, moved))
+        best = row
+        back.append(came)
+    last = max(range(size), key=lambda e: best[e] - SKIP * (before[size] - before[e + 1]))
+    chosen = [last]
+    for came in reversed(back):
+        chosen.append(came[chosen[-1]])
+    return list(zip(parts, reversed(chosen), strict=True))
 
 
 def docx_paragraphs(root: Any) -> list[Paragraph]:
