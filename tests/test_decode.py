@@ -340,3 +340,74 @@ def test_n_best_translations_come_best_first():
 def test_bad_decode_settings_say_what_to_change(fields, message):
     with pytest.raises(ValueError, match=message):
         DecodeConfig(**fields)
+
+
+@pytest.mark.parametrize(
+    ("text", "looping"),
+    [
+        ("Zadokkkkkkkk", True),
+        ("the son of the son of the son of the son.", True),
+        ("I will I will I will will", True),
+        ("will will will will", True),
+        ("1000000 and 0 0 0 0 0", False),
+        ("no, no, no", False),
+        ("Shhhhh, the son of the king", False),
+        ("very very very", False),
+        ("", False),
+    ],
+)
+def test_loops_are_found_in_the_text(text, looping):
+    from vaswani.decoding.loops import loops
+
+    assert loops(text) == looping
+
+
+def repeats(tokens: list[int]) -> list[tuple[int, int]]:
+    """(start, unit length) of each place where a token comes 4 times in a row, or a unit of
+    2 to 8 tokens 3 times in a row (by brute force, to check the guard by other means)."""
+    found = []
+    for n in range(1, 9):
+        copies = 4 if n == 1 else 3
+        for start in range(len(tokens) - n * copies + 1):
+            unit = tokens[start : start + n]
+            if all(tokens[start + c * n : start + (c + 1) * n] == unit for c in range(copies)):
+                found.append((start, n))
+    return found
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_the_loop_guard_bars_repeats_that_a_random_model_makes(beam_size):
+    torch.manual_seed(0)
+    cfg = ModelConfig.from_preset("tiny", dropout=0.0, vocab_size=50)
+    model = Transformer(cfg).eval()
+    src = torch.randint(4, 50, (4, 10))
+    src[:, -1] = cfg.eos_id
+    lengths = {"max_new_tokens": 40, "min_new_tokens": 40, "beam_size": beam_size}
+    free = decode(model, src, DecodeConfig(**lengths, loop_guard="off"))
+    assert all(repeats(h[0].tokens) for h in free)  # an untrained model loops
+    guarded = decode(model, src, DecodeConfig(**lengths, loop_guard="always"))
+    assert [repeats(h[0].tokens) for h in guarded] == [[]] * 4
+    assert all(len(h[0].tokens) == 40 for h in guarded)
+
+
+def test_a_translation_that_loops_is_decoded_again_with_repeats_barred():
+    from vaswani.decoding.loops import loops
+    from vaswani.decoding.text import without_loops
+
+    class Words:
+        def decode(self, ids):
+            return " ".join(f"w{i}" for i in ids)
+
+    torch.manual_seed(0)
+    cfg = ModelConfig.from_preset("tiny", dropout=0.0, vocab_size=50)
+    model = Transformer(cfg).eval()
+    src = torch.randint(4, 50, (4, 10))
+    src[:, -1] = cfg.eos_id
+    lengths = {"max_new_tokens": 30, "min_new_tokens": 30}
+    free = without_loops(model, src, DecodeConfig(**lengths, loop_guard="off"), None, Words())
+    assert all(loops(texts[0]) for _, texts in free)
+    retried = without_loops(model, src, DecodeConfig(**lengths), None, Words())
+    assert not any(loops(texts[0]) for _, texts in retried)
+    assert [h[0].tokens for h, _ in retried] == [
+        h[0].tokens for h in decode(model, src, DecodeConfig(**lengths, loop_guard="always"))
+    ]

@@ -77,3 +77,19 @@ def test_reads_the_libreoffice_german_catalogs():
     pairs = [pair for path in catalogs(LIBREOFFICE_DE, ".mo") for pair in read_mo(path, dropped)]
     assert len(pairs) > 20_000
     assert all(source and target and "\x04" not in source for source, target in pairs)
+
+
+def test_a_directory_of_catalogs_is_read_by_their_kind(tmp_path):
+    from vaswani.data.formats import ReadOptions, open_corpora
+
+    write_mo(tmp_path / "a.mo", {"Open": "Öffnen"})
+    (tmp_path / "sub").mkdir()
+    write_mo(tmp_path / "sub" / "b.mo", {"Close": "Schließen"})
+    corpora = open_corpora([tmp_path], ReadOptions())
+    assert sorted(pair for corpus in corpora for pair in corpus.pairs) == [
+        ("Close", "Schließen"),
+        ("Open", "Öffnen"),
+    ]
+    (tmp_path / "c.po").write_text('msgid "Save"\nmsgstr "Speichern"\n')
+    with pytest.raises(DataError, match="holds .po and .mo catalogs"):
+        open_corpora([tmp_path], ReadOptions())

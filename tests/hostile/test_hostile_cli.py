@@ -6,10 +6,11 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from helpers import cli
+from helpers import cli, translate_cli
 from helpers_hostile import copy_run, edit_json
 from vaswani.config import ModelConfig
 from vaswani.data.corpora import DataError, read_lines
@@ -318,3 +319,69 @@ def test_a_flag_is_never_abbreviated(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit:
         cli(capsys, "prepare", "numbers-de", "--out", str(tmp_path / "o"), "--max-len", "1")
     assert exit.value.code == 2 and "unrecognized arguments: --max-len" in capsys.readouterr().err
+
+
+# 5. Round 4's command lines: built-in corpora sizes, formats vaswani does not read, stdin.
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--numbers-size", "0"], "numbers_size must be in 1 .. 1,000,000"),
+        (["--numbers-size", "2000000"], "numbers_size must be in 1 .. 1,000,000"),
+        (["--numbers-max", "-1"], "numbers_max must be in 0 .. 1,000,000,000"),
+    ],
+)
+def test_built_in_corpus_sizes_out_of_range_are_one_line(tmp_path, capsys, args, message):
+    code, _, err = cli(capsys, "prepare", "numbers-multi", "--out", str(tmp_path / "d"), *args)
+    assert code == 2 and message in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("strings.xml", '<resources><string name="open">Open the file</string></resources>'),
+        ("en.yml", "en:\n  menu: Open the file\n"),
+        ("messages.properties", "menu.open=Open the file\n"),
+        ("Localizable.strings", '"open" = "Open the file";\n'),
+        ("app.json", '{"open": "Open the file"}'),
+        ("deck.pptx", "not really"),
+    ],
+)
+def test_a_format_vaswani_does_not_read_is_refused_not_read_as_text(
+    numbers_run, tmp_path, capsys, name, content
+):
+    path = tmp_path / name
+    path.write_text(content)
+    out = tmp_path / f"out-{name}"
+    code, _, err = translate_cli(capsys, numbers_run, "--input", str(path), "--output", str(out))
+    assert code == 2 and "vaswani does not read" in err and "--format text" in err, err
+    assert not out.exists()
+
+
+def test_format_text_reads_any_file_as_lines(numbers_run, tmp_path, capsys):
+    path = tmp_path / "numbers.json"
+    path.write_text("4711\n12\n")
+    code, out, err = translate_cli(capsys, numbers_run, "--input", str(path), "--format", "text")
+    assert code == 0 and len(out.splitlines()) == 2, err
+
+
+def test_stdin_is_a_document_with_format(numbers_run, capsys, monkeypatch):
+    import io
+
+    page = "<html><body><p>4711</p></body></html>"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(page.encode())))
+    code, out, err = translate_cli(capsys, numbers_run, "--input", "-", "--format", "html")
+    assert code == 0 and out.startswith("<html") and "4711" not in out, err
+
+
+def test_a_glossary_that_never_ends_is_one_line(numbers_run, capsys):
+    code, _, err = translate_cli(capsys, numbers_run, "4711", "--glossary", "/dev/zero")
+    assert code == 2 and "is it a glossary?" in err and err.count("error:") == 1, err
+
+
+def test_the_license_that_pyproject_names_is_there():
+    root = Path(__file__).resolve().parents[2]
+    assert 'license = { text = "MIT" }' in (root / "pyproject.toml").read_text()
+    assert (root / "LICENSE").read_text().startswith("MIT License")

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from helpers import cli
+from helpers import cli, translate_cli
 from helpers_hostile import copy_run, edit_json, outside_file
 from vaswani.data import PrepareOptions, prepare
 from vaswani.data.corpora import DataError
@@ -261,3 +261,144 @@ def test_a_language_token_that_is_a_special_token_is_refused(tmp_path, capsys):
     )
     assert code == 2 and "<pad>" in err and "special token" in err, err
     assert not (tmp_path / "out").exists()
+
+
+# 5. Round 4's run files: decoding.json, confidence.json, progress records, train.align, all
+# read as regular files inside the run, within bounds, field by field.
+
+MEASURED = {
+    "precision": "bf16",
+    "quantize": "none",
+    "onednn": False,
+    "seconds": {"fp32": 1.0, "bf16": 0.5},
+    "bleu": {"fp32": 30.0, "bf16": 30.0},
+    "sentences": 200,
+}
+
+
+def sparse(path, size=6 << 30):
+    """A file that says it holds `size` bytes (of zeros) and takes no disk."""
+    with open(path, "wb") as handle:
+        handle.truncate(size)
+    return path
+
+
+def test_a_decoding_record_linked_from_outside_the_run_is_not_obeyed(numbers_run, tmp_path):
+    from vaswani.precision import FILE, known
+
+    run = copy_run(numbers_run, tmp_path)
+    (run / FILE).write_text(json.dumps({"this machine": MEASURED}))
+    assert known(run) == {"this machine": MEASURED}  # a good record is used
+    outside = outside_file(tmp_path, json.dumps({"this machine": MEASURED}).encode())
+    (run / FILE).unlink()
+    (run / FILE).symlink_to(outside)
+    assert known(run) == {}  # measured again instead
+    (run / FILE).unlink()
+    sparse(run / FILE)
+    assert known(run) == {}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"precision": "fp64"},
+        {"precision": None},
+        {"seconds": "x"},
+        {"seconds": {"fp32": "x"}},
+        {"bleu": {"fp32": float("nan")}},
+        {"sentences": "200"},
+        {"onednn": "yes"},
+    ],
+)
+def test_a_damaged_decoding_record_is_measured_again(numbers_run, tmp_path, change):
+    from vaswani.precision import FILE, known
+
+    run = copy_run(numbers_run, tmp_path)
+    damaged = {key: value for key, value in {**MEASURED, **change}.items() if value is not None}
+    (run / FILE).write_text(json.dumps({"this machine": damaged, "other": MEASURED}))
+    assert known(run) == {"other": MEASURED}
+    (run / FILE).write_text(json.dumps([MEASURED]))
+    assert known(run) == {}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"mean": [0.0, 1.0]}, "'mean' should be a list of 3 numbers"),
+        ({"scale": [0.0, 0.0, 0.0]}, "'scale' holds a 0"),
+        ({"bias": "nan"}, "'bias' holds nan, not a finite number"),
+        ({"weights": [1.0, 10**400, 1.0]}, "'weights' holds"),
+        ({"sentences": -1}, "'sentences' should be a count"),
+    ],
+)
+def test_a_damaged_calibration_is_one_line(numbers_run, tmp_path, capsys, change, message):
+    from vaswani.run import CONFIDENCE
+
+    run = copy_run(numbers_run, tmp_path)
+    record = {
+        "mean": [-0.5, 0.5, 2.0],
+        "scale": [0.2, 0.2, 0.5],
+        "weights": [0.1, 0.1, 0.0],
+        "bias": 0.5,
+        "sentences": 100,
+        "spearman": 0.4,
+        "signals": ["mean_log_prob", "agreement", "length"],
+    }
+    (run / CONFIDENCE).write_text(json.dumps({**record, **change}))
+    code, out, err = translate_cli(capsys, run, "4711", "--output-format", "jsonl")
+    assert code == 2 and message in err and CONFIDENCE in err and err.count("error:") == 1, err
+    sparse(run / CONFIDENCE)
+    code, out, err = translate_cli(capsys, run, "4711", "--output-format", "jsonl")
+    assert code == 2 and "over 1,048,576 bytes" in err, err
+
+
+def test_nan_signals_give_a_confidence_of_0_never_nan():
+    from vaswani.decoding.confidence import Calibration, Signals, mean_probability
+
+    calibration = Calibration((0.0,) * 3, (1.0,) * 3, (1.0,) * 3, 0.5, 10, 0.0)
+    signals = Signals(float("nan"), 0.5, 1.0)
+    assert calibration(signals) == 0.0 and mean_probability(signals) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"bytes": "abc"}, "'bytes' should be a count"),
+        ({"done": -10}, "'done' should be a count"),
+        ({"done": 10**30}, "'done' should be a count"),
+        ({"dropped": 5}, "'dropped' should be an object of counts"),
+        ({"written": "x"}, "'written' should be a count"),
+        ({"complete": None}, "'complete' should be true or false"),
+    ],
+)
+def test_a_damaged_progress_record_is_one_line(tmp_path, change, message):
+    from vaswani.backtranslate import BackTranslationError, progress_path, resume_point
+
+    output = tmp_path / "bt.tsv"
+    output.write_text("a\tb\n")
+    fingerprint = {"run": "r", "inputs": [], "settings": {}}
+    record = {**fingerprint, "done": 1, "bytes": 4, "written": 1, "dropped": {}, "complete": False}
+    progress_path(output).write_text(json.dumps({**record, **change}))
+    with pytest.raises(BackTranslationError, match=message):
+        resume_point(output, fingerprint, force=False)
+
+
+def test_word_alignments_are_read_within_bounds(tmp_path):
+    from vaswani.data.wordalign import FILE, load_alignments
+    from vaswani.files import DamagedFileError
+
+    (tmp_path / FILE).write_text("0-0 1-1\n0-0\n")
+    assert load_alignments(tmp_path, 2) == ["0-0 1-1", "0-0"]
+    with pytest.raises(DamagedFileError, match="over 1 lines"):
+        load_alignments(tmp_path, 1)
+    sparse(tmp_path / FILE)
+    with pytest.raises(DamagedFileError, match="a line too long"):
+        load_alignments(tmp_path, 30_000)
+
+
+def test_a_config_file_that_is_huge_is_one_line(tmp_path, capsys):
+    config = sparse(tmp_path / "big.yaml")
+    code, _, err = cli(
+        capsys, "prepare", "numbers-de", "--out", str(tmp_path / "d"), "--config", str(config)
+    )
+    assert code == 2 and "over 1,048,576 bytes" in err and len(err.splitlines()) == 1, err

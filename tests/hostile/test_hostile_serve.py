@@ -151,3 +151,61 @@ def test_attention_with_a_source_of_the_wrong_type_is_400(task_servers, source):
     assert (
         server.request("POST", "/attention", {"q": "12", "source": "en", "target": "de"})[0] == 200
     )
+
+
+# 5. Round 4's server: numbers Python refuses to parse, requests that can never fit, flags.
+
+
+def test_a_beam_size_of_5000_digits_is_a_400_on_both_apis(task_servers):
+    digits = b"9" * 5000
+    for path, body in (
+        ("/translate", b'{"text": "12", "beam_size": ' + digits + b"}"),
+        ("libre", b'{"q": "12", "source": "en", "target": "de", "alternatives": ' + digits + b"}"),
+    ):
+        server = task_servers[path]
+        status, answer = server.request("POST", "/translate", body)
+        assert status in (400, 422) and "not JSON" in str(answer), (path, status, answer)
+
+
+def test_a_request_that_can_never_fit_the_queue_is_413_not_503(numbers_run):
+    model, src_tok, tgt_tok, _ = load_trained(numbers_run)
+    settings = ServeSettings(precision="fp32", max_queued_texts=4)
+    server = Server(create_app(model, src_tok, tgt_tok, settings))
+    try:
+        texts = ["12. 13. 14.", "15. 16. 17."]  # six sentences, split
+        status, answer = server.request("POST", "/translate", {"texts": texts, "split": True})
+        assert status == 413 and "over the 4 the server queues" in answer["detail"], answer
+        assert server.request("POST", "/translate", {"texts": ["12", "13"]})[0] == 200
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-file-bytes", "0"], "max_file_bytes must be >= 1"),
+        (["--max-file-bytes", "-1"], "max_file_bytes must be >= 1"),
+        (["--max-file-chars", "-5"], "max_file_chars must be >= 1"),
+        (["--file-ttl", "-1"], "file_ttl_s must be > 0"),
+        (["--fuzzy-threshold", "80"], "give --memory"),
+    ],
+)
+def test_serve_flags_are_checked_before_listening(numbers_run, capsys, args, message):
+    code, out, err = cli(capsys, "serve", "--checkpoint", str(numbers_run), *args)
+    assert code == 2 and message in err and "serving" not in out, err
+
+
+def test_a_glossary_for_a_pair_no_model_serves_is_refused(numbers_run, tmp_path, capsys):
+    glossary = tmp_path / "g.tsv"
+    glossary.write_text("zwölf\ttwelve\n")
+    model = f"en:de={numbers_run}"
+    args = ("serve", "--model", model, "--glossary", f"de:fr={glossary}")
+    code, out, err = cli(capsys, *args)
+    assert code == 2 and "no model serves de:fr (served: en:de)" in err and "serving" not in out
+
+
+def test_serve_help_shows_no_default_for_a_switch(capsys):
+    with pytest.raises(SystemExit):
+        cli(capsys, "serve", "--help")
+    shown = capsys.readouterr().out
+    assert "--no-pivot" in shown and "(default: True)" not in shown and "(default: [])" not in shown

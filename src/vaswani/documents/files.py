@@ -208,9 +208,10 @@ def read_document(
     options = options or DocumentOptions()
     try:
         document = READERS[fmt](data, name, options)
+        texts = document.texts()  # some formats find their markup here
     except MarkupError as error:
         raise DocumentError(f"{name}: {error}") from None
-    for number, text in enumerate(document.texts(), 1):
+    for number, text in enumerate(texts, 1):
         if len(text) > options.max_unit_bytes // 4 and len(text.encode()) > options.max_unit_bytes:
             raise DocumentError(
                 f"{name}: text {number} is {len(text.encode()):,} bytes, over the limit of "

@@ -65,6 +65,12 @@ class Zipped:
                     f"{name}: {info.filename} unpacks {info.file_size / max(info.compress_size, 1):,.0f}"
                     f" times its packed size (over {options.max_ratio}): a zip bomb?"
                 )
+        try:  # every member unpacked once, in chunks: damage is found before any work
+            bad = self.zip.testzip()
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError, zlib.error) as e:
+            raise DocumentError(f"{name}: a zip member cannot be unpacked ({e})") from None
+        if bad is not None:
+            raise DocumentError(f"{name}: {bad} is damaged (its checksum does not match)")
         self.name, self.infos, self.options = name, infos, options
         self.replaced: dict[str, bytes] = {}
 
