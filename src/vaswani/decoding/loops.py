@@ -4,7 +4,7 @@ probability, keeps them. They are found in the text of a translation, and such a
 decoded again with repeats barred (`loop_guard` "retry", the default): the token that would
 begin the third copy of a phrase of 2 to 8 tokens, or the fourth of one token, is ruled out at
 every step. A translation that does not loop is never touched, so the guard costs nothing where
-no loop happens (measured in docs/decoding.md); "always" bars repeats in every sentence, "off"
+no loop happens (measured in docs/translating.md); "always" bars repeats in every sentence, "off"
 never.
 """
 
