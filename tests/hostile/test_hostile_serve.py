@@ -137,6 +137,7 @@ def test_a_port_in_use_is_an_error_before_serving(numbers_run, capsys):
             listen("127.0.0.1", port)
         code, out, err = cli(capsys, "serve", "--checkpoint", str(numbers_run), "--port", str(port))
         assert code == 2 and "serving" not in out and "cannot listen" in err
+        assert "LibreTranslate API: off" in err  # numbers-de names no languages: said why
     finally:
         taken.close()
 
@@ -209,3 +210,10 @@ def test_serve_help_shows_no_default_for_a_switch(capsys):
         cli(capsys, "serve", "--help")
     shown = capsys.readouterr().out
     assert "--no-pivot" in shown and "(default: True)" not in shown and "(default: [])" not in shown
+
+
+@pytest.mark.parametrize("page", ["<p>a <![foo[ x ]]> b</p>", "<p>a <![ x", "<p>" + "<b>" * 200])
+def test_html_the_parser_refuses_is_a_400_from_libretranslate(task_servers, page):
+    body = {"q": page, "source": "en", "target": "de", "format": "html"}
+    status, answer = task_servers["libre"].request("POST", "/translate", body)
+    assert status == 400 and "HTML" in answer["error"], answer

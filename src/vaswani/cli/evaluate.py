@@ -31,6 +31,7 @@ from vaswani.evaluate import (
     perplexity,
     training_data,
 )
+from vaswani.files import write_output
 from vaswani.progress import progress_bar
 from vaswani.run import LoadedRun
 from vaswani.runs import is_run, record_evaluation
@@ -59,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    writable_file(args.output)
+    reads = {"--src": args.src, "--ref": args.ref, "the run": args.checkpoint}
+    writable_file(args.output, reads={k: v for k, v in reads.items() if v is not None})
     if (args.src is None) != (args.ref is None):
         raise CliError("--src and --ref go together")
     loaded, placement = load_for_inference(args, *TASKS_BY_NAME.values())
@@ -161,7 +163,7 @@ def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
         f"{next(loaded.model.parameters()).device})"
     )
     if args.output:
-        args.output.write_text("".join(h + "\n" for h in report.hypotheses), encoding="utf-8")
+        write_output(args.output, "".join(h + "\n" for h in report.hypotheses).encode("utf-8"))
     if args.src is None and is_run(loaded.path):  # the run's own split: for `vaswani runs`
         record_evaluation(
             loaded.path,
