@@ -189,3 +189,22 @@ def test_markdown_keeps_code_urls_and_structure():
         "[![badge](https://x/b.svg)](https://x/ci) SEE [THE GUIDE][] OR <https://x.org> NOW.\n\n"
         "[the guide]: https://x/guide\n"
     )
+
+
+def test_a_long_file_is_translated_a_chunk_at_a_time_with_the_same_result(monkeypatch):
+    import vaswani.documents.files as files
+
+    cues = "\n\n".join(
+        f"{i}\n00:00:0{i},000 --> 00:00:0{i},500\nCue <i>number</i> {i}." for i in range(1, 8)
+    )
+    whole = translated(cues.encode(), "srt")
+    calls = []
+
+    def counted(texts, alignments):
+        calls.append(len(texts))
+        return upper(texts, alignments)
+
+    monkeypatch.setattr(files, "CHUNK_TEXTS", 3)
+    document = read_document(cues.encode(), "srt", "test.srt", DocumentOptions())
+    assert translate_documents([document], counted, "de")[0] == whole
+    assert calls == [3, 3, 1]

@@ -364,15 +364,22 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
     dc = decode_config(args)
     loaded, placement = load_for_inference(args, TRANSLATE)
     loaded.prefixes(args.target, 0)
-    translated_texts: list[list[Translation]] = []
+    translated_texts: list[list[Translation]] = []  # kept only for the glossary's report
     aids = aids_of(args, loaded, least=args.min_confidence)
-    aids = dataclasses.replace(aids, report=translated_texts.extend)
+    if aids.glossary is not None:
+        aids = dataclasses.replace(aids, report=translated_texts.extend)
     total = sum(len(text) for d in documents for text in d.texts())
     with contextlib.ExitStack() as bars:
+        shown: list[Any] = []  # one bar, however many chunks the texts are translated in
 
         def progress(sentences: int) -> Any:
-            bar = progress_bar(total=sentences, unit="sent", desc="translating")
-            return bars.enter_context(bar).update
+            if not shown:
+                bar = progress_bar(total=sentences, unit="sent", desc="translating")
+                shown.append(bars.enter_context(bar))
+            else:
+                shown[0].total += sentences
+                shown[0].refresh()
+            return shown[0].update
 
         translate = translator(
             loaded,

@@ -227,14 +227,26 @@ PARTIAL = ("po", "xliff")
 """Formats whose entries may stay untranslated (for a translator to do)."""
 
 
+CHUNK_TEXTS = 20_000
+"""Texts translated in one call of a `Translator`: a file of a million subtitle cues goes a chunk
+at a time, so that what translation keeps for each text (ids, hypotheses, signals) is held for
+one chunk only; each text's translation does not depend on the others in its batch."""
+
+
 def translate_documents(
     documents: list[Document], translate: Translator, language: str | None = None
 ) -> list[bytes]:
-    """Each document translated, their texts in one call of `translate`; `language`: the
-    target's code, for the formats that record it."""
+    """Each document translated, their texts in as few calls of `translate` as CHUNK_TEXTS
+    allows; `language`: the target's code, for the formats that record it."""
     texts = [document.texts() for document in documents]
     flat = [text for mine in texts for text in mine]
-    translations, alignments = translate(flat, any(d.markup for d in documents))
+    markup = any(d.markup for d in documents)
+    translations: list[str | None] = []
+    alignments: list[Alignment | None] = []
+    for start in range(0, max(len(flat), 1), CHUNK_TEXTS):
+        found, aligned = translate(flat[start : start + CHUNK_TEXTS], markup)
+        translations += found
+        alignments += aligned
     out, start = [], 0
     for document, mine in zip(documents, texts, strict=True):
         end = start + len(mine)
