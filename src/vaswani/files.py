@@ -74,8 +74,8 @@ def regular_file(path: Path, what: str = "file") -> Path:
     return path
 
 
-MAX_TEXT_BYTES = 256 << 20
-"""The most bytes of a file read whole (a split of a data directory, a settings file)."""
+MAX_TEXT_BYTES = 1 << 30
+"""The most bytes of a text file read whole (an evaluation split, the language pairs of a split)."""
 MAX_JSON_BYTES = 64 << 20
 """The most bytes of a JSON file read whole (meta.json, a manifest, decoding.json)."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import io
+import itertools
 import math
 import re
 import zipfile
@@ -207,11 +208,6 @@ class Paragraph:
         return any(isinstance(s, str) or (s.get() and not s.get().strip()) for s in between)
 
 
-SKIP = 1000.0
-"""What leaving a slot that had words without any costs in `share`: more than any number of
-aligned links it could win back."""
-
-
 def share(tagged: Tagged, translation: str, alignment: Alignment) -> list[tuple[int, int]]:
     """Which element of `tagged` (flat: a paragraph's slots) each part of the translated words
     goes to, as (part, element) in order: the elements follow each other as in the source
@@ -231,6 +227,9 @@ def share(tagged: Tagged, translation: str, alignment: Alignment) -> list[tuple[
     for i, j in alignment:
         links.setdefault(j, []).append(i)
     size, length = len(elements), max(len(tagged.text), 1)
+    # Leaving an element that had words without any costs more than all the links and
+    # nearness it could win back.
+    skip = len(alignment) + len(parts) + 1.0
 
     def score(q: int, e: int) -> float:
         here = sum(1 for i in links.get(q // PARTS, []) if owner_of(i * PARTS + q % PARTS) == e)
@@ -242,22 +241,22 @@ def share(tagged: Tagged, translation: str, alignment: Alignment) -> list[tuple[
         return owner[u] if u < len(owner) and source[u][0] < source[u][1] else None
 
     worded = [int(bool(tagged.text[e.start : e.end].strip())) for e in elements]
-    before = [sum(worded[:e]) for e in range(size + 1)]  # worded elements before e
-    best = [score(parts[0], e) - SKIP * before[e] for e in range(size)]
+    before = [0, *itertools.accumulate(worded)]  # worded elements before e
+    best = [score(parts[0], e) - skip * before[e] for e in range(size)]
     back: list[list[int]] = []
     for q in parts[1:]:
         came, row, leading, lead_from = [], [], -math.inf, -1
         for e in range(size):
             # from an earlier element, skipping the worded ones between
-            if e > 0 and best[e - 1] + SKIP * before[e] > leading:
-                leading, lead_from = best[e - 1] + SKIP * before[e], e - 1
+            if e > 0 and best[e - 1] + skip * before[e] > leading:
+                leading, lead_from = best[e - 1] + skip * before[e], e - 1
             stay = best[e]
-            moved = leading - SKIP * before[e] if lead_from >= 0 else -math.inf
+            moved = leading - skip * before[e] if lead_from >= 0 else -math.inf
             came.append(e if stay >= moved else lead_from)
             row.append(score(q, e) + max(stay, moved))
         best = row
         back.append(came)
-    last = max(range(size), key=lambda e: best[e] - SKIP * (before[size] - before[e + 1]))
+    last = max(range(size), key=lambda e: best[e] - skip * (before[size] - before[e + 1]))
     chosen = [last]
     for came in reversed(back):
         chosen.append(came[chosen[-1]])
