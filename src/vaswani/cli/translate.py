@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import json
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -324,12 +325,10 @@ def file_outputs(args: argparse.Namespace, inputs: list[Path]) -> list[Path | No
     if args.output_dir is not None:
         not_over(args.output_dir, "--output-dir", reads_of(args, inputs))
         outputs = [args.output_dir / p.name for p in inputs]
-        same = {
-            name for name in (p.name for p in inputs) if [p.name for p in inputs].count(name) > 1
-        }
-        if same:
+        named, count = Counter(p.name for p in inputs).most_common(1)[0]
+        if count > 1:
             raise CliError(
-                f"--output-dir {args.output_dir}: several inputs are named {sorted(same)[0]}, and "
+                f"--output-dir {args.output_dir}: several inputs are named {named}, and "
                 "their translations would be written over each other; translate them apart"
             )
         args.output_dir.mkdir(parents=True, exist_ok=True)
