@@ -61,7 +61,9 @@ class Memory:
             )
             return cls(pair for corpus in corpora for pair in corpus.pairs)
         except DataError as error:
-            hint = "" if source and target else " (the model's data records no language pair)"
+            tagged = any(Path(p).suffix.lower() in (".tmx", ".xlf", ".xliff") for p in paths)
+            unnamed = tagged and not (source and target)  # TMX and XLIFF pick languages by tag
+            hint = " (the model's data records no language pair)" if unnamed else ""
             raise MemoryFileError(f"translation memory: {error}{hint}") from None
 
     def unsplit(self, sentences: Sentences) -> Sentences:
