@@ -153,3 +153,12 @@ def test_text_is_escaped_and_line_breaks_between_runs_split_blocks():
 def test_inline_elements_that_do_not_close_in_their_block_are_refused(page, message):
     with pytest.raises(HtmlError, match=message):
         HtmlDocument.parse(page)
+
+
+def test_links_read_as_the_pairs_they_were_made_of():
+    from vaswani.documents.markup import Links
+
+    pairs = [(0, 1), (2, 0), (70000, 3)]
+    links = Links(pairs)
+    assert list(links) == pairs and len(links) == 3 and links[-1] == (70000, 3)
+    assert sorted(links) == sorted(pairs) and not Links([])

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from vaswani.data.corpora import DEFAULT_MAX_LINE_BYTES
-from vaswani.documents.markup import Alignment, MarkupError
+from vaswani.documents.markup import Alignment, Links, MarkupError
 from vaswani.errors import VaswaniError
 
 
@@ -246,7 +246,7 @@ def translate_documents(
     for start in range(0, max(len(flat), 1), CHUNK_TEXTS):
         found, aligned = translate(flat[start : start + CHUNK_TEXTS], markup)
         translations += found
-        alignments += aligned
+        alignments += [None if a is None else Links(a) for a in aligned]  # held to the end
     out, start = [], 0
     for document, mine in zip(documents, texts, strict=True):
         end = start + len(mine)

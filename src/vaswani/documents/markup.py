@@ -16,12 +16,34 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from vaswani.errors import VaswaniError
 
 Alignment = list[tuple[int, int]]
+
+
+class Links(Sequence):
+    """An alignment kept compactly: its pairs as unsigned ints in one array (8 bytes a link
+    instead of a tuple's 64), for files whose every text's alignment is held until they are
+    written (a million subtitle cues). Reads as the list of pairs it was made from."""
+
+    __slots__ = ("flat",)
+
+    def __init__(self, pairs: Iterable[tuple[int, int]]) -> None:
+        self.flat = array("I", [n for pair in pairs for n in pair])
+
+    def __len__(self) -> int:
+        return len(self.flat) // 2
+
+    def __getitem__(self, k: int) -> tuple[int, int]:  # type: ignore[override]
+        k = range(len(self))[k]
+        return self.flat[2 * k], self.flat[2 * k + 1]
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self.flat[0::2], self.flat[1::2], strict=True)
 
 
 @dataclass
