@@ -62,6 +62,9 @@ def test_a_file_is_uploaded_translated_and_downloaded(loaded):
         status, settings = server.request("GET", "/frontend/settings")
         assert status == 200 and settings["filesTranslation"] is True
         assert {".docx", ".po", ".html", ".srt", ".epub"} <= set(settings["supportedFilesFormat"])
+        languages = settings["language"]
+        assert languages["source"]["name"] == "English", languages  # names, not codes
+        assert languages["target"]["name"] == "German", languages
         page = b'<html lang="en"><p>271493. <b>42</b></p><script>var a = "42";</script></html>'
         status, answer = upload(server, "page.html", page)
         assert status == 200, answer

@@ -385,3 +385,16 @@ def test_the_license_that_pyproject_names_is_there():
     root = Path(__file__).resolve().parents[2]
     assert 'license = { text = "MIT" }' in (root / "pyproject.toml").read_text()
     assert (root / "LICENSE").read_text().startswith("MIT License")
+
+
+def test_a_glossary_from_a_pipe_still_works(numbers_run, tmp_path, capsys):
+    import os
+    import threading
+
+    pipe = tmp_path / "glossary.tsv"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=lambda: pipe.write_text("4711\tZAHL\n"))
+    writer.start()
+    code, out, err = translate_cli(capsys, numbers_run, "4711", "--glossary", str(pipe))
+    writer.join(timeout=60)
+    assert code == 0 and "glossary: 1 of 1 terms put in" in err and "ZAHL" in out, err
