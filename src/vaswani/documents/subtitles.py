@@ -90,12 +90,13 @@ class Subtitles:
                 text = place(cue, " ".join(words[j] for j in part), local)
                 cues[i].text = lines(text, len(cues[i].text))
                 first_source += n_source
-        out = []
-        for part in self.parts:
-            out.append(
-                part if isinstance(part, str) else self.newline.join([part.head, *part.text])
-            )
-        return "".join(out).encode("utf-8")
+        return self.written(self.parts).encode("utf-8")
+
+    def written(self, parts: list[str | _Block]) -> str:
+        """`parts` of the file as text."""
+        return "".join(
+            p if isinstance(p, str) else self.newline.join([p.head, *p.text]) for p in parts
+        )
 
 
 def cue_text(cue: _Block) -> str:
@@ -205,7 +206,7 @@ def read_vtt(data: bytes, name: str, options: DocumentOptions) -> Subtitles:
     document = _checked(text, count, re.compile(r"-->"), name)
     for number, part in enumerate(document.parts):
         if number and isinstance(part, str) and part.strip() and not _VTT_BLOCK.match(part):
-            line = "".join(p if isinstance(p, str) else p.head for p in document.parts[:number])
+            line = document.written(document.parts[:number])
             raise DocumentError(
                 f"{name}: line {line.count(chr(10)) + 1}: a block that is no cue (its timing "
                 "line is missing or broken), note, style or region"
