@@ -91,7 +91,7 @@ def read_bounded(path: Path, limit: int, what: str = "file") -> bytes:
         raise DamagedFileError(f"{path}: cannot read the {what}: {reason}") from None
     if len(data) > limit:
         raise DamagedFileError(
-            f"{path}: the {what} is over {limit:,} bytes, more than any such file holds"
+            f"{path}: the {what} is over {limit:,} bytes, the most vaswani reads of one"
         )
     return data
 

@@ -398,3 +398,18 @@ def test_a_glossary_from_a_pipe_still_works(numbers_run, tmp_path, capsys):
     code, out, err = translate_cli(capsys, numbers_run, "4711", "--glossary", str(pipe))
     writer.join(timeout=60)
     assert code == 0 and "glossary: 1 of 1 terms put in" in err and "ZAHL" in out, err
+
+
+def test_a_document_from_a_pipe_is_read_and_dev_zero_refused(numbers_run, tmp_path, capsys):
+    import os
+    import threading
+
+    pipe = tmp_path / "page"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=lambda: pipe.write_text("<p>4711</p>"))
+    writer.start()
+    code, out, err = translate_cli(capsys, numbers_run, "--input", str(pipe), "--format", "html")
+    writer.join(timeout=60)
+    assert code == 0 and out.startswith("<p>") and "4711" not in out, err
+    code, _, err = translate_cli(capsys, numbers_run, "--input", "/dev/zero", "--format", "html")
+    assert code == 2 and "is over 536,870,912 bytes" in err and err.count("error:") == 1, err

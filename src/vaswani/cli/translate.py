@@ -56,7 +56,7 @@ from vaswani.documents.translate import (
     translate_sentences,
     translator,
 )
-from vaswani.files import regular_file, write_output
+from vaswani.files import read_bounded, write_output
 from vaswani.progress import progress_bar
 from vaswani.run import LoadedRun
 from vaswani.tasks import TRANSLATE
@@ -408,13 +408,14 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
 
 
 def input_bytes(path: Path, options: DocumentOptions) -> bytes:
-    """A file's bytes (`-`: stdin's, within the limit of a zip's unpacked bytes)."""
-    if str(path) == "-":
-        data = sys.stdin.buffer.read(options.max_unpacked_bytes + 1)
-        if len(data) > options.max_unpacked_bytes:
-            raise CliError(f"stdin holds over {options.max_unpacked_bytes:,} bytes; too large")
-        return data
-    return regular_file(path, "input file").read_bytes()
+    """A file's bytes (`-`: stdin's), read as a stream within the limit of a zip's unpacked
+    bytes: `--input <(zcat page.html.gz)` works, `/dev/zero` is refused."""
+    if str(path) != "-":
+        return read_bounded(path, options.max_unpacked_bytes, "input file")
+    data = sys.stdin.buffer.read(options.max_unpacked_bytes + 1)
+    if len(data) > options.max_unpacked_bytes:
+        raise CliError(f"stdin holds over {options.max_unpacked_bytes:,} bytes; too large")
+    return data
 
 
 def alignment_settings(args: argparse.Namespace) -> AlignSettings:
