@@ -43,9 +43,9 @@ def stages(path: str) -> None:
         aligned = [[(i, i) for i in range(len(t.split()))] for t in texts]
         return [t.upper() for t in texts], aligned
 
-    data = Path(path).read_bytes()
     times, start = {}, time.perf_counter()
-    document = read_document(data, "srt", path)
+    # The file's bytes are not kept once read, as in `vaswani translate`.
+    document = read_document(Path(path).read_bytes(), "srt", path)
     times["read"] = time.perf_counter() - start
     start = time.perf_counter()
     out = translate_documents([document], stand_in, "de")[0]

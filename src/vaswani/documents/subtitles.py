@@ -14,8 +14,8 @@ import functools
 import io
 import itertools
 import re
-import sys
-from dataclasses import dataclass
+from array import array
+from dataclasses import dataclass, field
 
 from vaswani.documents.files import DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment, Element, Tagged, place
@@ -23,31 +23,31 @@ from vaswani.documents.markup import Alignment, Element, Tagged, place
 _BLOCKS = re.compile(r"(?:\r?\n){2,}")
 _TAG = re.compile(r"<(/?)([A-Za-z][\w.]*|\d[\d:.]*)[^<>]*>")
 _PAIRED = {"b", "i", "u", "s", "font", "c", "v", "lang", "ruby", "rt", "span"}
-_VTT_BLOCK = re.compile(r"(NOTE|STYLE|REGION)(\s|$)|(\r?\n)+$")
-"""What a WebVTT block that is not a cue may be (or the separators between blocks)."""
+_VTT_BLOCK = re.compile(r"(NOTE|STYLE|REGION)(\s|$)")
+"""What a WebVTT block that is not a cue (nor the header) may be."""
 _ENDS_SENTENCE = re.compile(r"""[.!?…。！？]["'»”’)\]]*$""")
-
-
-@dataclass(slots=True)
-class _Block:
-    """A cue's block of the file: its lines up to its timing line (joined, as written), and its
-    text lines."""
-
-    head: str
-    text: list[str]
 
 
 @dataclass
 class Subtitles:
-    """A subtitle file's blocks and its cues' texts; `markup`: alignments share sentences out."""
+    """A subtitle file's text and where its cues lie in it (a cue: its lines up to its timing
+    line, then its text lines), as offsets, so that a million cues cost their text and a few
+    numbers each; `markup`: alignments share sentences out."""
 
-    parts: list[str | _Block]
+    text: str
     newline: str
+    heads: array = field(default_factory=lambda: array("q"))
+    """Where each cue's timing line ends (its text lines begin a newline later)."""
+    ends: array = field(default_factory=lambda: array("q"))
+    """Where each cue ends."""
+    others: list[tuple[int, int]] = field(default_factory=list)
+    """Where each block that is no cue begins and ends (a header, a note, a style)."""
     markup = True
 
-    @functools.cached_property
-    def cues(self) -> list[_Block]:
-        return [part for part in self.parts if isinstance(part, _Block)]
+    def lines(self, i: int) -> list[str]:
+        """Cue i's text lines."""
+        head, end = self.heads[i], self.ends[i]
+        return self.text[head + len(self.newline) : end].split(self.newline) if end > head else []
 
     def groups(self) -> list[list[int]]:
         """Runs of consecutive cues that make one sentence (the last of each ends one)."""
@@ -64,7 +64,7 @@ class Subtitles:
     @functools.cached_property
     def plain(self) -> list[str]:
         """Each cue's text without its tags."""
-        return [cue_tagged(cue).text for cue in self.cues]
+        return [cue_tagged(self.lines(i)).text for i in range(len(self.heads))]
 
     def texts(self) -> list[str]:
         return [" ".join(self.plain[i] for i in group) for group in self.groups()]
@@ -72,11 +72,11 @@ class Subtitles:
     def rebuild(
         self, translations: list[str], alignments: list[Alignment | None], language: str | None
     ) -> bytes:
-        cues = self.cues
+        out, at = bytearray(), 0  # the file as written up to `at`, then each cue translated
         for group, translation, alignment in zip(
             self.groups(), translations, alignments, strict=True
         ):
-            tagged = [cue_tagged(cues[i]) for i in group]
+            tagged = [cue_tagged(self.lines(i)) for i in group]
             words = translation.split()
             parts = share([t.text for t in tagged], len(words), alignment or [])
             first_source = 0
@@ -88,25 +88,23 @@ class Subtitles:
                     if first_source <= a < first_source + n_source and b in part
                 ]
                 text = place(cue, " ".join(words[j] for j in part), local)
-                cues[i].text = lines(text, len(cues[i].text))
+                translated = self.newline.join(lines(text, len(self.lines(i))))
+                out += f"{self.text[at : self.heads[i]]}{self.newline}{translated}".encode()
+                at = self.ends[i]
                 first_source += n_source
-        return self.written(self.parts).encode("utf-8")
-
-    def written(self, parts: list[str | _Block]) -> str:
-        """`parts` of the file as text."""
-        return "".join(
-            p if isinstance(p, str) else self.newline.join([p.head, *p.text]) for p in parts
-        )
+        out += self.text[at:].encode()
+        return bytes(out)
 
 
-def cue_text(cue: _Block) -> str:
+def cue_text(lines: list[str]) -> str:
     """A cue's text on one line, its spaces collapsed, its tags (<i>, <c.red>, <v Bob>) in."""
-    return " ".join(" ".join(cue.text).split())
+    return " ".join(" ".join(lines).split())
 
 
-def cue_tagged(cue: _Block) -> Tagged:
-    """A cue's text without its tags, which are elements over it (an unmatched one empty)."""
-    raw, text, root = cue_text(cue), [], Element("")
+def cue_tagged(lines: list[str]) -> Tagged:
+    """A cue's text (its `lines`) without its tags, which are elements over it (an unmatched one
+    empty)."""
+    raw, text, root = cue_text(lines), [], Element("")
     stack: list[tuple[str, Element]] = []
     at = 0
     for match in _TAG.finditer(raw):
@@ -162,26 +160,27 @@ def lines(text: str, count: int) -> list[str]:
     return [text[:cut], text[cut + 1 :]]
 
 
-def blocks(text: str, is_timing: re.Pattern) -> tuple[list[str | _Block], str]:
-    """The file as separators and blocks; a block with a timing line is a cue."""
+def blocks(text: str, is_timing: re.Pattern) -> Subtitles:
+    """The file's cues (blocks with a timing line) and its other blocks, by offset."""
     newline = "\r\n" if "\r\n" in text else "\n"
-    body = text.rstrip("\r\n")
-    trailing, text = text[len(body) :], body
-    parts: list[str | _Block] = []
-    at = 0
-    for match in itertools.chain(_BLOCKS.finditer(text), [None]):
-        end = match.start() if match else len(text)
-        block = text[at:end]
-        rows = block.split(newline) if block else []
-        timing = next((k for k, row in enumerate(rows) if is_timing.search(row)), None)
-        if timing is None:
-            parts.append(block)
-        else:
-            parts.append(_Block(newline.join(rows[: timing + 1]), rows[timing + 1 :]))
+    found = Subtitles(text, newline)
+    body, at = len(text.rstrip("\r\n")), 0
+    for match in itertools.chain(_BLOCKS.finditer(text, 0, body), [None]):
+        end = match.start() if match else body
+        head, row_start = None, at
+        for row in text[at:end].split(newline) if end > at else []:
+            if is_timing.search(row):
+                head = row_start + len(row)
+                break
+            row_start += len(row) + len(newline)
+        if head is not None:
+            found.heads.append(head)
+            found.ends.append(end)
+        elif end > at:
+            found.others.append((at, end))
         if match:
-            parts.append(sys.intern(match.group()))  # a million cues share a few separators
             at = match.end()
-    return [*parts, trailing], newline
+    return found
 
 
 def read_srt(data: bytes, name: str, options: DocumentOptions) -> Subtitles:
@@ -204,22 +203,21 @@ def read_vtt(data: bytes, name: str, options: DocumentOptions) -> Subtitles:
     except Exception as error:  # webvtt-py raises its own errors and plain ones
         raise DocumentError(f"{name}: not a valid WebVTT file ({error})") from None
     document = _checked(text, count, re.compile(r"-->"), name)
-    for number, part in enumerate(document.parts):
-        if number and isinstance(part, str) and part.strip() and not _VTT_BLOCK.match(part):
-            line = document.written(document.parts[:number])
+    for start, end in document.others:
+        block = text[start:end]
+        if block.strip() and not _VTT_BLOCK.match(block) and not block.startswith("WEBVTT"):
             raise DocumentError(
-                f"{name}: line {line.count(chr(10)) + 1}: a block that is no cue (its timing "
-                "line is missing or broken), note, style or region"
+                f"{name}: line {text.count(chr(10), 0, start) + 1}: a block that is no cue (its "
+                "timing line is missing or broken), note, style or region"
             )
     return document
 
 
 def _checked(text: str, count: int, timing: re.Pattern, name: str) -> Subtitles:
-    parts, newline = blocks(text, timing)
-    document = Subtitles(parts, newline)
-    if len(document.cues) != count:
+    document = blocks(text, timing)
+    if len(document.heads) != count:
         raise DocumentError(
-            f"{name}: {count} cues by the parser, {len(document.cues)} blocks with a timing line; "
-            "is a cue missing its blank line?"
+            f"{name}: {count} cues by the parser, {len(document.heads)} blocks with a timing "
+            "line; is a cue missing its blank line?"
         )
     return document
