@@ -173,7 +173,7 @@ def resume_point(path: Path, fingerprint: dict, force: bool) -> dict:
             f"{path} exists and has no progress record ({record_path.name}) to resume from; "
             "choose another --output, or --force to start it again"
         )
-    record = valid_record(read_json(record_path, "progress record", dict, limit=1 << 20), path)
+    record = read_record(path)
     differs = [key for key in fingerprint if record.get(key) != fingerprint[key]]
     if differs:
         raise BackTranslationError(
@@ -187,8 +187,9 @@ def resume_point(path: Path, fingerprint: dict, force: bool) -> dict:
     return record
 
 
-def valid_record(record: dict, path: Path) -> dict:
-    """`record` (the progress record of `path`) after checking each field `save_point` writes."""
+def read_record(path: Path) -> dict:
+    """The progress record of the output `path`, after checking each field `save_point` writes."""
+    record = read_json(progress_path(path), "progress record", dict, limit=1 << 20)
 
     def count(value: Any) -> bool:
         return type(value) is int and 0 <= value < 2**62
@@ -344,7 +345,7 @@ def join_parts(output: Path, world: int) -> tuple[int, bool]:
     (atomically); the parts and their records are removed once every one is complete. Returns
     the pairs joined and whether all parts are complete."""
     parts = [part_path(output, rank, world) for rank in range(world)]
-    records = [valid_record(read_json(progress_path(p), "progress record", dict), p) for p in parts]
+    records = [read_record(p) for p in parts]
     data = b"".join(p.read_bytes()[: r["bytes"]] for p, r in zip(parts, records, strict=True))
     write_atomic(output, data)
     written = sum(r["written"] for r in records)

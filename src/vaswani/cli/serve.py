@@ -226,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
             "offer /translate, /languages and files",
             file=sys.stderr,
         )
-    if pairs:
+    else:
         print(
             f"pairs: {', '.join(f'{s}:{t}' for s, t in pairs)}"
             f"{'' if args.pivot else ' (no pivoting)'}",

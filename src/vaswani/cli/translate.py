@@ -322,8 +322,9 @@ def file_outputs(args: argparse.Namespace, inputs: list[Path]) -> list[Path | No
     if args.output_format != "text" or args.n_best != 1:
         raise CliError("--output-format jsonl and --n-best are for lines, not whole files")
     outputs: list[Path | None] = [args.output]
+    reads = reads_of(args, inputs)
     if args.output_dir is not None:
-        not_over(args.output_dir, "--output-dir", reads_of(args, inputs))
+        not_over(args.output_dir, "--output-dir", reads)
         outputs = [args.output_dir / p.name for p in inputs]
         named, count = Counter(p.name for p in inputs).most_common(1)[0]
         if count > 1:
@@ -333,7 +334,7 @@ def file_outputs(args: argparse.Namespace, inputs: list[Path]) -> list[Path | No
             )
         args.output_dir.mkdir(parents=True, exist_ok=True)
     for target in outputs:
-        writable_file(target, reads=reads_of(args, inputs))
+        writable_file(target, reads=reads)
     return outputs
 
 

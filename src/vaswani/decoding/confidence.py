@@ -120,12 +120,15 @@ class Calibration:
 
 def finite(value: Any, name: str) -> float:
     """`value` as a float, or a ValueError naming the field where it is not a finite number."""
+    problem = ValueError(f"{name!r} holds {str(value)[:40]}, not a finite number")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise problem
     try:
-        number = float(value) if isinstance(value, int | float) and value is not True else None
+        number = float(value)
     except OverflowError:  # an int of 400 digits
-        number = None
-    if number is None or value is False or not math.isfinite(number):
-        raise ValueError(f"{name!r} holds {str(value)[:40]}, not a finite number")
+        raise problem from None
+    if not math.isfinite(number):
+        raise problem
     return number
 
 

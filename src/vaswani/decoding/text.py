@@ -255,11 +255,11 @@ def translate_segments(
     for positions in length_batches(widths, dc.batch_tokens):
         batch = [todo[j] for j in positions]
         src = source_batch([encoded[i] for i in batch], cfg).to(device)
-        decoded = without_loops(model, src, search, shortlist, tgt_tokenizer)
+        decoded = without_loops(model, src, search, shortlist, tgt_tokenizer, dc.n_best)
         for i, (mine, texts) in zip(batch, decoded, strict=True):
             found = [
                 Translation(text, h.score, h.log_prob, len(h.tokens) + h.finished)
-                for h, text in zip(mine[: dc.n_best], texts, strict=False)
+                for h, text in zip(mine[: dc.n_best], texts, strict=True)
             ]
             if confidence is not None:
                 found[0].signals = signals_of(mine)
@@ -281,19 +281,25 @@ def without_loops(
     dc: DecodeConfig,
     shortlist: Shortlist | None,
     tokenizer: Tokenizer,
+    keep: int | None = None,
 ) -> list[tuple[list[Hypothesis], list[str]]]:
-    """Each source's hypotheses and their texts; with `dc.loop_guard` "retry", the sources whose
-    best translation loops (`vaswani.decoding.loops`) decoded again with repeats barred. A
-    translation that still loops is said in a `Looping` warning."""
+    """Each source's hypotheses and the texts of the first `keep` (all by default); with
+    `dc.loop_guard` "retry", the sources whose best translation loops
+    (`vaswani.decoding.loops`) decoded again with repeats barred. A translation that still loops
+    is said in a `Looping` warning."""
+
+    def texts_of(mine: list[Hypothesis]) -> list[str]:
+        return [tokenizer.decode(h.tokens) for h in mine[:keep]]
+
     found = decode(model, src, dc, shortlist=shortlist)
-    texts = [[tokenizer.decode(h.tokens) for h in mine] for mine in found]
+    texts = [texts_of(mine) for mine in found]
     looping = [i for i, mine in enumerate(texts) if mine and loops(mine[0])]
     if looping and dc.loop_guard == "retry":
         rows = torch.tensor(looping, device=src.device)
         barred = dataclasses.replace(dc, loop_guard="always")
         again = decode(model, src[rows], barred, shortlist=shortlist)
         for i, mine in zip(looping, again, strict=True):
-            found[i], texts[i] = mine, [tokenizer.decode(h.tokens) for h in mine]
+            found[i], texts[i] = mine, texts_of(mine)
     still = sum(1 for mine in texts if mine and loops(mine[0]))
     if still and dc.loop_guard != "off":
         warnings.warn(
