@@ -44,7 +44,7 @@ class Subtitles:
     """Where each block that is no cue begins and ends (a header, a note, a style)."""
     markup = True
 
-    def lines(self, i: int) -> list[str]:
+    def rows(self, i: int) -> list[str]:
         """Cue i's text lines."""
         head, end = self.heads[i], self.ends[i]
         return self.text[head + len(self.newline) : end].split(self.newline) if end > head else []
@@ -64,7 +64,7 @@ class Subtitles:
     @functools.cached_property
     def plain(self) -> list[str]:
         """Each cue's text without its tags."""
-        return [cue_tagged(self.lines(i)).text for i in range(len(self.heads))]
+        return [cue_tagged(self.rows(i)).text for i in range(len(self.heads))]
 
     def texts(self) -> list[str]:
         return [" ".join(self.plain[i] for i in group) for group in self.groups()]
@@ -76,11 +76,12 @@ class Subtitles:
         for group, translation, alignment in zip(
             self.groups(), translations, alignments, strict=True
         ):
-            tagged = [cue_tagged(self.lines(i)) for i in group]
+            rows = [self.rows(i) for i in group]
+            tagged = [cue_tagged(cue_rows) for cue_rows in rows]
             words = translation.split()
             parts = share([t.text for t in tagged], len(words), alignment or [])
             first_source = 0
-            for i, cue, part in zip(group, tagged, parts, strict=True):
+            for i, cue_rows, cue, part in zip(group, rows, tagged, parts, strict=True):
                 n_source = len(cue.text.split())
                 local = [
                     (a - first_source, b - part.start)
@@ -88,7 +89,7 @@ class Subtitles:
                     if first_source <= a < first_source + n_source and b in part
                 ]
                 text = place(cue, " ".join(words[j] for j in part), local)
-                translated = self.newline.join(lines(text, len(self.lines(i))))
+                translated = self.newline.join(lines(text, len(cue_rows)))
                 out += f"{self.text[at : self.heads[i]]}{self.newline}{translated}".encode()
                 at = self.ends[i]
                 first_source += n_source
