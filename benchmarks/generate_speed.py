@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from vaswani.config import ModelConfig
+from vaswani.config import ModelConfig, Sampling
 from vaswani.decoding.search import sample
 from vaswani.device import autocast, benchmark_setting
 from vaswani.model import DecoderOnly
@@ -29,7 +29,7 @@ def timed(model: DecoderOnly, prompts: list[list[int]], new: int, use_cache: boo
     best, tokens = float("inf"), None
     for _ in range(repeats):
         start = time.perf_counter()
-        found = sample(model, prompts, new, temperature=0.0, use_cache=use_cache)
+        found = sample(model, prompts, Sampling(new, temperature=0.0), use_cache=use_cache)
         best = min(best, time.perf_counter() - start)
         tokens = [h.tokens for h in found]
     return best, tokens
@@ -67,7 +67,7 @@ def main() -> None:
     print("| --- | ---: | ---: | ---: | ---: | :---: |")
     for precision in args.precisions or precisions:
         with autocast(torch.device("cpu"), precision):
-            sample(model, prompts, 8, temperature=0.0)  # warm-up
+            sample(model, prompts, Sampling(8, temperature=0.0))  # warm-up
             for new in args.new:
                 row(model, prompts, new, precision, args)
 

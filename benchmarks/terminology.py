@@ -32,13 +32,19 @@ import torch
 from vaswani.config import DecodeConfig
 from vaswani.data import PreparedData
 from vaswani.decoding.confidence import fit, mean_probability, spearman
-from vaswani.decoding.text import best_texts, encode_sources, source_batch, translate_segments
-from vaswani.documents.glossary import Glossary, contains
-from vaswani.documents.memory import Memory
-from vaswani.documents.segment import Sentences
-from vaswani.documents.translate import Aids, translate_sentences
+from vaswani.decoding.text import (
+    Segments,
+    TextModel,
+    encode_sources,
+    source_batch,
+    translate_segments,
+)
 from vaswani.metrics import score, sentence_chrf
-from vaswani.run import load_run
+from vaswani.translation.engine import load_run
+from vaswani.translation.glossary import Glossary, contains
+from vaswani.translation.memory import Memory
+from vaswani.translation.pipeline import best_texts
+from vaswani.translation.request import Aids, Request
 
 DING = Path("/usr/share/trans/de-en")
 NOT_TERMS = {"the", "and", "for", "with", "this", "that", "der", "die", "das", "und", "mit", "den"}
@@ -62,14 +68,8 @@ def dictionary(side: str) -> dict[str, set[str]]:
 
 def timed(loaded, texts: list[str], aids: Aids | None = None) -> tuple[list, float]:
     start = time.perf_counter()
-    found, _ = translate_sentences(
-        loaded,
-        Sentences.of(texts, loaded.source_language),
-        None,
-        DecodeConfig(),
-        "truncate",
-        aids=aids,
-    )
+    request = Request(too_long="truncate", aids=aids or Aids())
+    found = loaded.translate_nbest(texts, request).found
     return found, time.perf_counter() - start
 
 
@@ -135,7 +135,7 @@ def read_back(loaded, src: list[str], found: list) -> tuple[list[float], list[fl
     """Each best translation's least token log-probability and mean entropy, read back
     teacher-forced; and the seconds it took."""
     start, model, cfg = time.perf_counter(), loaded.model, loaded.config
-    encoded = encode_sources(loaded.src_tokenizer, src, cfg.max_len, "truncate")
+    encoded = encode_sources(loaded.src_tokenizer, Segments(src), cfg.max_len, "truncate")
     outputs = [loaded.tgt_tokenizer.encode_batch([f[0].text])[0][: cfg.max_len - 2] for f in found]
     least, entropy = [], []
     for start_row in range(0, len(src), 64):
@@ -161,15 +161,9 @@ def confidence_part(loaded, data: PreparedData) -> None:
         keep = [i for i, (s, r) in enumerate(zip(src, ref, strict=True)) if s.strip() and r.strip()]
         src, ref = [src[i] for i in keep], [ref[i] for i in keep]
         start = time.perf_counter()
-        found = translate_segments(
-            loaded.model,
-            loaded.src_tokenizer,
-            loaded.tgt_tokenizer,
-            Sentences.of(src, split=False),
-            DecodeConfig(),
-            "truncate",
-            confidence=mean_probability,
-        )
+        assessing = TextModel(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer)
+        assessing.assess = mean_probability
+        found = translate_segments(assessing, Segments(src), DecodeConfig(), "truncate")
         seconds = time.perf_counter() - start
         return src, found, sentence_chrf([f[0].text for f in found], ref), seconds
 

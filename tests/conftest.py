@@ -2,7 +2,7 @@ import pytest
 import torch
 
 import vaswani.device
-import vaswani.precision
+import vaswani.translation.precision
 from vaswani.config import ModelConfig
 
 
@@ -18,7 +18,7 @@ def _fp32_unless_asked(monkeypatch):
     hardware)."""
     monkeypatch.setattr(vaswani.device, "bf16_matmul_is_fast", lambda: False)
     # Nor does it measure the precision to decode in (tests/test_precision.py does).
-    monkeypatch.setattr(vaswani.precision, "decoding_choice", lambda *_: None)
+    monkeypatch.setattr(vaswani.translation.precision, "decoding_choice", lambda *_: None)
 
 
 @pytest.fixture

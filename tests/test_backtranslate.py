@@ -25,7 +25,7 @@ from vaswani.backtranslate import (
 from vaswani.config import DecodeConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.corpora import DataError
-from vaswani.run import load_run
+from vaswani.translation.engine import load_run
 
 VENV_BIN = Path(sys.executable).parent
 

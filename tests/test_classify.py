@@ -17,6 +17,7 @@ from vaswani.decoding.text import classify
 from vaswani.model import EncoderClassifier
 from vaswani.run import load_trained
 from vaswani.serve import ServeSettings, create_app
+from vaswani.translation.engine import Engine
 
 
 def test_sentiment_en_negation_flips_the_label():
@@ -165,7 +166,7 @@ def test_a_classifier_needs_two_labels_and_a_known_pooling():
 def classify_server(classify_run):
     model, tokenizer, labels, _ = load_trained(classify_run)
     settings = ServeSettings(precision="fp32", max_texts=3, max_chars=100)
-    server = Server(create_app(model, tokenizer, labels, settings))
+    server = Server(create_app(Engine(model, tokenizer, labels), settings))
     yield server, model, tokenizer, labels
     server.stop()
 

@@ -19,7 +19,8 @@ from vaswani.decoding.confidence import (
     token_f1,
 )
 from vaswani.decoding.search import Hypothesis
-from vaswani.run import RunError, load_run
+from vaswani.run import RunError
+from vaswani.translation.engine import load_run
 
 
 def test_ranks_give_ties_their_mean_and_spearman_follows_the_order():
@@ -72,7 +73,7 @@ def test_calibrate_stores_a_calibration_that_translate_and_evaluate_use(calibrat
     assert code == 0 and "confidence: calibrated on" in err
     record = json.loads((calibrated / "confidence.json").read_text())
     assert record["signals"] == ["mean_log_prob", "agreement", "length"]
-    calibration = load_run(calibrated).confidence
+    calibration = load_run(calibrated).assess
     assert isinstance(calibration, Calibration) and calibration.sentences >= 20
     code, out, _ = translate_cli(capsys, calibrated, "--output-format", "jsonl", "42", "1999")
     confidences = [json.loads(line)["confidence"] for line in out.splitlines()]
@@ -116,4 +117,4 @@ def test_min_confidence_marks_jsonl_lines_and_leaves_po_entries(calibrated, caps
 def test_a_broken_calibration_file_is_one_line(calibrated):
     (calibrated / "confidence.json").write_text('{"signals": ["x"]}')
     with pytest.raises(RunError, match="vaswani calibrate --checkpoint"):
-        assert load_run(calibrated).confidence is None
+        assert load_run(calibrated).assess is None

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from helpers import random_ids
 from vaswani import kernels
-from vaswani.config import DecodeConfig, ModelConfig
+from vaswani.config import DecodeConfig, ModelConfig, Sampling
 from vaswani.data import PreparedData
 from vaswani.decoding.search import (
     Hypothesis,
@@ -19,7 +19,14 @@ from vaswani.decoding.search import (
     length_penalty,
     sample,
 )
-from vaswani.decoding.text import TruncatedInput, encode_sources, translate, translate_nbest
+from vaswani.decoding.text import (
+    Segments,
+    TextModel,
+    TruncatedInput,
+    encode_sources,
+    translate,
+    translate_segments,
+)
 from vaswani.model import DecoderOnly, Transformer
 from vaswani.run import load_trained
 
@@ -151,7 +158,7 @@ def test_beam_search_scores_at_least_as_well_as_greedy(numbers_run):
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_a_model_trained_on_numbers_translates_held_out_numbers(numbers_run, beam_size):
     model, src_tok, tgt_tok, sources, references = held_out(numbers_run, 200)
-    out = translate(model, src_tok, tgt_tok, sources, DecodeConfig(beam_size=beam_size))
+    out = translate(TextModel(model, src_tok, tgt_tok), sources, DecodeConfig(beam_size=beam_size))
     exact = sum(h == r for h, r in zip(out, references, strict=True)) / len(references)
     assert exact >= 0.6, list(zip(sources, references, out, strict=True))[:5]
 
@@ -215,12 +222,12 @@ def lm() -> DecoderOnly:
 def test_sampling_with_a_seed_is_reproducible_and_independent_of_the_batch():
     model = lm()
     prompts = [[5, 6, 7], [9], [5, 6, 8], [10, 11]]
-    first = sample(model, prompts, 20, temperature=1.0, top_k=20, top_p=0.9, seed=3)
-    again = sample(model, prompts, 20, temperature=1.0, top_k=20, top_p=0.9, seed=3)
+    first = sample(model, prompts, Sampling(20, temperature=1.0, top_k=20, top_p=0.9, seed=3))
+    again = sample(model, prompts, Sampling(20, temperature=1.0, top_k=20, top_p=0.9, seed=3))
     assert tokens(first) == tokens(again)
-    other = sample(model, prompts, 20, temperature=1.0, top_k=20, top_p=0.9, seed=4)
+    other = sample(model, prompts, Sampling(20, temperature=1.0, top_k=20, top_p=0.9, seed=4))
     assert tokens(first) != tokens(other)
-    alone = sample(model, prompts[2:3], 20, temperature=1.0, top_k=20, top_p=0.9, seed=5)
+    alone = sample(model, prompts[2:3], Sampling(20, temperature=1.0, top_k=20, top_p=0.9, seed=5))
     # Prompt i is seeded with seed + i: the third prompt alone with seed 5 is the batch's, seed 3.
     assert alone[0].tokens == first[2].tokens
 
@@ -228,8 +235,8 @@ def test_sampling_with_a_seed_is_reproducible_and_independent_of_the_batch():
 def test_cached_sampling_equals_rerunning_the_prefix():
     model = lm()
     prompts = [[5, 6, 7], [9, 10, 11]]
-    cached = sample(model, prompts, 15, seed=1)
-    rerun = sample(model, prompts, 15, seed=1, use_cache=False)
+    cached = sample(model, prompts, Sampling(15, seed=1))
+    rerun = sample(model, prompts, Sampling(15, seed=1), use_cache=False)
     assert tokens(cached) == tokens(rerun)
     for a, b in zip(cached, rerun, strict=True):
         assert a.log_prob == pytest.approx(b.log_prob, abs=1e-4)
@@ -238,8 +245,8 @@ def test_cached_sampling_equals_rerunning_the_prefix():
 def test_sampling_at_temperature_zero_or_top_k_one_is_greedy():
     model = lm()
     prompts = [[5, 6, 7]]
-    cold = sample(model, prompts, 12, temperature=0.0)
-    top1 = sample(model, prompts, 12, top_k=1, seed=9)
+    cold = sample(model, prompts, Sampling(12, temperature=0.0))
+    top1 = sample(model, prompts, Sampling(12, top_k=1, seed=9))
     assert cold[0].tokens == top1[0].tokens
 
 
@@ -256,7 +263,7 @@ def test_filters_keep_the_top_k_and_the_smallest_nucleus():
 
 def test_bad_sampling_settings_are_refused():
     with pytest.raises(ValueError, match="top_p"):
-        sample(lm(), [[5]], 3, top_p=0.0)
+        sample(lm(), [[5]], Sampling(3, top_p=0.0))
 
 
 class CharTokenizer:
@@ -272,10 +279,12 @@ class CharTokenizer:
 def test_translate_keeps_order_and_gives_empty_lines_for_blank_ones():
     model = make_model(8)
     texts = ["hello", "", "a much longer line of text", "   ", "mid"]
-    out = translate(model, CharTokenizer(), CharTokenizer(), texts, DecodeConfig(batch_tokens=64))
+    out = translate(
+        TextModel(model, CharTokenizer(), CharTokenizer()), texts, DecodeConfig(batch_tokens=64)
+    )
     assert len(out) == 5 and out[1] == "" and out[3] == ""
     for i in (0, 2, 4):  # each line alone gives what it gave among the others
-        assert translate(model, CharTokenizer(), CharTokenizer(), [texts[i]]) == [out[i]]
+        assert translate(TextModel(model, CharTokenizer(), CharTokenizer()), [texts[i]]) == [out[i]]
 
 
 def test_blank_lines_never_run_the_model():
@@ -286,21 +295,25 @@ def test_blank_lines_never_run_the_model():
 
     model.encode = refuse
     model.decode_step = refuse
-    assert translate(model, CharTokenizer(), CharTokenizer(), ["", " ", "\t"]) == ["", "", ""]
-    assert translate_nbest(model, CharTokenizer(), CharTokenizer(), [""]) == [[]]
+    assert translate(TextModel(model, CharTokenizer(), CharTokenizer()), ["", " ", "\t"]) == [
+        "",
+        "",
+        "",
+    ]
+    assert translate_segments(
+        TextModel(model, CharTokenizer(), CharTokenizer()), Segments([""])
+    ) == [[]]
 
 
 def test_too_long_input_is_refused_or_cut_with_a_warning_never_an_index_error():
     model = make_model(10)
     long = "x" * (model.cfg.max_len + 30)
     with pytest.raises(ValueError, match=r"line 2 has 159 tokens .* max_len=128"):
-        translate(model, CharTokenizer(), CharTokenizer(), ["ok", long])
+        translate(TextModel(model, CharTokenizer(), CharTokenizer()), ["ok", long])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = translate(
-            model,
-            CharTokenizer(),
-            CharTokenizer(),
+            TextModel(model, CharTokenizer(), CharTokenizer()),
             ["ok", long],
             DecodeConfig(beam_size=2),
             "truncate",
@@ -309,16 +322,14 @@ def test_too_long_input_is_refused_or_cut_with_a_warning_never_an_index_error():
     assert [w.category for w in caught] == [TruncatedInput]
     assert "line 2" in str(caught[0].message)
     with pytest.warns(TruncatedInput, match="line 1 has 159 tokens"):
-        assert len(encode_sources(CharTokenizer(), [long], 128, "truncate")[0]) == 127
+        assert len(encode_sources(CharTokenizer(), Segments([long]), 128, "truncate")[0]) == 127
 
 
 def test_n_best_translations_come_best_first():
     model = make_model(11)
-    found = translate_nbest(
-        model,
-        CharTokenizer(),
-        CharTokenizer(),
-        ["abc", "defgh"],
+    found = translate_segments(
+        TextModel(model, CharTokenizer(), CharTokenizer()),
+        Segments(["abc", "defgh"]),
         DecodeConfig(beam_size=4, n_best=3),
     )
     for options in found:
@@ -404,9 +415,10 @@ def test_a_translation_that_loops_is_decoded_again_with_repeats_barred():
     src = torch.randint(4, 50, (4, 10))
     src[:, -1] = cfg.eos_id
     lengths = {"max_new_tokens": 30, "min_new_tokens": 30}
-    free = without_loops(model, src, DecodeConfig(**lengths, loop_guard="off"), None, Words())
+    words = TextModel(model, Words(), Words())
+    free = without_loops(words, src, DecodeConfig(**lengths, loop_guard="off"))
     assert all(loops(texts[0]) for _, texts in free)
-    retried = without_loops(model, src, DecodeConfig(**lengths), None, Words())
+    retried = without_loops(words, src, DecodeConfig(**lengths))
     assert not any(loops(texts[0]) for _, texts in retried)
     assert [h[0].tokens for h, _ in retried] == [
         h[0].tokens for h in decode(model, src, DecodeConfig(**lengths, loop_guard="always"))

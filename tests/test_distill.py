@@ -10,9 +10,11 @@ import pytest
 from helpers import cli
 from vaswani.config import DecodeConfig, TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
+from vaswani.decoding.text import TextModel
 from vaswani.distill import DistillError, distill
-from vaswani.run import load_run
 from vaswani.train.loop import train
+from vaswani.translation.engine import load_run
+from vaswani.translation.request import Request
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +50,7 @@ def test_distilled_targets_are_the_teachers_translations(distilled, numbers_run,
     teacher = load_run(numbers_run)
     picks = [0, 7, len(train) - 1]
     sources = [old.src_tokenizer.decode(train.pair(i)[0].tolist()) for i in picks]
-    expected = teacher.translate(sources, dc=DecodeConfig(beam_size=2), split=False)
+    expected = teacher.translate(sources, Request(decoding=DecodeConfig(beam_size=2), split=False))
     found = [new.tgt_tokenizer.decode(train.pair(i)[1].tolist()) for i in picks]
     assert found == expected
     # The teacher is good but not perfect: some targets changed, most did not.
@@ -163,9 +165,11 @@ def test_an_ensemble_of_one_model_twice_translates_as_the_model(numbers_run, num
     sources = PreparedData(numbers_data).text("valid")[0][:20]
     for beam in (1, 3):
         dc = DecodeConfig(beam_size=beam)
-        alone = translate(run.model, run.src_tokenizer, run.tgt_tokenizer, sources, dc)
+        alone = translate(TextModel(run.model, run.src_tokenizer, run.tgt_tokenizer), sources, dc)
         both = Ensemble([run.model, run.model])
-        assert translate(both, run.src_tokenizer, run.tgt_tokenizer, sources, dc) == alone
+        assert (
+            translate(TextModel(both, run.src_tokenizer, run.tgt_tokenizer), sources, dc) == alone
+        )
 
 
 def test_distill_with_two_teachers(capsys, numbers_run, numbers_data, tmp_path):

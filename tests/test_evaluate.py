@@ -4,6 +4,7 @@ import sys
 import pytest
 
 from vaswani.config import TrainConfig
+from vaswani.decoding.text import TextModel
 from vaswani.evaluate import score
 from vaswani.run import RunError, load_trained
 from vaswani.train.loop import train
@@ -76,12 +77,12 @@ def test_the_python_api_scores_what_the_model_translates(numbers_run):
     from vaswani.config import DecodeConfig
     from vaswani.decoding.text import translate
     from vaswani.evaluate import EvaluationError, evaluate_translation
-    from vaswani.run import load_run
+    from vaswani.translation.engine import load_run
 
     loaded = load_run(numbers_run)
     sources = ["42", "1999", "271493"]
     own = translate(
-        loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, sources, DecodeConfig()
+        TextModel(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer), sources, DecodeConfig()
     )
     references = [own[0], own[1], "falsch"]
     report = evaluate_translation(loaded, sources, references)

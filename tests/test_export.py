@@ -11,12 +11,12 @@ from helpers import cli
 from vaswani.config import DecodeConfig
 from vaswani.data import PreparedData
 from vaswani.decoding.quantize import QuantizeError, quantize, weight_bytes
-from vaswani.decoding.text import translate, translate_nbest
+from vaswani.decoding.text import Segments, TextModel, translate, translate_segments
 from vaswani.export import ExportError, export, marian_refusals
 from vaswani.marian import import_marian
 from vaswani.metrics import score
-from vaswani.run import load_run
 from vaswani.train import checkpoint as ckpt
+from vaswani.translation.engine import load_run
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 SOURCES = ["42", "1999", "271493", "700001", "15", "123456", "80808", "999999"]
@@ -48,14 +48,16 @@ def test_ctranslate2_output_equals_vaswani_greedy_and_beam(run, numbers_run, tmp
     out = export(numbers_run, "ctranslate2", tmp_path / "ct2")
     assert (out / "model.bin").is_file() and (out / "vaswani_tokenizer").is_dir()
     greedy = translate(
-        run.model, run.src_tokenizer, run.tgt_tokenizer, SOURCES, DecodeConfig(beam_size=1)
+        TextModel(run.model, run.src_tokenizer, run.tgt_tokenizer),
+        SOURCES,
+        DecodeConfig(beam_size=1),
     )
     assert ct2_translate(out, run, SOURCES, beam_size=1) == greedy
     # CTranslate2 divides a hypothesis' log-probability by length ** length_penalty: "plain".
     # It stops a sentence once beam_size hypotheses have finished (patience 1), where vaswani goes
     # on while a live beam could still beat them; with more patience it searches as far.
     beam = DecodeConfig(beam_size=4, alpha=1.0, length_penalty="plain", n_best=4)
-    ours = translate_nbest(run.model, run.src_tokenizer, run.tgt_tokenizer, SOURCES, beam)
+    ours = translate_segments(run, Segments(SOURCES), beam)
     theirs = ct2_translate(
         out,
         run,
@@ -133,8 +135,8 @@ def test_int8_inside_vaswani_translates_like_fp32(run, numbers_data):
     assert "quantized" in type(int8.output_projection).__module__
     assert weight_bytes(int8) < 0.5 * weight_bytes(run.model)  # int8 linear layers, float rest
     dc = DecodeConfig()
-    full = translate(run.model, run.src_tokenizer, run.tgt_tokenizer, sources, dc)
-    small = translate(int8, run.src_tokenizer, run.tgt_tokenizer, sources, dc)
+    full = translate(TextModel(run.model, run.src_tokenizer, run.tgt_tokenizer), sources, dc)
+    small = translate(TextModel(int8, run.src_tokenizer, run.tgt_tokenizer), sources, dc)
     a, b = score(full, references, tokenize="char"), score(small, references, tokenize="char")
     assert abs(a.bleu - b.bleu) <= 1.0, (a.bleu, b.bleu)
     with pytest.raises(QuantizeError, match="runs on the CPU"):

@@ -8,9 +8,9 @@ import pytest
 
 from helpers import Server
 from vaswani.config import DecodeConfig, ServeSettings
-from vaswani.decoding.text import translate
-from vaswani.run import load_run
+from vaswani.decoding.text import TextModel, translate
 from vaswani.serve import Access, Served, create_app
+from vaswani.translation.engine import load_run
 
 FP32 = ServeSettings(precision="fp32")
 
@@ -24,8 +24,8 @@ def runs(numbers_run):
 def start(runs, access=None, settings=FP32) -> Server:
     first, second = runs
     served = [
-        Served(first.model, first.src_tokenizer, first.tgt_tokenizer, "en", "de"),
-        Served(second.model, second.src_tokenizer, second.tgt_tokenizer, "de", "en"),
+        Served(first, "en", "de"),
+        Served(second, "de", "en"),
     ]
     return Server(create_app(settings=settings, served=served, access=access))
 
@@ -38,7 +38,9 @@ def server(runs):
 
 
 def expected(run, texts, **search):
-    return translate(run.model, run.src_tokenizer, run.tgt_tokenizer, texts, DecodeConfig(**search))
+    return translate(
+        TextModel(run.model, run.src_tokenizer, run.tgt_tokenizer), texts, DecodeConfig(**search)
+    )
 
 
 def test_languages_lists_every_pair_and_health_every_model(server):
@@ -91,8 +93,8 @@ def test_auto_source_detects_among_the_languages_that_reach_the_target(runs):
     pytest.importorskip("lingua")
     first, second = runs
     served = [
-        Served(first.model, first.src_tokenizer, first.tgt_tokenizer, "en", "fr"),
-        Served(second.model, second.src_tokenizer, second.tgt_tokenizer, "de", "fr"),
+        Served(first, "en", "fr"),
+        Served(second, "de", "fr"),
     ]
     server = Server(create_app(settings=FP32, served=served))
     try:

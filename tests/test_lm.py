@@ -14,7 +14,7 @@ import torch
 
 from helpers import Server, cli, losses
 from vaswani.cli import main
-from vaswani.config import TrainConfig
+from vaswani.config import Sampling, TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.builtin import grammar_en
 from vaswani.data.corpora import DataError
@@ -25,6 +25,7 @@ from vaswani.serve import ServeSettings, create_app
 from vaswani.tasks import LANGUAGE_MODEL, split_loss
 from vaswani.train.loop import train
 from vaswani.train.setup import resume_config
+from vaswani.translation.engine import Engine
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -135,14 +136,14 @@ def test_perplexity_of_a_text_file(lm_run, tmp_path, capsys):
 def test_generation_with_a_seed_is_reproducible(lm_run):
     model, tokenizer, _, _ = load_trained(lm_run)
     prompts = ["The old", "", "Two robots", "A"]
-    first = generate(model, tokenizer, prompts, 30, temperature=1.0, seed=7)
-    again = generate(model, tokenizer, prompts, 30, temperature=1.0, seed=7)
-    other = generate(model, tokenizer, prompts, 30, temperature=1.0, seed=8)
+    first = generate(model, tokenizer, prompts, Sampling(30, temperature=1.0, seed=7))
+    again = generate(model, tokenizer, prompts, Sampling(30, temperature=1.0, seed=7))
+    other = generate(model, tokenizer, prompts, Sampling(30, temperature=1.0, seed=8))
     assert first == again
     assert [g.text for g in first] != [g.text for g in other]
     assert [g.prompt for g in first] == prompts
     # A prompt's text does not depend on what else is generated with it.
-    alone = generate(model, tokenizer, ["Two robots"], 30, temperature=1.0, seed=7 + 2)
+    alone = generate(model, tokenizer, ["Two robots"], Sampling(30, temperature=1.0, seed=7 + 2))
     assert alone[0].text == first[2].text
 
 
@@ -158,8 +159,8 @@ def test_generation_with_a_seed_is_reproducible(lm_run):
 def test_cached_generation_equals_uncached(lm_run, settings):
     model, tokenizer, _, _ = load_trained(lm_run)
     prompts = [tokenizer.encode(p) for p in ["The big", "", "Many quiet birds follow"]]
-    cached = sample(model, prompts, 40, seed=3, use_cache=True, **settings)
-    uncached = sample(model, prompts, 40, seed=3, use_cache=False, **settings)
+    cached = sample(model, prompts, Sampling(40, seed=3, **settings), use_cache=True)
+    uncached = sample(model, prompts, Sampling(40, seed=3, **settings), use_cache=False)
     for a, b in zip(cached, uncached, strict=True):
         assert a.tokens == b.tokens and a.finished == b.finished
         assert a.log_prob == pytest.approx(b.log_prob, abs=1e-3)
@@ -169,7 +170,7 @@ def test_cached_generation_equals_uncached(lm_run, settings):
 def test_a_prompt_over_the_position_limit_is_a_clear_error(lm_run):
     model, tokenizer, _, _ = load_trained(lm_run)
     with pytest.raises(InputTooLong, match="prompt 2 has .* tokens"):
-        generate(model, tokenizer, ["The cat", "the dog " * 200], 5)
+        generate(model, tokenizer, ["The cat", "the dog " * 200], Sampling(5))
 
 
 def test_generate_cli(lm_run, numbers_run, capsys):
@@ -305,7 +306,9 @@ def test_two_process_ddp_trains_the_lm_like_one_process(lm_data, tmp_path):
 def lm_server(lm_run):
     model, tokenizer, _, _ = load_trained(lm_run)
     server = Server(
-        create_app(model, tokenizer, tokenizer, ServeSettings(precision="fp32", max_texts=4))
+        create_app(
+            Engine(model, tokenizer, tokenizer), ServeSettings(precision="fp32", max_texts=4)
+        )
     )
     yield server, model, tokenizer
     server.stop()
@@ -324,7 +327,7 @@ def test_generate_endpoint_equals_the_python_api(lm_server):
     }
     status, body = server.request("POST", "/generate", request)
     assert status == 200, body
-    expected = generate(model, tokenizer, ["The cat", ""], 25, 0.9, 30, 1.0, 11)
+    expected = generate(model, tokenizer, ["The cat", ""], Sampling(25, 0.9, 30, 1.0, 11))
     assert [g["text"] for g in body["generations"]] == [g.text for g in expected]
     assert [g["prompt"] for g in body["generations"]] == ["The cat", ""]
     status, again = server.request("POST", "/generate", request)

@@ -21,12 +21,14 @@ from helpers import Server
 from vaswani.cli import main
 from vaswani.config import DecodeConfig
 from vaswani.decoding.search import beam_search, greedy
-from vaswani.decoding.text import translate
+from vaswani.decoding.text import TextModel, translate
 from vaswani.marian import MarianImportError, import_marian
 from vaswani.plot import attention
-from vaswani.run import RunError, load_run, load_trained
+from vaswani.run import RunError, load_trained
 from vaswani.serve import ServeSettings, create_app
 from vaswani.train.checkpoint import CheckpointError
+from vaswani.translation.engine import Engine, load_run
+from vaswani.translation.request import Request
 
 GERMAN = [
     "ein kleiner Hund läuft über die Straße",
@@ -238,7 +240,7 @@ def test_translate_evaluate_plot_and_serve_use_the_imported_directory(
 
     # generate's default length penalty: log P / length^1.0
     dc = DecodeConfig(beam_size=4, alpha=1.0, length_penalty="plain", max_new_tokens=40)
-    assert translate(model, src_tok, tgt_tok, GERMAN, dc) == expected
+    assert translate(TextModel(model, src_tok, tgt_tok), GERMAN, dc) == expected
 
     source, reference = tmp_path / "de.txt", tmp_path / "en.txt"
     source.write_text("\n".join(GERMAN) + "\n")
@@ -256,13 +258,13 @@ def test_translate_evaluate_plot_and_serve_use_the_imported_directory(
     assert len(figures) == 3
     assert all((tmp_path / f"att-{kind}.png").stat().st_size > 0 for kind in figures)
 
-    server = Server(create_app(model, src_tok, tgt_tok, ServeSettings(precision="fp32")))
+    server = Server(create_app(Engine(model, src_tok, tgt_tok), ServeSettings(precision="fp32")))
     try:
         status, body = server.request("POST", "/translate", {"texts": GERMAN[:3]})
     finally:
         server.stop()
     assert status == 200
-    assert body["translations"] == translate(model, src_tok, tgt_tok, GERMAN[:3])
+    assert body["translations"] == translate(TextModel(model, src_tok, tgt_tok), GERMAN[:3])
 
 
 def test_the_cli_imports_and_refuses_a_used_directory(hf, tmp_path, capsys):
@@ -392,7 +394,7 @@ def test_fine_tuning_an_imported_model(imported, tmp_path, capsys):
 
     model, src_tok, tgt_tok, _ = load_trained(tmp_path / "tuned")
     assert model.cfg == dataclasses.replace(imported[1][0].cfg)  # same architecture, new weights
-    assert translate(model, src_tok, tgt_tok, ["der Hund trinkt Milch"]) != [""]
+    assert translate(TextModel(model, src_tok, tgt_tok), ["der Hund trinkt Milch"]) != [""]
 
 
 def test_fine_tuning_refuses_data_with_another_tokenizer(imported, numbers_data, tmp_path):
@@ -431,9 +433,12 @@ def test_a_multilingual_model_translates_into_each_language_as_generate_does(tmp
         )
         expected = [tokenizer.decode(row, skip_special_tokens=True) for row in theirs.tolist()]
         dc = DecodeConfig(beam_size=4, alpha=0.6, length_penalty="plain", max_new_tokens=20)
-        assert run.translate(texts, target.upper(), dc) == expected, code
+        assert run.translate(texts, Request(target=target.upper(), decoding=dc)) == expected, code
         # the token typed by the user, as OPUS-MT users do, is not doubled by --target
-        assert run.translate([f"{code} {texts[0]}"], target, dc) == expected[:1]
+        assert (
+            run.translate([f"{code} {texts[0]}"], Request(target=target, decoding=dc))
+            == expected[:1]
+        )
     with pytest.raises(RunError, match="translates into deu, fra, por_latn: give the target"):
         run.translate(texts)
     assert (
@@ -452,7 +457,7 @@ def test_an_imported_model_teaches_a_dataset_with_its_own_tokenizer(imported, tm
     from vaswani.config import DecodeConfig
     from vaswani.data import PreparedData, PrepareOptions, prepare
     from vaswani.distill import distill
-    from vaswani.run import load_run
+    from vaswani.translation.engine import load_run
 
     corpus = tmp_path / "pairs.tsv"
     pairs = [
@@ -469,5 +474,5 @@ def test_an_imported_model_teaches_a_dataset_with_its_own_tokenizer(imported, tm
     assert new.meta["tokenizer"] == old.meta["tokenizer"] and done.replaced > 0
     train = new.split("train")
     sources = [old.src_tokenizer.decode(train.pair(i)[0].tolist()) for i in range(3)]
-    expected = teacher.translate(sources, dc=DecodeConfig(beam_size=2), split=False)
+    expected = teacher.translate(sources, Request(decoding=DecodeConfig(beam_size=2), split=False))
     assert [new.tgt_tokenizer.decode(train.pair(i)[1].tolist()) for i in range(3)] == expected

@@ -11,10 +11,12 @@ from vaswani.config import DecodeConfig, TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.corpora import DataError
 from vaswani.data.split import temperature_weights
-from vaswani.decoding.text import encode_sources, translate_nbest
+from vaswani.decoding.text import Segments, TextModel, encode_sources, translate_segments
 from vaswani.languages import Languages, parse_pair
-from vaswani.run import RunError, load_run
+from vaswani.run import RunError
 from vaswani.train.loop import train
+from vaswani.translation.engine import load_run
+from vaswani.translation.request import Request
 
 PAIRS = ["digits-de", "digits-en", "digits-fr", "digits-es", "de-en", "en-fr"]
 
@@ -84,7 +86,7 @@ def test_source_text_that_spells_a_language_token_stays_text(multi_data):
     token = data.src_tokenizer.token_id("<2fr>")
     assert token not in data.src_tokenizer.encode("<2fr> 12")
     prefix = [[token]]
-    encoded = encode_sources(data.src_tokenizer, ["<2fr> 12"], 64, prefixes=prefix)
+    encoded = encode_sources(data.src_tokenizer, Segments(["<2fr> 12"], prefix), 64)
     assert encoded[0][0] == token and encoded[0].count(token) == 1
 
 
@@ -93,7 +95,7 @@ def test_a_prefix_the_text_already_starts_with_is_not_added_again():
         def encode_batch(self, texts):
             return [[7, 1] if text.startswith(">>fra<<") else [1] for text in texts]
 
-    encoded = encode_sources(Spelled(), [">>fra<< a", "a"], 64, prefixes=[[7], [7]])
+    encoded = encode_sources(Spelled(), Segments([">>fra<< a", "a"], [[7], [7]]), 64)
     assert encoded == {0: [7, 1], 1: [7, 1]}
 
 
@@ -182,26 +184,15 @@ def test_a_batch_mixing_targets_decodes_each_sentence_as_alone(multi_run):
     texts = ["12", "345", "12", "7", "98765", "345"]
     targets = ["de", "en", "fr", "es", "fr", "de"]
     dc = DecodeConfig(beam_size=2, max_new_tokens=12)
-    together = translate_nbest(
-        run.model,
-        run.src_tokenizer,
-        run.tgt_tokenizer,
-        texts,
-        dc,
-        prefixes=run.prefixes(targets, len(texts)),
-    )
+    plain = TextModel(run.model, run.src_tokenizer, run.tgt_tokenizer)
+    together = translate_segments(plain, Segments(texts, run.prefixes(targets, len(texts))), dc)
     for text, target, found in zip(texts, targets, together, strict=True):
-        alone = translate_nbest(
-            run.model,
-            run.src_tokenizer,
-            run.tgt_tokenizer,
-            [text],
-            dc,
-            prefixes=run.prefixes(target, 1),
-        )[0]
+        alone = translate_segments(plain, Segments([text], run.prefixes(target, 1)), dc)[0]
         assert [h.text for h in found] == [h.text for h in alone]
         assert [h.score for h in found] == pytest.approx([h.score for h in alone], abs=1e-4)
-    assert run.translate(["12"], "fr", dc) == [together[2][0].text]  # the Python API alike
+    assert run.translate(["12"], Request(target="fr", decoding=dc)) == [
+        together[2][0].text
+    ]  # the Python API alike
 
 
 def test_cli_translate_and_evaluate_by_pair(multi_run, capsys, tmp_path):
@@ -299,13 +290,15 @@ def test_serving_asks_for_the_target_and_pivots_only_without_a_direct_pair(multi
     status, body = server.request(
         "POST", "/translate", {"text": "12", "source": "digits", "target": "fr"}
     )
-    assert status == 200 and body["translations"] == run.translate(["12"], "fr")
+    assert status == 200 and body["translations"] == run.translate(["12"], Request(target="fr"))
     assert body["pivot"] is None  # digits->fr is trained; digits->en->fr is not taken
     status, body = server.request(
         "POST", "/translate", {"texts": ["zwölf", "drei"], "source": "de", "target": "fr"}
     )
     assert status == 200 and body["pivot"] == "en"
-    assert body["translations"] == run.translate(run.translate(["zwölf", "drei"], "en"), "fr")
+    assert body["translations"] == run.translate(
+        run.translate(["zwölf", "drei"], Request(target="en")), Request(target="fr")
+    )
     status, body = server.request(
         "POST", "/translate", {"q": "zwölf", "source": "de", "target": "fr"}
     )
@@ -313,7 +306,7 @@ def test_serving_asks_for_the_target_and_pivots_only_without_a_direct_pair(multi
     status, body = server.request(
         "POST", "/translate", {"q": "7", "source": "digits", "target": "es"}
     )
-    assert status == 200 and body["translatedText"] == run.translate(["7"], "es")[0]
+    assert status == 200 and body["translatedText"] == run.translate(["7"], Request(target="es"))[0]
     assert "pivot" not in body
     status, body = servers[False].request(
         "POST", "/translate", {"text": "zwölf", "source": "de", "target": "fr"}
@@ -337,7 +330,9 @@ def test_export_and_import_keep_the_languages(multi_run, tmp_path, capsys):
     original, again = load_run(multi_run), load_run(tmp_path / "run")
     assert again.languages.record() == original.languages.record()
     texts, dc = ["12", "345"], DecodeConfig(beam_size=2, max_new_tokens=12)
-    assert again.translate(texts, "es", dc) == original.translate(texts, "es", dc)
+    assert again.translate(texts, Request(target="es", decoding=dc)) == original.translate(
+        texts, Request(target="es", decoding=dc)
+    )
 
 
 def test_a_translation_memory_of_three_languages_gives_two_pairs(tmp_path):

@@ -8,9 +8,9 @@ import pytest
 
 from helpers import Server
 from vaswani.config import DecodeConfig, ServeSettings
-from vaswani.decoding.text import translate
-from vaswani.run import load_run
+from vaswani.decoding.text import TextModel, translate
 from vaswani.serve import Served, create_app
+from vaswani.translation.engine import load_run
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(
@@ -44,7 +44,7 @@ def test_the_page_translates_what_is_typed_and_shows_attention(numbers_run, tmp_
     from selenium.webdriver.support.ui import WebDriverWait
 
     run = load_run(numbers_run)
-    served = [Served(run.model, run.src_tokenizer, run.tgt_tokenizer, "en", "de")]
+    served = [Served(run, "en", "de")]
     server = Server(create_app(settings=ServeSettings(precision="fp32"), served=served))
     driver = browser(tmp_path)
     try:
@@ -56,7 +56,7 @@ def test_the_page_translates_what_is_typed_and_shows_attention(numbers_run, tmp_
         driver.find_element(By.ID, "translate").click()
         wait.until(lambda d: d.find_element(By.ID, "translation").text.strip())
         expected = translate(
-            run.model, run.src_tokenizer, run.tgt_tokenizer, ["271493"], DecodeConfig()
+            TextModel(run.model, run.src_tokenizer, run.tgt_tokenizer), ["271493"], DecodeConfig()
         )[0]
         assert driver.find_element(By.ID, "translation").text == expected
         driver.find_element(By.ID, "show-attention").click()
@@ -76,7 +76,7 @@ def test_a_file_chosen_on_the_page_comes_back_translated(numbers_run, tmp_path):
     from selenium.webdriver.support.ui import WebDriverWait
 
     run = load_run(numbers_run)
-    served = [Served(run.model, run.src_tokenizer, run.tgt_tokenizer, "en", "de")]
+    served = [Served(run, "en", "de")]
     server = Server(create_app(settings=ServeSettings(precision="fp32"), served=served))
     page = tmp_path / "page.html"
     page.write_text("<p>271493 <b>42</b></p>")

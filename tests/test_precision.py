@@ -5,13 +5,13 @@ import shutil
 
 import pytest
 
-import vaswani.precision
+import vaswani.translation.precision
 from helpers import translate_cli
 from vaswani import kernels
 from vaswani.device import Hardware, place
-from vaswani.run import load_run
+from vaswani.translation.engine import load_run
 
-MEASURE = vaswani.precision.decoding_choice  # conftest replaces it for every other test
+MEASURE = vaswani.translation.precision.decoding_choice  # conftest replaces it for every other test
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def test_the_fastest_precision_within_half_a_bleu_is_chosen_and_kept(run, monkey
     assert {"fp32", "int8"} <= names <= {"fp32", "bf16", "int8", "fp32-onednn"}
     assert ("fp32-onednn" in names) == kernels.onednn_available()
     how = "onednn" if found["onednn"] else found["quantize"]
-    chosen = vaswani.precision.name_of(found["precision"], how)
+    chosen = vaswani.translation.precision.name_of(found["precision"], how)
     assert found["bleu"][chosen] >= found["bleu"]["fp32"] - 0.5
     faster = [n for n in names if found["seconds"][n] < found["seconds"][chosen]]
     assert all(found["bleu"][n] < found["bleu"]["fp32"] - 0.5 for n in faster)
@@ -41,13 +41,13 @@ def test_the_fastest_precision_within_half_a_bleu_is_chosen_and_kept(run, monkey
     def measure(*_):
         raise AssertionError("measured twice on one machine")
 
-    monkeypatch.setattr(vaswani.precision, "measure", measure)
+    monkeypatch.setattr(vaswani.translation.precision, "measure", measure)
     again = MEASURE(load_run(run), placement)
     assert again.quantize == choice.quantize and "measured before" in again.reason
 
 
 def test_one_candidate_or_no_validation_text_leaves_training_s_rule(run, monkeypatch):
-    monkeypatch.setattr(vaswani.precision, "candidates", lambda *_: [("fp32", "none")])
+    monkeypatch.setattr(vaswani.translation.precision, "candidates", lambda *_: [("fp32", "none")])
     assert MEASURE(load_run(run), place("cpu", "fp32")) is None
     monkeypatch.undo()
     loaded = load_run(run)
@@ -56,7 +56,7 @@ def test_one_candidate_or_no_validation_text_leaves_training_s_rule(run, monkeyp
 
 
 def test_translate_says_what_auto_chose(run, capsys, monkeypatch):
-    monkeypatch.setattr(vaswani.precision, "decoding_choice", MEASURE)
+    monkeypatch.setattr(vaswani.translation.precision, "decoding_choice", MEASURE)
     code, out, err = translate_cli(capsys, run, "42")
     assert code == 0 and out.strip()
     assert "auto for decoding:" in err and "validation sentences" in err
@@ -68,11 +68,13 @@ def test_a_record_without_a_candidate_of_today_is_measured_again(run, monkeypatc
     """A record written before oneDNN was a candidate is measured again, once."""
     placement = place("cpu", "fp32")
     options = [("fp32", "none"), ("fp32", "int8")]
-    monkeypatch.setattr(vaswani.precision, "candidates", lambda *_: options)
+    monkeypatch.setattr(vaswani.translation.precision, "candidates", lambda *_: options)
     MEASURE(load_run(run), placement)
     calls = []
-    measure = vaswani.precision.measure
-    monkeypatch.setattr(vaswani.precision, "measure", lambda *a: calls.append(a[2]) or measure(*a))
+    measure = vaswani.translation.precision.measure
+    monkeypatch.setattr(
+        vaswani.translation.precision, "measure", lambda *a: calls.append(a[2]) or measure(*a)
+    )
     MEASURE(load_run(run), placement)
     assert calls == []
     options.append(("fp32", "onednn"))
@@ -83,8 +85,10 @@ def test_a_record_without_a_candidate_of_today_is_measured_again(run, monkeypatc
 
 
 def test_a_onednn_choice_is_applied_and_said(run, capsys, monkeypatch):
-    choice = vaswani.precision.Choice("fp32", "none", "auto for decoding: test", onednn=True)
-    monkeypatch.setattr(vaswani.precision, "decoding_choice", lambda *_: choice)
+    choice = vaswani.translation.precision.Choice(
+        "fp32", "none", "auto for decoding: test", onednn=True
+    )
+    monkeypatch.setattr(vaswani.translation.precision, "decoding_choice", lambda *_: choice)
     marked = []
     mark = kernels.decode_with_onednn
     monkeypatch.setattr(

@@ -6,6 +6,7 @@ import warnings
 
 import pytest
 
+from vaswani import load_run
 from vaswani import run as run_dir
 from vaswani.cli.common import warnings_as_lines
 
@@ -20,13 +21,13 @@ def test_loading_a_run_for_inference_imports_no_training_and_no_pyplot():
     assert result.returncode == 0, result.stderr
 
 
-def test_load_run_gives_a_typed_run(numbers_run):
-    loaded = run_dir.load_run(numbers_run, weights="latest")
+def test_load_run_gives_an_engine(numbers_run):
+    loaded = load_run(numbers_run, weights="latest")
     assert loaded.task.name == "translate" and loaded.path == numbers_run
     assert loaded.config == loaded.model.cfg and not loaded.model.training
     assert loaded.src_tokenizer.vocab_size == loaded.config.vocab_size
     with pytest.raises(run_dir.RunError, match="choose best, latest or averaged"):
-        run_dir.load_run(numbers_run, weights="newest")
+        load_run(numbers_run, weights="newest")
 
 
 def test_the_warning_hook_is_restored():

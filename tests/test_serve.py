@@ -15,9 +15,10 @@ import pytest
 from helpers import Server, request
 from vaswani.cli import build_parser
 from vaswani.config import DecodeConfig
-from vaswani.decoding.text import translate
+from vaswani.decoding.text import TextModel, translate
 from vaswani.run import load_trained
 from vaswani.serve import ServeSettings, create_app
+from vaswani.translation.engine import Engine
 
 FP32 = {"precision": "fp32"}
 
@@ -33,7 +34,7 @@ def serving(loaded):
 
     def start(**settings):
         model, src_tok, tgt_tok, _ = loaded
-        server = Server(create_app(model, src_tok, tgt_tok, ServeSettings(**settings)))
+        server = Server(create_app(Engine(model, src_tok, tgt_tok), ServeSettings(**settings)))
         servers.append(server)
         return server
 
@@ -48,11 +49,13 @@ def test_translations_equal_the_python_api_and_keep_order(serving, loaded):
     status, body = server.request("POST", "/translate", {"texts": texts})
     assert status == 200
     model, src_tok, tgt_tok, _ = loaded
-    assert body["translations"] == translate(model, src_tok, tgt_tok, texts, DecodeConfig())
+    assert body["translations"] == translate(
+        TextModel(model, src_tok, tgt_tok), texts, DecodeConfig()
+    )
     status, one = server.request("POST", "/translate", {"text": "42", "beam_size": 1})
     assert status == 200 and one["beam_size"] == 1
     assert one["translations"] == translate(
-        model, src_tok, tgt_tok, ["42"], DecodeConfig(beam_size=1)
+        TextModel(model, src_tok, tgt_tok), ["42"], DecodeConfig(beam_size=1)
     )
 
 
@@ -67,7 +70,7 @@ def test_concurrent_requests_are_all_answered_and_batched_together(serving, load
     with ThreadPoolExecutor(24) as pool:
         answers = list(pool.map(ask, numbers))
     assert all(status == 200 for status, _ in answers)
-    expected = translate(model, src_tok, tgt_tok, numbers, DecodeConfig())
+    expected = translate(TextModel(model, src_tok, tgt_tok), numbers, DecodeConfig())
     assert [body["translations"] for _, body in answers] == [[e, ""] for e in expected]
     assert server.app.state.worker.batches < len(numbers)  # several requests per model call
 
@@ -87,7 +90,7 @@ def test_health_is_503_when_the_test_translation_fails(loaded):
         def encode_batch(self, texts):
             raise RuntimeError("tokenizer broken")
 
-    server = Server(create_app(model, Broken(), tgt_tok, ServeSettings()))
+    server = Server(create_app(Engine(model, Broken(), tgt_tok), ServeSettings()))
     try:
         status, body = server.request("GET", "/health")
         assert status == 503 and "tokenizer broken" in body["error"]

@@ -145,19 +145,19 @@ def test_a_damaged_shortlist_file_is_one_line_error(numbers_run, capsys, tmp_pat
 
 def test_the_server_translates_over_its_shortlist(numbers_run):
     from helpers import Server
-    from vaswani.decoding.text import translate
-    from vaswani.run import load_run
-    from vaswani.serve import Served, ServeSettings, create_app
+    from vaswani.decoding.text import TextModel, translate
+    from vaswani.serve import ServeSettings, create_app
+    from vaswani.translation.engine import Engine, load_run
 
     loaded = load_run(numbers_run)
     cfg = loaded.config
     narrow = Shortlist(torch.tensor([cfg.eos_id, 10, 11, 12]), torch.full((cfg.vocab_size, 1), -1))
     texts = ["271493", "42"]
     tokenizers = (loaded.src_tokenizer, loaded.tgt_tokenizer)
-    expected = translate(loaded.model, *tokenizers, texts, DecodeConfig(), shortlist=narrow)
-    assert expected != translate(loaded.model, *tokenizers, texts, DecodeConfig())
-    served = [Served(loaded.model, *tokenizers, shortlist=narrow)]
-    server = Server(create_app(settings=ServeSettings(precision="fp32"), served=served))
+    narrowed = Engine(loaded.model, *tokenizers, shortlist=narrow)
+    expected = translate(narrowed, texts, DecodeConfig())
+    assert expected != translate(TextModel(loaded.model, *tokenizers), texts, DecodeConfig())
+    server = Server(create_app(narrowed, ServeSettings(precision="fp32")))
     try:
         status, body = server.request("POST", "/translate", {"texts": texts})
     finally:

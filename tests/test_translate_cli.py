@@ -10,7 +10,7 @@ import pytest
 
 from helpers import cli, translate_cli
 from vaswani.config import DecodeConfig
-from vaswani.decoding.text import translate
+from vaswani.decoding.text import TextModel, translate
 from vaswani.run import load_trained
 
 NUMBERS = ["271493", "", "500181", "   ", "566528", "42"]
@@ -27,7 +27,7 @@ def test_arguments_are_translated_in_order_with_empty_lines_kept(numbers_run, ca
     assert len(lines) == len(NUMBERS)
     assert lines[1] == "" and lines[3] == ""
     model, src_tok, tgt_tok, _ = load_trained(numbers_run)
-    assert lines == translate(model, src_tok, tgt_tok, NUMBERS, DecodeConfig())
+    assert lines == translate(TextModel(model, src_tok, tgt_tok), NUMBERS, DecodeConfig())
     assert lines[0] == "zweihunderteinundsiebzigtausendvierhundertdreiundneunzig"
 
 

@@ -40,11 +40,11 @@ from typing import Any
 from vaswani.config import DecodeConfig
 from vaswani.data.clean import KeySet, normalised, text_key
 from vaswani.data.corpora import DataError, numbered_lines, read_lines
-from vaswani.decoding.text import translate_segments
-from vaswani.documents.segment import Sentences, split_sentences
+from vaswani.decoding.text import Segments, TextModel, translate_segments
 from vaswani.errors import VaswaniError
 from vaswani.files import not_a_link, open_no_follow, read_json, write_atomic
-from vaswani.run import LoadedRun
+from vaswani.translation.engine import Engine
+from vaswani.translation.segment import split_sentences
 
 METHODS = ("beam", "sample", "noised")
 UNUSABLE = ("\x00", "\ufeff", "\ufffd")
@@ -225,7 +225,7 @@ def save_point(path: Path, record: dict) -> None:
 
 
 def backtranslate(
-    loaded: LoadedRun,
+    loaded: Engine,
     inputs: list[Path],
     output: Path,
     settings: BackTranslation,
@@ -298,7 +298,7 @@ def backtranslate(
 
 
 def chunk_translator(
-    loaded: LoadedRun, settings: BackTranslation
+    loaded: Engine, settings: BackTranslation
 ) -> Callable[[list[str], int, Counter], list[tuple[str, str]]]:
     """A function from a chunk of sentences (and its seed) to its (synthetic source, sentence)
     pairs, counting what it drops."""
@@ -314,13 +314,9 @@ def chunk_translator(
         fit = [s for s, i in zip(chunk, ids, strict=True) if len(i) + 1 <= cfg.max_len]
         if len(fit) < len(chunk):
             dropped["over the model's position limit"] += len(chunk) - len(fit)
-        found = translate_segments(
-            loaded.model,
-            loaded.src_tokenizer,
-            loaded.tgt_tokenizer,
-            Sentences.of(fit, split=False),
-            settings.decoding(seed),
-        )
+        # as trained: no shortlist, no assessing (the search's best is what is kept)
+        plain = TextModel(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer)
+        found = translate_segments(plain, Segments(fit), settings.decoding(seed))
         rng = random.Random(seed)
         pairs = []
         for sentence, best in zip(fit, found, strict=True):

@@ -28,8 +28,9 @@ from vaswani.device import autocast, pick_device
 from vaswani.errors import VaswaniError
 from vaswani.evaluate import by_pair
 from vaswani.metrics import Scores, score
-from vaswani.run import LoadedRun, load_run
 from vaswani.train.loop import train
+from vaswani.translation.engine import Engine, load_run
+from vaswani.translation.request import Request
 
 MARKER = ".vaswani-demo"  # a directory holding this was made by the demo and may be replaced
 # The `tiny` preset widened to 64 and without dropout (the corpus is large and regular, so dropout
@@ -138,7 +139,7 @@ def run_demo(
     sources, references = data.text("test")
     targets = data.targets("test")
     with autocast(run_on, result.precision):
-        hypotheses = run.translate(sources, targets)
+        hypotheses = run.translate(sources, Request(target=targets))
     exact = exact_share(hypotheses, references)
     found = DemoResult(
         directory=out,
@@ -164,7 +165,7 @@ def run_demo(
 
 
 def multilingual_results(
-    found: DemoResult, run: LoadedRun, data: PreparedData, hypotheses: list[str], seed: int
+    found: DemoResult, run: Engine, data: PreparedData, hypotheses: list[str], seed: int
 ) -> None:
     """A multilingual demo's figures: exact match by pair (the worst one counts), examples into
     every language, the zero-shot pair."""
@@ -183,23 +184,23 @@ def exact_share(hypotheses: Sequence[str], references: Sequence[str]) -> float:
     return sum(h == r for h, r in zip(hypotheses, references, strict=True)) / len(references)
 
 
-def multilingual_examples(run: LoadedRun, seed: int) -> list[tuple[str, str, str]]:
+def multilingual_examples(run: Engine, seed: int) -> list[tuple[str, str, str]]:
     """A number and a German number word, each into every language they are trained to go to."""
     number = random.Random(seed).randrange(1000, 1_000_000)
     examples = [(str(number), language) for language in NUMBER_LANGUAGES]
     examples.append((number_in(number, "de"), "en"))
     texts, targets = (list(column) for column in zip(*examples, strict=True))
-    return list(zip(texts, targets, run.translate(texts, targets), strict=True))
+    return list(zip(texts, targets, run.translate(texts, Request(target=targets)), strict=True))
 
 
 ZERO_SHOT_NUMBERS = 500
 
 
-def zero_shot(run: LoadedRun, seed: int) -> tuple[str, float, Scores, int]:
+def zero_shot(run: Engine, seed: int) -> tuple[str, float, Scores, int]:
     """The never-trained pair of numbers-multi (German -> French) on ZERO_SHOT_NUMBERS numbers."""
     pairs = list(numbers_pair(NUMBERS_MULTI_ZERO_SHOT, ZERO_SHOT_NUMBERS, seed + 1))
     sources, references = [s for s, _ in pairs], [r for _, r in pairs]
     target = NUMBERS_MULTI_ZERO_SHOT.split("-")[1]
-    hypotheses = run.translate(sources, target)
+    hypotheses = run.translate(sources, Request(target=target))
     scores = score(hypotheses, references, tokenize="char")
     return NUMBERS_MULTI_ZERO_SHOT, exact_share(hypotheses, references), scores, len(sources)

@@ -18,9 +18,8 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -30,11 +29,11 @@ from vaswani.data.corpora import DataError
 from vaswani.data.encode import length_stats
 from vaswani.data.ids import IdsWriter
 from vaswani.decoding.ensemble import Ensemble
-from vaswani.decoding.text import translate_nbest
+from vaswani.decoding.text import Segments, TextModel, translate_segments
 from vaswani.errors import VaswaniError
 from vaswani.files import built_in_place
-from vaswani.run import LoadedRun
 from vaswani.tasks import TRANSLATE, get_task
+from vaswani.translation.engine import Engine
 
 CHUNK = 2048
 """Training sources translated at a time (progress, and memory for millions of pairs)."""
@@ -60,17 +59,14 @@ class Distilled:
 
 
 @dataclass
-class Teacher:
+class Teacher(TextModel):
     """The model that translates (one run's, or an `Ensemble` of several runs' models), its
     tokenizers, and the runs it is made of."""
 
-    model: Any
-    src_tokenizer: Any
-    tgt_tokenizer: Any
-    runs: list[LoadedRun]
+    runs: list[Engine] = field(default_factory=list)
 
     @classmethod
-    def of(cls, runs: list[LoadedRun]) -> Teacher:
+    def of(cls, runs: list[Engine]) -> Teacher:
         """One run as it is; several as an ensemble, which needs one vocabulary."""
         first = runs[0]
         for other in runs[1:]:
@@ -81,10 +77,10 @@ class Teacher:
                         "vocabularies; an ensemble's runs must be trained on the same data"
                     )
         model = first.model if len(runs) == 1 else Ensemble([run.model for run in runs])
-        return cls(model, first.src_tokenizer, first.tgt_tokenizer, runs)
+        return cls(model, first.src_tokenizer, first.tgt_tokenizer, runs=runs)
 
 
-def check_teacher(data: PreparedData, teacher: LoadedRun) -> None:
+def check_teacher(data: PreparedData, teacher: Engine) -> None:
     """Refuse a multilingual dataset or teacher, and a teacher of another language pair."""
     if data.languages is not None or teacher.languages is not None:
         raise DistillError(
@@ -102,7 +98,7 @@ def check_teacher(data: PreparedData, teacher: LoadedRun) -> None:
 
 
 def distill(
-    teachers: list[LoadedRun],
+    teachers: list[Engine],
     data_dir: Path,
     out: Path,
     dc: DecodeConfig,
@@ -159,9 +155,7 @@ def _translate_targets(
         fits = [len(ids) < limit for ids in teacher.src_tokenizer.encode_batch(sources)]
         too_long += fits.count(False)
         sources = [text if fit else "" for text, fit in zip(sources, fits, strict=True)]
-        found = translate_nbest(
-            teacher.model, teacher.src_tokenizer, teacher.tgt_tokenizer, sources, dc
-        )
+        found = translate_segments(teacher, Segments(sources), dc)
         texts = [best[0].text if best else "" for best in found]
         encoded = data.tgt_tokenizer.encode_batch(texts)
         targets = []

@@ -10,37 +10,32 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from vaswani.config import DecodeConfig
-from vaswani.data import PreparedData
 from vaswani.data.corpora import read_text_files, read_tsv
 from vaswani.data.dataset import EncodedSplit, ParallelSplit
 from vaswani.data.encode import cut_into_pieces
 from vaswani.data.tokenizer import LabelSet
 from vaswani.decoding.confidence import Calibration, fit, mean_probability, spearman
-from vaswani.decoding.text import (
-    Tokenizer,
-    best_texts,
-    encode_each,
-    encode_sources,
-    translate_nbest,
-)
-from vaswani.documents.segment import Sentences
-from vaswani.documents.translate import Aids, translate_sentences
+from vaswani.decoding.text import Segments, Tokenizer, encode_each, encode_sources
 from vaswani.errors import VaswaniError
 from vaswani.files import write_atomic
 from vaswani.metrics import Scores, perplexity_of, score, sentence_chrf
 from vaswani.run import CONFIDENCE
 from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, split_loss
+from vaswani.translation.engine import Engine
+from vaswani.translation.pipeline import best_texts
+from vaswani.translation.request import Request
+from vaswani.translation.segment import Sentences
 
 
 class EvaluationError(VaswaniError):
@@ -70,27 +65,23 @@ class TranslationReport:
 
 
 def evaluate_translation(
-    loaded: Any,
+    engine: Engine,
     sources: list[str] | Sentences,
     references: list[str],
-    dc: DecodeConfig | None = None,
-    too_long: str = "error",
+    request: Request | None = None,
     progress: Callable[[int], None] | None = None,
-    target: str | list[str] | None = None,
-    aids: Aids | None = None,
 ) -> TranslationReport:
-    """Translate `sources` with `loaded` (a `vaswani.run.LoadedRun`; texts, or `Sentences` to
-    translate sentence by sentence; under the caller's autocast, each into its `target`, a
-    multilingual model's) and score them against `references`, and how the translations'
-    confidences rank against their sentence chrF."""
+    """Translate `sources` with `engine` as `request` asks (texts, or `Sentences` to translate
+    sentence by sentence; each into the request's target, a multilingual model's) and score them
+    against `references`, and how the translations' confidences rank against their sentence
+    chrF."""
     if not references:
         raise EvaluationError("nothing to evaluate: no non-empty sentence pairs")
+    request = request or Request()
     if not isinstance(sources, Sentences):
         sources = Sentences.of(sources, split=False)
     start = time.perf_counter()
-    found, _ = translate_sentences(
-        loaded, sources, target, dc or DecodeConfig(), too_long, progress, aids=aids
-    )
+    found = engine.translate_nbest(sources, request, progress).found
     seconds = time.perf_counter() - start
     hypotheses = best_texts(found)
     confidences = [f[0].confidence if f else 1.0 for f in found]
@@ -100,37 +91,28 @@ def evaluate_translation(
         scores=score(hypotheses, references),
         exact=sum(h == r for h, r in zip(hypotheses, references, strict=True)),
         seconds=seconds,
-        output_tokens=sum(len(ids) for ids in loaded.tgt_tokenizer.encode_batch(hypotheses)),
+        output_tokens=sum(len(ids) for ids in engine.tgt_tokenizer.encode_batch(hypotheses)),
         confidences=confidences,
         confidence_spearman=spearman(confidences, sentence_chrf(hypotheses, references)),
-        terms=[term for f in found if f for term in f[0].terms]
-        if aids is not None and aids.glossary
-        else None,
+        terms=[term for f in found if f for term in f[0].terms] if request.aids.glossary else None,
     )
 
 
 def calibrate(
-    loaded: Any,
+    engine: Engine,
     sources: list[str],
     references: list[str],
     dc: DecodeConfig | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Calibration:
-    """Fit `loaded`'s (a `vaswani.run.LoadedRun`'s) confidence calibration on its translations of
-    `sources` (its validation split) and their sentence chrF against `references`, and store it in
-    the run (confidence.json), where translation reads it."""
-    found = translate_nbest(
-        loaded.model,
-        loaded.src_tokenizer,
-        loaded.tgt_tokenizer,
-        sources,
-        dc or DecodeConfig(),
-        "truncate",
-        progress,
-        loaded.shortlist,
-        None,  # a multilingual model's validation sources carry their target's token
-        mean_probability,
-    )
+    """Fit `engine`'s confidence calibration on its translations of `sources` (its validation
+    split) and their sentence chrF against `references`, and store it in the run
+    (confidence.json), where translation reads it."""
+    # Signals are read wherever a translation is assessed: by the mean probability here. A
+    # multilingual model's validation sources carry their target's token.
+    assessing = dataclasses.replace(engine, assess=mean_probability)
+    request = Request(decoding=dc or DecodeConfig(), too_long="truncate", split=False)
+    found = assessing.translate_nbest(sources, request, progress).found
     kept = [i for i, f in enumerate(found) if f and f[0].signals is not None]
     if len(kept) < 20:
         raise EvaluationError(
@@ -139,8 +121,8 @@ def calibrate(
     chrf = sentence_chrf([found[i][0].text for i in kept], [references[i] for i in kept])
     calibration = fit([found[i][0].signals for i in kept], chrf)
     record = json.dumps(calibration.record(), indent=1) + "\n"
-    write_atomic(loaded.path / CONFIDENCE, record.encode())
-    loaded.__dict__["confidence"] = calibration
+    write_atomic(engine.path / CONFIDENCE, record.encode())
+    engine.assess = calibration
     return calibration
 
 
@@ -261,7 +243,8 @@ def encode_labelled_file(  # noqa: ANN201
     """A TSV of text<TAB>label lines encoded like a prepared classification split."""
     pairs = list(read_tsv(path, max_line_bytes=max_line_bytes, column_names="text, label"))
     # One position goes to the start token the classifier puts before each text.
-    encoded = encode_sources(tokenizer, [text for text, _ in pairs], max_len - 1, too_long, "line")
+    texts = Segments([text for text, _ in pairs])
+    encoded = encode_sources(tokenizer, texts, max_len - 1, too_long)
     try:
         label_ids = labels.encode_batch([label for _, label in pairs])
     except ValueError as error:
@@ -269,28 +252,3 @@ def encode_labelled_file(  # noqa: ANN201
             f"{path}: {error}; the model knows {', '.join(labels.labels)}"
         ) from None
     return EncodedSplit([encoded[i] for i in range(len(pairs))], label_ids)
-
-
-def validation_pairs(info: dict, limit: int, alternative: str) -> tuple[list[str], list[str]]:
-    """The first `limit` sources and references of the validation split a run was trained on
-    (from its data.json `info`), blank pairs left out; an EvaluationError (or OSError) where
-    the data cannot be had, naming `alternative` as `training_data` does."""
-    sources, references = training_data(info, alternative).text("valid")
-    pairs = [(s, r) for s, r in zip(sources, references, strict=True) if s.strip() and r.strip()]
-    return [s for s, _ in pairs[:limit]], [r for _, r in pairs[:limit]]
-
-
-def training_data(info: dict, alternative: str) -> PreparedData:
-    """The prepared data a run was trained on (from its data.json `info`), or an EvaluationError
-    saying why it cannot be had and to evaluate with `alternative` flags instead."""
-    if info.get("path") is None:
-        raise EvaluationError(
-            f"this run directory has no training data (it was imported); evaluate with {alternative}"
-        )
-    data_dir = Path(info["path"])
-    if not (data_dir / "meta.json").is_file():
-        raise EvaluationError(
-            f"the run's data directory {data_dir} is gone; prepare it again there, or evaluate "
-            f"with {alternative}"
-        )
-    return PreparedData(data_dir)

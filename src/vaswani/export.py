@@ -36,7 +36,7 @@ from vaswani.marian import (
     weight_names,
 )
 from vaswani.model import sinusoidal_encoding
-from vaswani.run import LoadedRun, load_run
+from vaswani.translation.engine import Engine, load_run
 
 FORMATS = ("ctranslate2", "huggingface")
 QUANTIZATIONS = ("int8", "int8_float32", "int16", "float16", "bfloat16", "float32")
@@ -176,7 +176,7 @@ def marian_tensors(model: nn.Module) -> dict[str, Tensor]:
     return tensors
 
 
-def to_huggingface(run: LoadedRun, out: Path) -> Path:
+def to_huggingface(run: Engine, out: Path) -> Path:
     """A folder that `MarianMTModel.from_pretrained` loads, with the tokenizer beside it:
     `MarianTokenizer`'s files for a run imported from Marian, otherwise vaswani's BPE as a
     `PreTrainedTokenizerFast` (tokenizer.json)."""
@@ -194,7 +194,7 @@ def to_huggingface(run: LoadedRun, out: Path) -> Path:
     return out
 
 
-def write_hf_tokenizer(run: LoadedRun, out: Path) -> None:
+def write_hf_tokenizer(run: Engine, out: Path) -> None:
     tokenizer = run.info["meta"]["tokenizer"]
     files = tokenizer["files"]
     if tokenizer.get("kind") == "marian":
@@ -223,7 +223,7 @@ def write_hf_tokenizer(run: LoadedRun, out: Path) -> None:
     (out / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
 
 
-def copy_tokenizer_files(run: LoadedRun, to: Path) -> None:
+def copy_tokenizer_files(run: Engine, to: Path) -> None:
     """The tokenizer files the run's data record names (each checked to be inside the run), and
     a multilingual model's languages (LANGUAGES_FILE: its pairs and target-language tokens)."""
     for name in set(run.info["meta"]["tokenizer"]["files"].values()):
@@ -231,7 +231,7 @@ def copy_tokenizer_files(run: LoadedRun, to: Path) -> None:
     write_languages(run, to)
 
 
-def write_languages(run: LoadedRun, to: Path) -> None:
+def write_languages(run: Engine, to: Path) -> None:
     """A multilingual model's languages beside its tokenizer (`vaswani import-marian` reads
     them back); nothing for a model of one pair."""
     if run.languages is not None:
@@ -253,7 +253,7 @@ def write_bpe_with_end(source: Path, target: Path, eos_id: int) -> None:
 CT2_ACTIVATIONS = {"relu": "RELU", "gelu": "GELU", "silu": "SWISH"}
 
 
-def to_ctranslate2(run: LoadedRun, out: Path, quantization: str | None) -> Path:
+def to_ctranslate2(run: Engine, out: Path, quantization: str | None) -> Path:
     """A CTranslate2 model directory made with its specification API (`pip install
     'vaswani[export]'`), quantized as asked; vaswani's tokenizer files, and the tokenizer record
     that names them, are copied into vaswani_tokenizer/ beside it."""

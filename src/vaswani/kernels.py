@@ -61,7 +61,7 @@ class Dropout(nn.Module):
 # its code by the CPU's vendor as well as its instructions; oneDNN (PyTorch's kernels for bf16)
 # uses every instruction the CPU has. With MKL held to AVX2 (as on an AMD CPU) on an AVX512 Xeon,
 # oneDNN decoded the OPUS-MT shape 1.16-1.26x faster; with MKL free, MKL was up to 1.19x
-# the faster. So neither is the rule: `vaswani.precision` measures both once per machine and run,
+# the faster. So neither is the rule: `vaswani.translation.precision` measures both once per machine and run,
 # and the choice is a mark on each linear layer of the model it was measured for.
 ONEDNN = "decodes_on_onednn"
 

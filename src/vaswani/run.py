@@ -19,28 +19,20 @@ A run directory holds everything `translate` needs and everything `--resume` nee
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from torch import nn
 
-from vaswani.config import DecodeConfig, ModelConfig, TrainConfig
+from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data import PreparedData
 from vaswani.data.dataset import task_of
 from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
-from vaswani.decoding.confidence import Calibration
-from vaswani.decoding.shortlist import FILE as SHORTLIST
-from vaswani.decoding.shortlist import Shortlist
-from vaswani.decoding.text import translate
-from vaswani.documents.segment import Sentences
 from vaswani.errors import VaswaniError
-from vaswani.files import append_record, member, read_json, read_records, write_atomic
-from vaswani.languages import LanguageError, Languages
-from vaswani.tasks import Task, get_task
+from vaswani.files import append_record, read_json, read_records, write_atomic
+from vaswani.tasks import get_task
 from vaswani.train import checkpoint as ckpt
 
 CONFIG = "config.json"
@@ -62,128 +54,6 @@ class RunError(VaswaniError):
     """A run directory that cannot be used; the message names the file and what to do."""
 
 
-@dataclass
-class LoadedRun:
-    """A trained model (in eval mode, on the CPU) with what it needs to read and write text."""
-
-    path: Path
-    task: Task
-    """The task its data was prepared for (`vaswani.tasks`)."""
-    config: ModelConfig
-    model: nn.Module
-    """A `Transformer`, `DecoderOnly` or `EncoderClassifier`, by the task."""
-    src_tokenizer: Any
-    tgt_tokenizer: Any
-    """The target side's tokenizer; a classifier's `LabelSet`."""
-    info: dict
-    """data.json: where the data came from, its meta.json, its fingerprint."""
-    shortlist: Shortlist | None = None
-    """The run's lexical shortlist, when asked for (`load_shortlist`)."""
-
-    @property
-    def languages(self) -> Languages | None:
-        """The language pairs of a multilingual model; None for a model of one pair."""
-        try:
-            return Languages.from_meta(self.info["meta"])
-        except LanguageError as error:
-            raise RunError(f"{self.path / DATA_INFO}: {error}") from None
-
-    def prefixes(self, targets: str | list[str] | None, count: int) -> list[list[int]] | None:
-        """What to put before each of `count` sources to ask a multilingual model for `targets`
-        (one language for all, or one per source); None for a model of one pair. RunError when
-        a multilingual model is not told its target, or is asked for one it does not know."""
-        languages = self.languages
-        if languages is None:
-            if targets is not None:
-                raise RunError(f"{self.path} translates one language pair; leave out --target")
-            return None
-        if targets is None and len(languages.targets) == 1:
-            targets = languages.targets[0]  # many sources, one target: nothing to choose
-        if targets is None:
-            raise RunError(
-                f"{self.path} translates into {', '.join(languages.targets)}: give "
-                "the target language (--target)"
-            )
-        asked = [targets] * count if isinstance(targets, str) else list(targets)
-        if len(asked) != count:
-            raise ValueError(f"{len(asked)} target languages for {count} texts")
-        try:
-            return languages.prefixes([languages.target(t) for t in asked], self.src_tokenizer)
-        except ValueError as error:
-            raise RunError(str(error)) from None
-
-    @property
-    def source_language(self) -> str | None:
-        """The language the model translates from, when its data says (`prepare --src-lang`, a
-        built-in corpus, a multilingual model of one source language): its rules split text
-        into sentences."""
-        languages = self.languages
-        if languages is not None:
-            return languages.sources[0] if len(languages.sources) == 1 else None
-        return self.info["meta"].get("pair", {}).get("source")
-
-    @property
-    def target_language(self) -> str | None:
-        """The language the model translates into, when its data says (one target only)."""
-        languages = self.languages
-        if languages is not None:
-            return languages.targets[0] if len(languages.targets) == 1 else None
-        return self.info["meta"].get("pair", {}).get("target")
-
-    def translate(
-        self,
-        texts: list[str],
-        target: str | list[str] | None = None,
-        dc: DecodeConfig | None = None,
-        too_long: str = "error",
-        split: bool = True,
-        language: str | None = None,
-    ) -> list[str]:
-        """The best translation of each text (`vaswani.decoding.text.translate`); a multilingual model
-        needs the `target` language (one for all texts, or one each). A text of several
-        sentences is translated sentence by sentence (split by the rules of `language`, by
-        default the model's source language) and joined back in its own spacing, unless
-        `split` is False."""
-        return translate(
-            self.model,
-            self.src_tokenizer,
-            self.tgt_tokenizer,
-            Sentences.of(texts, language or self.source_language, split),
-            dc,
-            too_long,
-            shortlist=self.shortlist,
-            prefixes=self.prefixes(target, len(texts)),
-        )
-
-    @functools.cached_property
-    def confidence(self) -> Calibration | None:
-        """How this run's translations are assessed: its calibration (RUN/confidence.json,
-        fitted on its validation split); None without one: a translation's confidence is then
-        the mean probability per token that search gives."""
-        if not (self.path / CONFIDENCE).exists():
-            return None
-        where = member(self.path, CONFIDENCE, "the confidence calibration")
-        record = read_json(where, "confidence calibration", dict, limit=1 << 20)
-        try:
-            return Calibration.from_record(record)
-        except (KeyError, TypeError, ValueError) as error:
-            raise RunError(
-                f"{self.path / CONFIDENCE}: not a calibration ({error}); "
-                f"refit it with `vaswani calibrate --checkpoint {self.path}`"
-            ) from None
-
-    def load_shortlist(self) -> Shortlist:
-        """RUN/shortlist.safetensors, written by `vaswani shortlist`, checked against the model."""
-        path = self.path / SHORTLIST
-        if not path.exists():
-            raise RunError(
-                f"{self.path} has no {SHORTLIST}; build it with `vaswani shortlist {self.path}`"
-            )
-        path = member(self.path, SHORTLIST, "the shortlist")
-        self.shortlist = Shortlist.load(path, self.config.vocab_size, self.config.target_vocab_size)
-        return self.shortlist
-
-
 def weights_path(run: Path, weights: str) -> Path:
     """The checkpoint directory of `run` that `weights` (best, latest, averaged) names."""
     if weights == "best" and not (run / BEST).is_dir():
@@ -203,11 +73,13 @@ def weights_path(run: Path, weights: str) -> Path:
     return path
 
 
-def load_run(run: Path, weights: str = "best") -> LoadedRun:
-    """The trained model of run directory `run`, with its tokenizers and data record.
+def load_trained(run: Path, weights: str = "best") -> tuple[nn.Module, Any, Any, dict]:
+    """The trained model of run directory `run` (in eval mode, on the CPU), its source and target
+    tokenizers (a classifier's `LabelSet` for the target) and its data record (data.json).
 
     `weights`: "best" (best validation figure; the latest checkpoint when there is no best/),
-    "latest", or "averaged" (written by `vaswani average`).
+    "latest", or "averaged" (written by `vaswani average`). `vaswani.translation.load_run` makes
+    an engine of it.
     """
     run = Path(run)
     if not run.is_dir():
@@ -243,13 +115,7 @@ def load_run(run: Path, weights: str = "best") -> LoadedRun:
     mismatch = vocab_mismatch(src_tok, tgt_tok, cfg.vocab_size, task.output_size(cfg))
     if mismatch:
         raise RunError(f"{run}: {mismatch}")
-    return LoadedRun(run, task, cfg, model.eval(), src_tok, tgt_tok, info)
-
-
-def load_trained(run: Path, weights: str = "best") -> tuple[nn.Module, Any, Any, dict]:
-    """`load_run` as a tuple: (model, source tokenizer, target tokenizer, data record)."""
-    loaded = load_run(run, weights)
-    return loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, loaded.info
+    return model.eval(), src_tok, tgt_tok, info
 
 
 def data_fingerprint(meta: dict) -> str:
@@ -303,3 +169,28 @@ def truncate_metrics(run: Path, step: int) -> None:
         kept = [r for r in read_records(run / METRICS) if r["step"] <= step]
         lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
         write_atomic(run / METRICS, lines.encode())
+
+
+def validation_pairs(info: dict, limit: int, alternative: str) -> tuple[list[str], list[str]]:
+    """The first `limit` sources and references of the validation split a run was trained on
+    (from its data.json `info`), blank pairs left out; a RunError (or OSError) where
+    the data cannot be had, naming `alternative` as `training_data` does."""
+    sources, references = training_data(info, alternative).text("valid")
+    pairs = [(s, r) for s, r in zip(sources, references, strict=True) if s.strip() and r.strip()]
+    return [s for s, _ in pairs[:limit]], [r for _, r in pairs[:limit]]
+
+
+def training_data(info: dict, alternative: str) -> PreparedData:
+    """The prepared data a run was trained on (from its data.json `info`), or a RunError
+    saying why it cannot be had and to evaluate with `alternative` flags instead."""
+    if info.get("path") is None:
+        raise RunError(
+            f"this run directory has no training data (it was imported); evaluate with {alternative}"
+        )
+    data_dir = Path(info["path"])
+    if not (data_dir / "meta.json").is_file():
+        raise RunError(
+            f"the run's data directory {data_dir} is gone; prepare it again there, or evaluate "
+            f"with {alternative}"
+        )
+    return PreparedData(data_dir)

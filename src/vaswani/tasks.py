@@ -25,12 +25,12 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
-from vaswani.config import DecodeConfig, ModelConfig
+from vaswani.config import DecodeConfig, ModelConfig, Sampling
 from vaswani.data.batching import Batch, TokenBatchSampler, collate
 from vaswani.data.corpora import DataError, Pair, read_text_files, read_tsv
 from vaswani.data.dataset import EncodedSplit, ParallelSplit, PreparedData
 from vaswani.decoding.search import sample
-from vaswani.decoding.text import translate
+from vaswani.decoding.text import Segments, TextModel, translate
 from vaswani.device import autocast
 from vaswani.metrics import perplexity_of, score
 from vaswani.model import DecoderOnly, EncoderClassifier, Transformer
@@ -199,12 +199,9 @@ class Translate(Task):
                     break
             with autocast(device, precision):
                 hypotheses += translate(
-                    model,
-                    data.src_tokenizer,
-                    data.tgt_tokenizer,
-                    sources[start:end],
+                    TextModel(model, data.src_tokenizer, data.tgt_tokenizer),
+                    Segments(sources[start:end], None if prefixes is None else prefixes[start:end]),
                     DecodeConfig(beam_size=1, batch_tokens=batch_tokens),
-                    prefixes=None if prefixes is None else prefixes[start:end],
                 )
         scores = score(hypotheses, references)
         samples = [[s, r, h] for s, r, h in zip(sources[:3], references, hypotheses, strict=False)]
@@ -245,7 +242,7 @@ class LanguageModel(Task):
         """Loss and perplexity, and one sampled text to read."""
         result = super().validate(model, data, batch_tokens, precision)
         with autocast(next(model.parameters()).device, precision):
-            found = sample(model, [[]], max_new_tokens=40, temperature=0.8, seed=seed)
+            found = sample(model, [[]], Sampling(40, 0.8, seed=seed))
         return {**result, "samples": [data.tgt_tokenizer.decode(found[0].tokens)]}
 
     def best_line(self, value: float) -> str:

@@ -10,15 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import Server, cli
-from vaswani.documents.align import (
+from vaswani.serve import Served, ServeSettings, create_app
+from vaswani.translation.align import (
     encode_words,
     join_alignments,
     token_words,
     word_alignment,
 )
-from vaswani.documents.segment import split_sentences
-from vaswani.run import load_run
-from vaswani.serve import Served, ServeSettings, create_app
+from vaswani.translation.engine import load_run
+from vaswani.translation.segment import split_sentences
 
 PARAGRAPH = "271493!  42?\t500181."
 
@@ -90,7 +90,7 @@ def test_jsonl_gives_translation_confidence_and_alignment_per_line(numbers_run, 
 
 
 def test_http_answers_confidences_always_and_alignments_when_asked(loaded):
-    served = [Served(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer)]
+    served = [Served(loaded)]
     server = Server(create_app(settings=ServeSettings(precision="fp32"), served=served))
     try:
         status, body = server.request("POST", "/translate", {"texts": [PARAGRAPH, ""]})

@@ -9,9 +9,9 @@ import pytest
 
 from helpers import Server
 from helpers_files import zip_bomb, zipped
-from vaswani.run import load_run
 from vaswani.serve import Served, ServeSettings, create_app
 from vaswani.serve.libre import Access
+from vaswani.translation.engine import load_run
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def loaded(numbers_run):
 
 
 def serve(loaded, **settings) -> Server:
-    served = [Served(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, "en", "de")]
+    served = [Served(loaded, "en", "de")]
     access = settings.pop("access", None)
     app = create_app(
         settings=ServeSettings(precision="fp32", **settings), served=served, access=access

@@ -9,7 +9,9 @@ import pytest
 
 from helpers import Server, cli, translate_cli
 from vaswani.decoding.text import Translation
-from vaswani.documents.glossary import (
+from vaswani.serve import Served, ServeSettings, create_app
+from vaswani.translation.engine import load_run
+from vaswani.translation.glossary import (
     Glossary,
     GlossaryError,
     contains,
@@ -17,9 +19,7 @@ from vaswani.documents.glossary import (
     put_terms,
     read_glossary,
 )
-from vaswani.documents.translate import Aids
-from vaswani.run import load_run
-from vaswani.serve import Served, ServeSettings, create_app
+from vaswani.translation.request import Aids
 
 
 def test_terms_are_found_as_whole_words_in_any_case_the_longest_first():
@@ -150,9 +150,7 @@ def test_terms_reach_a_real_model_s_output_in_every_sentence(numbers_run, capsys
 
 def test_a_request_s_glossary_over_http_adds_to_the_server_s(numbers_run):
     run = load_run(numbers_run)
-    served = Served(
-        run.model, run.src_tokenizer, run.tgt_tokenizer, aids=Aids(Glossary.of([("42", "XLII")]))
-    )
+    served = Served(run, aids=Aids(Glossary.of([("42", "XLII")])))
     server = Server(create_app(settings=ServeSettings(precision="fp32"), served=[served]))
     try:
         status, body = server.request(

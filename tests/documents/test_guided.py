@@ -9,10 +9,10 @@ import torch
 from vaswani.config import TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.corpora import DataError
-from vaswani.run import load_run
 from vaswani.train.guided import GuidedAlignment
 from vaswani.train.loop import train
 from vaswani.train.step import TrainingError
+from vaswani.translation.engine import load_run
 
 
 def test_prepare_writes_one_line_of_links_per_training_pair(tmp_path):

@@ -9,11 +9,11 @@ import textwrap
 import polib
 
 from helpers import Server, translate_cli
-from vaswani.documents.memory import Memory
-from vaswani.documents.segment import Sentences
-from vaswani.documents.translate import Aids
-from vaswani.run import load_run
 from vaswani.serve import Served, ServeSettings, create_app
+from vaswani.translation.engine import load_run
+from vaswani.translation.memory import Memory
+from vaswani.translation.request import Aids
+from vaswani.translation.segment import Sentences
 
 TMX = """<?xml version="1.0" encoding="UTF-8"?>
 <tmx version="1.4"><header srclang="en" datatype="plaintext" segtype="sentence"
@@ -70,7 +70,7 @@ def test_a_memory_answers_a_real_model_s_lines_and_marks_them(numbers_run, capsy
 def test_the_server_answers_from_its_memory(numbers_run):
     run = load_run(numbers_run)
     aids = Aids(memory=Memory([("42", "die Antwort")]), fuzzy_threshold=60)
-    served = Served(run.model, run.src_tokenizer, run.tgt_tokenizer, aids=aids)
+    served = Served(run, aids=aids)
     server = Server(create_app(settings=ServeSettings(precision="fp32"), served=[served]))
     try:
         status, body = server.request("POST", "/translate", {"texts": ["42", "421"]})
@@ -92,7 +92,7 @@ def test_a_million_entries_within_bounded_memory(tmp_path):
     script = textwrap.dedent(
         f"""
         import resource
-        from vaswani.documents.memory import Memory
+        from vaswani.translation.memory import Memory
         memory = Memory.read([{str(path)!r}])
         assert len(memory) == 1_000_000
         assert memory.exact(["sentence number 999999 of the memory"])[0][0].text.endswith("999999 des Speichers")

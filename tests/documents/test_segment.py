@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaswani.documents.segment import Segmented, split_sentences
+from vaswani.translation.segment import Segmented, split_sentences
 
 
 @pytest.mark.parametrize(

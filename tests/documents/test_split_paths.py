@@ -5,10 +5,10 @@ import pytest
 
 from helpers import Server, cli
 from vaswani.config import DecodeConfig
-from vaswani.decoding.text import InputTooLong, translate, translate_nbest
-from vaswani.documents.segment import Sentences
-from vaswani.run import load_run
+from vaswani.decoding.text import InputTooLong, Segments, TextModel, translate, translate_segments
 from vaswani.serve import Served, ServeSettings, create_app
+from vaswani.translation.engine import load_run
+from vaswani.translation.request import Request
 
 PARAGRAPH = "271493!  42?\t500181."
 SENTENCES = ["271493!", "42?", "500181."]
@@ -23,7 +23,7 @@ def loaded(numbers_run):
 def alone(loaded):
     """Each sentence translated on its own, and the paragraph as one segment."""
     found = translate(
-        loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, [*SENTENCES, PARAGRAPH]
+        TextModel(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer), [*SENTENCES, PARAGRAPH]
     )
     return found[:3], found[3]
 
@@ -35,15 +35,16 @@ def joined(alone) -> str:
 
 def test_a_paragraph_is_its_sentences_translated_alone_and_joined_in_its_spacing(loaded, alone):
     assert loaded.translate([PARAGRAPH, "", "42?"]) == [joined(alone), "", alone[0][1]]
-    assert loaded.translate([PARAGRAPH], split=False) == [alone[1]]
+    assert loaded.translate([PARAGRAPH], Request(split=False)) == [alone[1]]
     assert joined(alone) != alone[1]  # splitting changed what the model saw
 
 
 def test_n_best_of_a_paragraph_joins_each_sentences_kth_best(loaded):
     dc = DecodeConfig(beam_size=3, n_best=3)
     model, src, tgt = loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer
-    each = translate_nbest(model, src, tgt, SENTENCES, dc)
-    found = translate_nbest(model, src, tgt, Sentences.of([PARAGRAPH], "en"), dc)[0]
+    each = translate_segments(TextModel(model, src, tgt), Segments(SENTENCES), dc)
+    request = Request(decoding=dc, language="en")
+    found = loaded.translate_nbest([PARAGRAPH], request).found[0]
     assert [t.text for t in found] == [
         f"{each[0][k].text}  {each[1][k].text}\t{each[2][k].text}" for k in range(3)
     ]
@@ -54,7 +55,7 @@ def test_sentences_of_a_paragraph_over_the_position_limit_are_translated(loaded)
     limit = loaded.config.max_len
     long = " ".join(["500181."] * (limit // 3))  # ~4 tokens a sentence: over the limit whole
     with pytest.raises(InputTooLong, match="line 1 has"):
-        loaded.translate([long], split=False)
+        loaded.translate([long], Request(split=False))
     found = loaded.translate([long])[0]
     assert found.count(" ") == long.count(" ")
     with pytest.raises(InputTooLong, match="line 2, sentence 2 has"):
@@ -71,7 +72,7 @@ def test_cli_splits_unless_no_split(numbers_run, capsys, alone):
 
 
 def test_both_http_apis_split_unless_asked_not_to(loaded, alone):
-    served = [Served(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, "en", "de")]
+    served = [Served(loaded, "en", "de")]
     server = Server(create_app(settings=ServeSettings(precision="fp32"), served=served))
     try:
         status, body = server.request("POST", "/translate", {"texts": [PARAGRAPH, " "]})
@@ -98,5 +99,5 @@ def test_a_sentence_that_comes_again_is_translated_once(loaded, monkeypatch):
     )
     found = loaded.translate(["42. 7.", "42.", "7. 42."])
     assert sum(rows) == 2  # "42." and "7.", each once
-    first, second = loaded.translate(["42."], split=False)[0], loaded.translate(["7."])[0]
+    first, second = loaded.translate(["42."], Request(split=False))[0], loaded.translate(["7."])[0]
     assert found == [f"{first} {second}", first, f"{second} {first}"]

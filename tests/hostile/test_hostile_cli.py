@@ -14,6 +14,7 @@ from helpers import cli, translate_cli
 from helpers_hostile import copy_run, edit_json
 from vaswani.config import ModelConfig
 from vaswani.data.corpora import DataError, read_lines
+from vaswani.decoding.text import TextModel
 from vaswani.train.loop import train
 from vaswani.train.setup import resume_config
 
@@ -208,7 +209,7 @@ def test_a_line_limit_beyond_memory_is_refused_before_reading(numbers_run, capsy
 
 def test_a_beam_wider_than_the_vocabulary_is_refused():
     from vaswani.config import DecodeConfig
-    from vaswani.decoding.text import BeamTooWide, translate_nbest
+    from vaswani.decoding.text import BeamTooWide, Segments, translate_segments
     from vaswani.model import Transformer
 
     model = Transformer(
@@ -217,7 +218,9 @@ def test_a_beam_wider_than_the_vocabulary_is_refused():
         )
     )
     with pytest.raises(BeamTooWide, match="over the model's target vocabulary of 40 tokens"):
-        translate_nbest(model, None, None, ["12"], DecodeConfig(beam_size=41))
+        translate_segments(
+            TextModel(model, None, None), Segments(["12"]), DecodeConfig(beam_size=41)
+        )
 
 
 class PanicException(BaseException):

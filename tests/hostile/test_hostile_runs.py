@@ -284,7 +284,7 @@ def sparse(path, size=6 << 30):
 
 
 def test_a_decoding_record_linked_from_outside_the_run_is_not_obeyed(numbers_run, tmp_path):
-    from vaswani.precision import FILE, known
+    from vaswani.translation.precision import FILE, known
 
     run = copy_run(numbers_run, tmp_path)
     (run / FILE).write_text(json.dumps({"this machine": MEASURED}))
@@ -311,7 +311,7 @@ def test_a_decoding_record_linked_from_outside_the_run_is_not_obeyed(numbers_run
     ],
 )
 def test_a_damaged_decoding_record_is_measured_again(numbers_run, tmp_path, change):
-    from vaswani.precision import FILE, known
+    from vaswani.translation.precision import FILE, known
 
     run = copy_run(numbers_run, tmp_path)
     damaged = {key: value for key, value in {**MEASURED, **change}.items() if value is not None}

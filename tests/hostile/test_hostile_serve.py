@@ -6,8 +6,9 @@ import socket
 import pytest
 
 from helpers import Server, cli
-from vaswani.run import load_run, load_trained
+from vaswani.run import load_trained
 from vaswani.serve import Served, ServeError, ServeSettings, create_app, listen
+from vaswani.translation.engine import Engine, load_run
 
 # 3. The server: 4xx with valid JSON, impossible settings refused at start.
 
@@ -15,7 +16,7 @@ from vaswani.serve import Served, ServeError, ServeSettings, create_app, listen
 @pytest.fixture(scope="module")
 def server(numbers_run):
     model, src_tok, tgt_tok, _ = load_trained(numbers_run)
-    running = Server(create_app(model, src_tok, tgt_tok, ServeSettings(precision="fp32")))
+    running = Server(create_app(Engine(model, src_tok, tgt_tok), ServeSettings(precision="fp32")))
     running.run = numbers_run
     yield running
     running.stop()
@@ -52,9 +53,9 @@ def task_servers(server, lm_run, classify_run):
     started = {"/translate": server}
     for path, run in (("/generate", lm_run), ("/classify", classify_run)):
         model, tokenizer, target, _ = load_trained(run)
-        started[path] = Server(create_app(model, tokenizer, target, fp32))
+        started[path] = Server(create_app(Engine(model, tokenizer, target), fp32))
     pair = load_run(server.run)
-    served = [Served(pair.model, pair.src_tokenizer, pair.tgt_tokenizer, "en", "de")]
+    served = [Served(pair, "en", "de")]
     started["libre"] = Server(create_app(settings=fp32, served=served))
     yield started
     for path in ("/generate", "/classify", "libre"):
@@ -171,7 +172,7 @@ def test_a_beam_size_of_5000_digits_is_a_400_on_both_apis(task_servers):
 def test_a_request_that_can_never_fit_the_queue_is_413_not_503(numbers_run):
     model, src_tok, tgt_tok, _ = load_trained(numbers_run)
     settings = ServeSettings(precision="fp32", max_queued_texts=4)
-    server = Server(create_app(model, src_tok, tgt_tok, settings))
+    server = Server(create_app(Engine(model, src_tok, tgt_tok), settings))
     try:
         texts = ["12. 13. 14.", "15. 16. 17."]  # six sentences, split
         status, answer = server.request("POST", "/translate", {"texts": texts, "split": True})

@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         if args.device in ("auto", "cuda") and torch.cuda.is_available():
             args.device = f"cuda:{local}"
         dist = init_distributed(torch.device(args.device if args.device != "auto" else "cpu"))
-    loaded, placement = load_for_inference(args, TRANSLATE)
+    loaded = load_for_inference(args, TRANSLATE)
     settings = BackTranslation(
         args.method,
         args.beam_size,
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         max_line_bytes=args.max_line_bytes,
     )
     bar = progress_bar(enabled=rank == 0, unit=" sent", desc="back-translating")
-    with bar, placement.autocast():
+    with bar, loaded.computing():
         report = backtranslate(
             loaded,
             args.input,

@@ -12,11 +12,10 @@ import sys
 
 from vaswani.cli.common import add_model_flags, load_for_inference, positive_int
 from vaswani.decoding.confidence import Calibration
-from vaswani.device import Placement
 from vaswani.errors import VaswaniError
 from vaswani.progress import progress_bar
-from vaswani.run import LoadedRun
 from vaswani.tasks import TRANSLATE
+from vaswani.translation.engine import Engine
 
 HELP = "fit the confidence of a run's translations to their chrF on its validation split"
 
@@ -32,17 +31,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    loaded, placement = load_for_inference(args, TRANSLATE)
-    calibration = calibrate_run(loaded, placement, args.max_sentences)
+    loaded = load_for_inference(args, TRANSLATE)
+    calibration = calibrate_run(loaded, args.max_sentences)
     return 0 if calibration is not None else 2
 
 
-def calibrate_run(
-    loaded: LoadedRun, placement: Placement, max_sentences: int = 1000
-) -> Calibration | None:
+def calibrate_run(loaded: Engine, max_sentences: int = 1000) -> Calibration | None:
     """Fit and store `loaded`'s calibration, saying so; None (and why, on stderr) where it has
     no validation text to fit on."""
-    from vaswani.evaluate import calibrate, validation_pairs
+    from vaswani.evaluate import calibrate
+    from vaswani.run import validation_pairs
 
     try:
         sources, references = validation_pairs(
@@ -53,7 +51,7 @@ def calibrate_run(
         return None
     try:
         bar = progress_bar(total=len(sources), unit="sent", desc="calibrating")
-        with bar, placement.autocast():
+        with bar:
             calibration = calibrate(loaded, sources, references, progress=bar.update)
     except VaswaniError as error:
         print(f"confidence: not calibrated ({error})", file=sys.stderr)

@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     texts = texts_or_input(args, "classify")
-    loaded, placement = load_for_inference(args, CLASSIFY)
-    with placement.autocast():
+    loaded = load_for_inference(args, CLASSIFY)
+    with loaded.computing():
         found = classify(
             loaded.model,
             loaded.src_tokenizer,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import math
 import stat
@@ -15,8 +14,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from vaswani import kernels
-from vaswani import precision as decoding_precision
 from vaswani.cli.fields import add_field_flags, settings_from
 from vaswani.config import PRECISIONS, DecodeConfig
 from vaswani.data.corpora import (
@@ -26,16 +23,16 @@ from vaswani.data.corpora import (
     open_binary,
     split_lines,
 )
-from vaswani.decoding.quantize import QUANTIZATIONS, quantize
-from vaswani.device import Placement, place
-from vaswani.documents.glossary import read_glossary
-from vaswani.documents.memory import Memory
-from vaswani.documents.segment import Sentences
-from vaswani.documents.translate import Aids
+from vaswani.decoding.quantize import QUANTIZATIONS
+from vaswani.device import place
 from vaswani.errors import VaswaniError
 from vaswani.files import overlap
-from vaswani.run import LoadedRun, load_run
 from vaswani.tasks import Task
+from vaswani.translation.align import AlignSettings
+from vaswani.translation.engine import Choices, Engine, EngineError, decided, load_run
+from vaswani.translation.glossary import read_glossary
+from vaswani.translation.memory import Memory
+from vaswani.translation.request import Aids, Request
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -240,7 +237,7 @@ def add_aid_flags(parser: argparse.ArgumentParser, memory: bool = True) -> None:
     )
 
 
-def aids_of(args: argparse.Namespace, loaded: LoadedRun, least: float | None = None) -> Aids:
+def aids_of(args: argparse.Namespace, loaded: Engine, least: float | None = None) -> Aids:
     """The glossary and translation memory the flags name, read for `loaded`'s languages."""
     source, target = args.source_lang or loaded.source_language, loaded.target_language
     glossary = read_glossary(args.glossary, source, target) if args.glossary else None
@@ -260,16 +257,18 @@ def aids_of(args: argparse.Namespace, loaded: LoadedRun, least: float | None = N
     return Aids(glossary, memory, getattr(args, "fuzzy_threshold", None), least)
 
 
-def sentences_of(
-    args: argparse.Namespace,
-    loaded: LoadedRun,
-    texts: list[str],
-    languages: list[str | None] | None = None,
-) -> Sentences:
-    """`texts` as the segments to translate, by --no-split and --source-lang (or each text's
-    language in `languages`, or the model's source language)."""
-    language = args.source_lang or languages or loaded.source_language
-    return Sentences.of(texts, language, args.split)
+def request_of(args: argparse.Namespace, aids: Aids | None = None, n_best: int = 1) -> Request:
+    """The `Request` the flags ask for: --target, the search flags, --too-long, --no-split,
+    --source-lang, --attention-alignment (where the command has them), and `aids`."""
+    return Request(
+        target=getattr(args, "target", None),
+        decoding=decode_config(args, n_best),
+        too_long=args.too_long,
+        split=args.split,
+        language=args.source_lang,
+        alignment=AlignSettings(guided=not getattr(args, "attention_alignment", False)),
+        aids=aids or Aids(),
+    )
 
 
 def add_input_flags(parser: argparse.ArgumentParser) -> None:
@@ -295,56 +294,28 @@ def decode_config(args: argparse.Namespace, n_best: int = 1) -> DecodeConfig:
 
 def load_for_inference(
     args: argparse.Namespace, *tasks: Task, run_dir: Path | None = None
-) -> tuple[LoadedRun, Placement]:
-    """The run of --checkpoint/--weights with its model on --device, in eval mode, and where it
-    runs; a run of a task other than `tasks` is refused, naming the command that uses it. The
-    placement (--device and --precision auto resolved) is printed to stderr and left in
-    `args.precision`."""
+) -> Engine:
+    """The engine of --checkpoint/--weights on --device, decided by --precision, --quantize and
+    --shortlist (`Engine.load`); a run of a task other than `tasks` is refused, naming the
+    command that uses it. What was decided is printed to stderr."""
     placement = place(args.device, args.precision)
     run_dir = run_dir or args.checkpoint
-    run = load_run(run_dir, args.weights)
-    if run.task not in tasks:
-        task = run.task
+    engine = load_run(run_dir, args.weights)
+    if engine.task not in tasks:
+        task = engine.task
         raise CliError(f"{run_dir} holds {task.described} (task {task}); use {task.command}")
-    run.model.to(placement.device)
-    how = getattr(args, "quantize", "none")
-    if args.precision == "auto" and how == "none" and run.task.parallel:
-        # measured on the run's own sentences, once per machine
-        choice = decoding_precision.decoding_choice(run, placement)
-        if choice is not None:
-            placement = dataclasses.replace(
-                placement, precision=choice.precision, precision_reason=choice.reason
-            )
-            how = choice.quantize
-            kernels.decode_with_onednn(run.model, choice.onednn)
-            if choice.onednn:
-                print("matrix kernels: oneDNN for float32 (--precision auto)", file=sys.stderr)
-    if how != "none":
-        if placement.precision != "fp32":  # dynamic int8 layers take and give float32
-            if args.precision != "auto":
-                raise CliError(
-                    f"--quantize {how} computes in fp32 (int8 weights, float32 activations); "
-                    f"leave out --precision {args.precision}"
-                )
-            placement = dataclasses.replace(
-                placement, precision="fp32", precision_reason=f"{how} weights compute in fp32"
-            )
-        run.model = quantize(run.model, how, placement.device)
-        reason = "--quantize" if how == getattr(args, "quantize", "none") else "--precision auto"
-        print(f"weights: {how} ({reason})", file=sys.stderr)
-    if getattr(args, "shortlist", False):
-        if not run.task.parallel:
-            raise CliError("--shortlist is for translation models")
-        run.load_shortlist()
-        print(
-            f"shortlist: {run.shortlist.frequent.numel()} frequent tokens + "
-            f"{run.shortlist.per_token.size(1)} per source token",
-            file=sys.stderr,
-        )
-    for line in placement.lines():
+    choices = Choices(
+        getattr(args, "quantize", "none"),
+        getattr(args, "shortlist", False),
+        args.precision == "auto",
+    )
+    try:
+        engine = decided(engine, placement, choices)
+    except EngineError as error:
+        raise CliError(str(error)) from None
+    for line in engine.notes:
         print(line, file=sys.stderr)
-    args.precision = placement.precision
-    return run, placement
+    return engine
 
 
 def read_input_lines(path: Path | None, max_line_bytes: int) -> list[str]:

@@ -52,13 +52,14 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--out {args.out}: exists; choose another --out, or --force to replace it")
     teachers = []
     for run_dir in args.checkpoint:  # the first resolves --precision auto for all
-        teacher, placement = load_for_inference(args, TRANSLATE, run_dir=run_dir)
+        teacher = load_for_inference(args, TRANSLATE, run_dir=run_dir)
         teachers.append(teacher)
+        args.precision = teacher.precision
     dc = DecodeConfig(beam_size=args.beam_size, batch_tokens=args.batch_tokens)
     pairs = data.meta["splits"]["train"]["pairs"]
     with (
         progress_bar(total=pairs, unit=" pairs", desc="teacher translating") as bar,
-        placement.autocast(),
+        teachers[0].computing(),
     ):
         done = distill(teachers, args.data, args.out, dc, bar.update)
     print(

@@ -7,6 +7,7 @@ signatures and the decoding speed. A language model: perplexity, exp(mean cross-
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from vaswani.cli.common import (
@@ -15,9 +16,8 @@ from vaswani.cli.common import (
     add_decoding_flags,
     add_split_flags,
     aids_of,
-    decode_config,
     load_for_inference,
-    sentences_of,
+    request_of,
     writable_file,
 )
 from vaswani.data.corpora import read_parallel_files
@@ -29,13 +29,14 @@ from vaswani.evaluate import (
     encode_text_file,
     evaluate_translation,
     perplexity,
-    training_data,
 )
 from vaswani.files import write_output
 from vaswani.progress import progress_bar
-from vaswani.run import LoadedRun
+from vaswani.run import training_data
 from vaswani.runs import is_run, record_evaluation
 from vaswani.tasks import TASKS_BY_NAME
+from vaswani.translation import pipeline
+from vaswani.translation.engine import Engine
 
 Split = ParallelSplit | EncodedSplit
 HELP = "score a trained model on a split of its data: BLEU, perplexity or accuracy"
@@ -64,13 +65,13 @@ def run(args: argparse.Namespace) -> int:
     writable_file(args.output, reads={k: v for k, v in reads.items() if v is not None})
     if (args.src is None) != (args.ref is None):
         raise CliError("--src and --ref go together")
-    loaded, placement = load_for_inference(args, *TASKS_BY_NAME.values())
+    loaded = load_for_inference(args, *TASKS_BY_NAME.values())
     if loaded.task.parallel:
         if args.input is not None:
             raise CliError(
                 "a translation model is evaluated with --src FILE --ref FILE, not --input"
             )
-        with placement.autocast():
+        with loaded.computing():
             return translation(args, loaded)
     if args.src is not None:
         raise CliError(
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     return language_model(args, loaded, part, what)
 
 
-def encoded_input(args: argparse.Namespace, loaded: LoadedRun) -> EncodedSplit:
+def encoded_input(args: argparse.Namespace, loaded: Engine) -> EncodedSplit:
     """--input read like a prepared split: a language model's text file, a classifier's TSV."""
     max_len = loaded.config.max_len
     if not loaded.task.labelled:
@@ -103,7 +104,7 @@ def encoded_input(args: argparse.Namespace, loaded: LoadedRun) -> EncodedSplit:
     )
 
 
-def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
+def translation(args: argparse.Namespace, loaded: Engine) -> int:
     targets: str | list[str] | None = args.target
     pairs: list[str] | None = None  # a multilingual split: each line's language pair
     if args.src is not None:
@@ -125,22 +126,24 @@ def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
             pairs, targets = data.pair_names(args.split), data.targets(args.split)
     if not sources:
         raise CliError(f"nothing to evaluate: {what} has no non-empty sentence pairs")
-    dc = decode_config(args)
     loaded.prefixes(targets, len(sources))  # a wrong or missing --target: said before decoding
-    aids = aids_of(args, loaded)
     languages = [pair.split("-")[0] for pair in pairs] if pairs is not None else None
-    sentences = sentences_of(args, loaded, sources, languages)
+    request = dataclasses.replace(
+        request_of(args, aids_of(args, loaded)),
+        target=targets,
+        language=args.source_lang or languages,
+    )
+    dc = request.decoding
+    sentences = pipeline.sentences_of(sources, request, loaded.source_language)
     with progress_bar(total=len(sentences.flat), unit="sent", desc="translating") as bar:
-        report = evaluate_translation(
-            loaded, sentences, references, dc, args.too_long, bar.update, targets, aids
-        )
+        report = evaluate_translation(loaded, sentences, references, request, bar.update)
     scores, seconds, n = report.scores, report.seconds, len(references)
     search = "greedy" if dc.beam_size == 1 else f"beam {dc.beam_size}, alpha {dc.alpha}"
     print(f"{len(sources)} sentences from {what}")
     print(f"BLEU = {scores.bleu:.2f}   ({scores.bleu_signature})")
     print(f"chrF = {scores.chrf:.2f}   ({scores.chrf_signature})")
     print(f"exact match: {report.exact}/{n} ({100 * report.exact_fraction:.1f}%)")
-    calibrated = "calibrated" if loaded.confidence is not None else "mean token probability"
+    calibrated = "calibrated" if loaded.assess is not None else "mean token probability"
     print(
         f"confidence: Spearman {report.confidence_spearman:.3f} with sentence chrF "
         f"({calibrated}; mean {sum(report.confidences) / n:.3f})"
@@ -159,7 +162,7 @@ def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
             )
     print(
         f"decoding: {seconds:.1f}s, {n / seconds:.1f} sentences/s, "
-        f"{report.output_tokens / seconds:.0f} tokens/s ({search}, {args.precision}, "
+        f"{report.output_tokens / seconds:.0f} tokens/s ({search}, {loaded.precision}, "
         f"{next(loaded.model.parameters()).device})"
     )
     if args.output:
@@ -180,23 +183,23 @@ def translation(args: argparse.Namespace, loaded: LoadedRun) -> int:
     return 0
 
 
-def language_model(args: argparse.Namespace, loaded: LoadedRun, part: Split, what: str) -> int:
-    report = perplexity(loaded.model, part, args.batch_tokens, args.precision)
+def language_model(args: argparse.Namespace, loaded: Engine, part: Split, what: str) -> int:
+    report = perplexity(loaded.model, part, args.batch_tokens, loaded.precision)
     print(f"{len(part)} texts ({report.tokens} tokens, end-of-text included) from {what}")
     print(f"perplexity = {report.perplexity:.3f}   (mean loss {report.loss:.4f} nats per token)")
     print(
         f"scoring: {report.seconds:.1f}s, {report.tokens / report.seconds:.0f} tokens/s "
-        f"({args.precision})"
+        f"({loaded.precision})"
     )
     return 0
 
 
-def classifier(args: argparse.Namespace, loaded: LoadedRun, part: Split, what: str) -> int:
+def classifier(args: argparse.Namespace, loaded: Engine, part: Split, what: str) -> int:
     from vaswani import plot  # matplotlib, for classifiers only
 
     labels = loaded.tgt_tokenizer
     report = classification_report(
-        loaded.model, part, labels.labels, args.batch_tokens, args.precision
+        loaded.model, part, labels.labels, args.batch_tokens, loaded.precision
     )
     print(f"{report.examples} texts from {what}")
     print(

@@ -18,6 +18,7 @@ from vaswani.cli.common import (
     positive_int,
     probability,
 )
+from vaswani.config import Sampling
 from vaswani.decoding.text import generate
 from vaswani.tasks import LANGUAGE_MODEL
 
@@ -57,19 +58,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    loaded, placement = load_for_inference(args, LANGUAGE_MODEL)
+    loaded = load_for_inference(args, LANGUAGE_MODEL)
     prompts = [prompt for prompt in args.prompt or [""] for _ in range(args.num_samples)]
     start = time.perf_counter()
-    with placement.autocast():
+    with loaded.computing():
         found = generate(
             loaded.model,
             loaded.src_tokenizer,
             prompts,
-            args.max_new_tokens,
-            args.temperature,
-            args.top_k,
-            args.top_p,
-            args.seed,
+            Sampling(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed),
             use_cache=not args.no_cache,
         )
     seconds = time.perf_counter() - start

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.what == "attention":
-            loaded, _ = load_for_inference(args, TRANSLATE)
+            loaded = load_for_inference(args, TRANSLATE)
             out = args.out or Path("attention.png")
             prefixes = loaded.prefixes(args.target, 1)
             plot.attention(

@@ -16,7 +16,6 @@ Every limit below is answered with a clear 4xx (413 body, 422 request) or 503 (q
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import sys
 from collections.abc import Callable
@@ -37,12 +36,12 @@ from vaswani.cli.common import (
 from vaswani.cli.fields import add_field_flags, settings_from
 from vaswani.config import DecodeConfig, ServeSettings
 from vaswani.decoding.quantize import weight_bytes
-from vaswani.device import Placement
-from vaswani.documents.glossary import Glossary, read_glossary
-from vaswani.documents.memory import Memory
-from vaswani.documents.translate import Aids
-from vaswani.run import LoadedRun, RunError
+from vaswani.run import RunError
 from vaswani.tasks import TASKS_BY_NAME, TRANSLATE
+from vaswani.translation.engine import Engine
+from vaswani.translation.glossary import Glossary, read_glossary
+from vaswani.translation.memory import Memory
+from vaswani.translation.request import Aids
 
 if TYPE_CHECKING:
     from vaswani.serve import Served
@@ -152,7 +151,7 @@ def for_pair(text: str) -> tuple[str | None, str | None, Path]:
     return None, None, Path(text)
 
 
-def aids_for(args: argparse.Namespace, loaded: LoadedRun, source: Any, target: Any) -> Aids | None:
+def aids_for(args: argparse.Namespace, loaded: Engine, source: Any, target: Any) -> Aids | None:
     """The glossaries and memories the flags give the pair `source`:`target` (or every model's),
     read once per file."""
     source, target = source or loaded.source_language, target or loaded.target_language
@@ -199,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     settings = serve_settings(args)
     access = Access.from_file(args.api_keys, args.rate_limit)
     served: list[Served] = []
-    loaded_runs: dict[Path, tuple[LoadedRun, Placement]] = {}  # a run named twice: loaded once
+    loaded_runs: dict[Path, Engine] = {}  # a run named twice: loaded once
     asked = args.precision
     for source, target, run_dir in args.model or [(None, None, args.checkpoint)]:
         key = Path(run_dir).resolve()
@@ -207,9 +206,9 @@ def run(args: argparse.Namespace) -> int:
             args.precision = asked  # each model's placement as asked (auto: for its device)
             tasks = TASKS_BY_NAME.values() if args.checkpoint is not None else (TRANSLATE,)
             loaded_runs[key] = load_for_inference(args, *tasks, run_dir=run_dir)
-            size = weight_bytes(loaded_runs[key][0].model) / 2**20
+            size = weight_bytes(loaded_runs[key].model) / 2**20
             print(f"loaded {run_dir}: {size:.1f} MiB of weights", file=sys.stderr)
-        loaded, placement = loaded_runs[key]
+        loaded = loaded_runs[key]
         pair_aids = functools.partial(aids_for, args, loaded)
         served += served_pairs(loaded, source, target, run_dir, bool(args.model), pair_aids)
     pairs = [(s.source, s.target) for s in served if s.source is not None]
@@ -233,7 +232,6 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     print(f"memory: {resident_mib():.0f} MiB resident", file=sys.stderr)
-    settings = dataclasses.replace(settings, precision=placement.precision)
     sock = listen(args.host, args.port)  # a taken port is an error before "serving on"
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}: reachable from other machines", file=sys.stderr)
@@ -245,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def served_pairs(
-    loaded: LoadedRun,
+    loaded: Engine,
     source: str | None,
     target: str | None,
     run_dir: Path,
@@ -264,39 +262,13 @@ def served_pairs(
                 f"--model {run_dir}: a model of one language pair is named by it: "
                 f"--model SRC:TGT={run_dir}"
             )
-        return [
-            Served(
-                loaded.model,
-                loaded.src_tokenizer,
-                loaded.tgt_tokenizer,
-                source,
-                target,
-                loaded.shortlist,
-                language=source or loaded.source_language,
-                aids=aids(source, target),
-                confidence=loaded.confidence,
-            )
-        ]
+        return [Served(loaded, source, target, aids(source, target))]
     asked = languages.pairs if source is None else [(source, target)]
     try:
-        prefixes = [loaded.prefixes(t, 1)[0] for _, t in asked]
+        loaded.prefixes([t for _, t in asked], len(asked))  # a target it does not know: said here
     except RunError as error:
         raise CliError(f"--model {source}:{target}={run_dir}: {error}") from None
-    return [
-        Served(
-            loaded.model,
-            loaded.src_tokenizer,
-            loaded.tgt_tokenizer,
-            s,
-            t,
-            loaded.shortlist,
-            prefix,
-            loaded.source_language,
-            aids(s, t),
-            loaded.confidence,
-        )
-        for (s, t), prefix in zip(asked, prefixes, strict=True)
-    ]
+    return [Served(loaded, s, t, aids(s, t)) for s, t in asked]
 
 
 def resident_mib() -> float:

@@ -12,11 +12,12 @@ from pathlib import Path
 from vaswani.cli.common import CliError, positive_int
 from vaswani.data import PreparedData
 from vaswani.data.tokenizer import vocab_mismatch
+from vaswani.decoding.shortlist import FILE as SHORTLIST
 from vaswani.decoding.shortlist import build_shortlist, coverage
-from vaswani.evaluate import training_data
 from vaswani.progress import progress_bar
-from vaswani.run import SHORTLIST, load_run
+from vaswani.run import training_data
 from vaswani.tasks import get_task
+from vaswani.translation.engine import load_run
 
 HELP = "build a lexical shortlist of a run's target tokens, for faster decoding"
 

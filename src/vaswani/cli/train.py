@@ -124,9 +124,6 @@ def calibrate_finished(run_dir: Path) -> None:
     best weights, on this machine's inference placement."""
     from vaswani.cli.calibrate import calibrate_run
     from vaswani.device import place
-    from vaswani.run import load_run
+    from vaswani.translation.engine import Choices, decided, load_run
 
-    loaded = load_run(run_dir)
-    placement = place()
-    loaded.model.to(placement.device)
-    calibrate_run(loaded, placement)
+    calibrate_run(decided(load_run(run_dir), place(), Choices(auto=False)))

@@ -29,14 +29,11 @@ from vaswani.cli.common import (
     one_line,
     positive_int,
     read_input_lines,
-    sentences_of,
+    request_of,
     unit_interval,
     writable_file,
 )
-from vaswani.config import DecodeConfig
 from vaswani.decoding.text import Translation
-from vaswani.device import Placement
-from vaswani.documents.align import Alignment, AlignSettings, pharaoh
 from vaswani.documents.files import (
     FORMATS,
     PARTIAL,
@@ -48,18 +45,12 @@ from vaswani.documents.files import (
     read_document,
     translate_documents,
 )
-from vaswani.documents.segment import Sentences
-from vaswani.documents.translate import (
-    Aids,
-    fuzzy_record,
-    terms_record,
-    translate_sentences,
-    translator,
-)
 from vaswani.files import read_bounded, write_output
 from vaswani.progress import progress_bar
-from vaswani.run import LoadedRun
 from vaswani.tasks import TRANSLATE
+from vaswani.translation import pipeline
+from vaswani.translation.align import Alignment, pharaoh
+from vaswani.translation.documents import document_translator, fuzzy_record, terms_record
 
 HELP = "translate text with a trained model (arguments, a file, or stdin)"
 
@@ -238,25 +229,27 @@ def run(args: argparse.Namespace) -> int:
             "--min-confidence marks lines in --output-format jsonl (or leaves PO "
             "and XLIFF entries untranslated); give --output-format jsonl"
         )
-    loaded, placement = load_for_inference(args, TRANSLATE)
+    loaded = load_for_inference(args, TRANSLATE)
     loaded.prefixes(args.target, 0)  # a wrong or missing --target: said before any reading
-    aids = aids_of(args, loaded)
+    request = dataclasses.replace(
+        request_of(args, aids_of(args, loaded), args.n_best), align=args.alignments
+    )
 
-    def translate(texts: Sentences, bar: Any = None) -> list[Translated]:
-        return translated(args, loaded, placement, dc, texts, bar, aids=aids)
+    def translate(texts: list[str], bar: Any = None) -> list[Translated]:
+        done = loaded.translate_nbest(texts, request, bar.update if bar else None)
+        return [Translated(f, a) for f, a in zip(done.found, done.alignments, strict=True)]
 
     if interactive:  # a person typing: answer each line as it comes
         print("type a sentence and press Enter; Ctrl-D ends", file=sys.stderr)
         least = args.min_confidence
         for number, line in enumerate(sys.stdin):
-            found = translate(sentences_of(args, loaded, [line.rstrip("\n")]))
+            found = translate([line.rstrip("\n")])
             print("\n".join(format_translations(number, found, dc.n_best, form, least)))
             sys.stdout.flush()
         return 0
-    sentences = sentences_of(args, loaded, lines)
-    total, enabled = len(sentences.flat), bool(inputs)
-    with progress_bar(total=total, unit="sent", desc="translating", enabled=enabled) as bar:
-        found = translate(sentences, bar)
+    total = len(pipeline.sentences_of(lines, request, loaded.source_language).flat)
+    with progress_bar(total=total, unit="sent", desc="translating", enabled=bool(inputs)) as bar:
+        found = translate(lines, bar)
     report_terms([t.found for t in found], [f"line {i + 1}" for i in range(len(found))])
     lines_out = format_translations(0, found, dc.n_best, form, args.min_confidence)
     text = "".join(line + "\n" for line in lines_out)
@@ -266,34 +259,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
-
-
-def translated(
-    args: argparse.Namespace,
-    loaded: LoadedRun,
-    placement: Placement,
-    dc: DecodeConfig,
-    texts: Sentences,
-    bar: Any = None,
-    alignments: bool | None = None,
-    aids: Aids | None = None,
-) -> list[Translated]:
-    """Each text's n-best translations (sentence by sentence, all in one batch) and, with
-    --alignments (or `alignments`), its word alignment."""
-    align = args.alignments if alignments is None else alignments
-    with placement.autocast():
-        found, aligned = translate_sentences(
-            loaded,
-            texts,
-            args.target,
-            dc,
-            args.too_long,
-            bar.update if bar else None,
-            align,
-            alignment_settings(args),
-            aids,
-        )
-    return [Translated(f, a) for f, a in zip(found, aligned, strict=True)]
 
 
 def document_mode(args: argparse.Namespace, inputs: list[Path]) -> bool:
@@ -361,13 +326,13 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
             "--min-confidence leaves entries untranslated in PO and XLIFF files; "
             f"{', '.join(sorted(formats - set(PARTIAL)))} files have no such entries"
         )
-    dc = decode_config(args)
-    loaded, placement = load_for_inference(args, TRANSLATE)
+    loaded = load_for_inference(args, TRANSLATE)
     loaded.prefixes(args.target, 0)
     translated_texts: list[list[Translation]] = []  # kept only for the glossary's report
     aids = aids_of(args, loaded, least=args.min_confidence)
     if aids.glossary is not None:
         aids = dataclasses.replace(aids, report=translated_texts.extend)
+    request = request_of(args, aids)
     total = sum(len(text) for d in documents for text in d.texts())
     with contextlib.ExitStack() as bars:
         shown: list[Any] = []  # one bar, however many chunks the texts are translated in
@@ -381,18 +346,7 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
                 shown[0].refresh()
             return shown[0].update
 
-        translate = translator(
-            loaded,
-            args.target,
-            dc,
-            args.split,
-            args.source_lang,
-            args.too_long,
-            placement.autocast,
-            progress,
-            alignment_settings(args),
-            aids,
-        )
+        translate = document_translator(loaded, request, progress)
         results = translate_documents(documents, translate, args.target or loaded.target_language)
     report_terms(translated_texts, [f"text {i + 1}" for i in range(len(translated_texts))])
     if outputs == [None]:
@@ -417,8 +371,3 @@ def input_bytes(path: Path, options: DocumentOptions) -> bytes:
     if len(data) > options.max_unpacked_bytes:
         raise CliError(f"stdin holds over {options.max_unpacked_bytes:,} bytes; too large")
     return data
-
-
-def alignment_settings(args: argparse.Namespace) -> AlignSettings:
-    """Where word alignments come from: the trained head, unless --attention-alignment."""
-    return AlignSettings(guided=not args.attention_alignment)

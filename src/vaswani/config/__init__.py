@@ -17,6 +17,7 @@ from vaswani.config.inference import (
     LENGTH_PENALTIES,
     MAX_BEAM_SIZE,
     DecodeConfig,
+    Sampling,
     ServeSettings,
 )
 from vaswani.config.model import (
@@ -56,6 +57,7 @@ __all__ = [
     "TIE_EMBEDDINGS",
     "DecodeConfig",
     "ModelConfig",
+    "Sampling",
     "ServeSettings",
     "TrainConfig",
     "check_fields",

@@ -16,6 +16,28 @@ MAX_BEAM_SIZE = 256
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """How a language model continues a prompt (`vaswani generate`): requests with equal ones
+    share a model call."""
+
+    max_new_tokens: int = 100
+    temperature: float = 1.0
+    """0 takes the most probable token (greedy)."""
+    top_k: int = 0
+    """Draw from the k most probable tokens only; 0: from all."""
+    top_p: float = 1.0
+    """Draw from the smallest set of tokens whose probability reaches top_p (nucleus)."""
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0 or not 0.0 < self.top_p <= 1.0 or self.top_k < 0:
+            raise ValueError(
+                f"sampling needs temperature >= 0, 0 < top_p <= 1 and top_k >= 0; got "
+                f"temperature={self.temperature}, top_p={self.top_p}, top_k={self.top_k}"
+            )
+
+
+@dataclass(frozen=True)
 class DecodeConfig:
     """How translations are searched for. The defaults are the paper's (§6.1): beam 4, alpha 0.6,
     output length at most input length + 50.

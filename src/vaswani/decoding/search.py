@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from vaswani.config import DecodeConfig, ModelConfig
+from vaswani.config import DecodeConfig, ModelConfig, Sampling
 from vaswani.decoding.cache import KVCache, new_cache
 from vaswani.decoding.loops import bar_repeats
 from vaswani.decoding.output import OutputLayer, log_normaliser, top_k_rows
@@ -435,15 +435,11 @@ def draw(
 def sample(
     model: DecoderOnly,
     prompts: list[list[int]],
-    max_new_tokens: int,
-    temperature: float = 1.0,
-    top_k: int = 0,
-    top_p: float = 1.0,
-    seed: int = 0,
+    sampling: Sampling,
     use_cache: bool = True,
 ) -> list[Hypothesis]:
-    """Continue each prompt of a decoder-only model by sampling, until end-of-sentence or
-    `max_new_tokens` (or the model's position limit).
+    """Continue each prompt of a decoder-only model by sampling as `sampling` says, until
+    end-of-sentence or `sampling.max_new_tokens` (or the model's position limit).
 
     Each prompt gets its own random generator, seeded with seed + its index, so its output is the
     same whatever else is sampled with it. Prompts are token ids without the begin-of-sentence
@@ -452,11 +448,8 @@ def sample(
     Padding and the start token are never drawn.
     """
     cfg = model.cfg
-    if temperature < 0 or not 0.0 < top_p <= 1.0 or top_k < 0:
-        raise ValueError(
-            f"sampling needs temperature >= 0, 0 < top_p <= 1 and top_k >= 0; got "
-            f"temperature={temperature}, top_p={top_p}, top_k={top_k}"
-        )
+    max_new_tokens, seed = sampling.max_new_tokens, sampling.seed
+    temperature, top_k, top_p = sampling.temperature, sampling.top_k, sampling.top_p
     device = next(model.parameters()).device
     never = torch.tensor(sorted({cfg.pad_id, cfg.bos_id}), device=device)
     results: list[Hypothesis | None] = [None] * len(prompts)

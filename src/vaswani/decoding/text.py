@@ -13,16 +13,15 @@ from collections.abc import Callable
 from typing import Protocol
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from vaswani.config import DecodeConfig, ModelConfig
+from vaswani.config import DecodeConfig, ModelConfig, Sampling
 from vaswani.decoding.confidence import Signals, signals_of
 from vaswani.decoding.loops import loops
 from vaswani.decoding.search import Hypothesis, decode, sample
 from vaswani.decoding.shortlist import Shortlist
-from vaswani.documents.segment import Segmented, Sentences
 from vaswani.errors import VaswaniError
-from vaswani.model import DecoderOnly, EncoderClassifier, Transformer
+from vaswani.model import DecoderOnly, EncoderClassifier
 
 
 class Tokenizer(Protocol):
@@ -103,27 +102,53 @@ class Translation:
         return math.exp(self.log_prob / max(self.tokens, 1))
 
 
+@dataclasses.dataclass
+class TextModel:
+    """A model with the tokenizers that turn text into its ids and back, and what its search
+    uses besides: all that translating text takes (`vaswani.translation.Engine` is one, with
+    the rest of a run; training's validation makes one of the model it trains)."""
+
+    model: nn.Module
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+    """The target side's tokenizer; a classifier's `LabelSet`."""
+    shortlist: Shortlist | None = None
+    """Score only each segment's shortlisted target tokens (`vaswani.decoding.shortlist`)."""
+    assess: Callable[[Signals], float] | None = None
+    """Assess each best translation by this map of its signals (`vaswani.decoding.confidence`,
+    e.g. a run's `Calibration`); None: its confidence is the mean probability per token."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Segments:
+    """Texts translated one by one (a document's sentences), with what leads each and its name."""
+
+    texts: list[str]
+    prefixes: list[list[int]] | None = None
+    """Ids put before text i's own, unless they already start with them (a multilingual model's
+    target-language token; a user who typed OPUS-MT's ">>fra<<" gets it once)."""
+    labels: list[str] | None = None
+    """What messages call each text; by default "line" and its number from 1."""
+
+
 def encode_sources(
     tokenizer: Tokenizer,
-    texts: list[str],
+    segments: Segments,
     max_len: int,
     too_long: str = "error",
     what: str = "line",
-    prefixes: list[list[int]] | None = None,
-    labels: list[str] | None = None,
 ) -> dict[int, list[int]]:
-    """Token ids with end-of-sentence, by index, of the non-blank texts; messages call a text
-    `what` and count from 1, or name text i `labels[i]`. `prefixes[i]` (a multilingual model's target-language token) is put
-    before text i's ids, unless they already start with it (a user who typed OPUS-MT's ">>fra<<"
-    gets it once).
+    """Token ids with end-of-sentence, by index, of the non-blank texts of `segments`, after
+    their prefixes; messages name a text by its label, or call it `what` and count from 1.
 
     A text over the position limit max_len raises InputTooLong (too_long="error") or is cut to fit
     with a `TruncatedInput` warning naming it (too_long="truncate").
     """
     if too_long not in ("error", "truncate"):
         raise ValueError(f"too_long={too_long!r}: choose error or truncate")
+    texts, prefixes = segments.texts, segments.prefixes
     todo = [i for i, text in enumerate(texts) if text.strip()]
-    names = labels or [f"{what} {i + 1}" for i in range(len(texts))]
+    names = segments.labels or [f"{what} {i + 1}" for i in range(len(texts))]
     ids = encode_each(tokenizer, [texts[i] for i in todo], [names[i] for i in todo])
     encoded = dict(zip(todo, ids, strict=True))
     if prefixes is not None:
@@ -168,82 +193,31 @@ def length_batches(widths: list[int], budget: int) -> list[range]:
     return batches
 
 
-def translate_nbest(
-    model: Transformer,
-    src_tokenizer: Tokenizer,
-    tgt_tokenizer: Tokenizer,
-    texts: list[str] | Sentences,
+def translate_segments(
+    tm: TextModel,
+    segments: Segments,
     dc: DecodeConfig | None = None,
     too_long: str = "error",
     progress: Callable[[int], None] | None = None,
-    shortlist: Shortlist | None = None,
-    prefixes: list[list[int]] | None = None,
-    confidence: Callable[[Signals], float] | None = None,
 ) -> list[list[Translation]]:
-    """The `dc.n_best` best translations of each text, in order; a blank text gets none, without
-    running the model. `texts` as `Sentences` are translated sentence by sentence (all sentences
-    of all texts batched together) and joined back in each text's spacing; a list of texts is
-    translated text by text. `prefixes`: ids put before each text's own (`encode_sources`), e.g.
-    the token of the language a multilingual model is to translate each text into.
+    """The `dc.n_best` best translations of each of `segments`, in order; a blank one gets none,
+    without running the model. A segment that comes again (the same ids) is translated once.
 
     Segments are sorted by length and batched under a token budget (dc.batch_tokens counts source
     tokens, padding included, times the beam size), so little of a batch is padding. `progress` is
-    called with the number of segments each batch finished. `shortlist`: score only each
-    segment's shortlisted target tokens (`vaswani.decoding.shortlist`). `confidence`: assess
-    each best translation by this map of its signals (`vaswani.decoding.confidence`, e.g. the
-    run's `Calibration`).
+    called with the number of segments each batch finished. With `tm.assess`, each best
+    translation's signals are read off the whole beam and assessed (`vaswani.decoding.confidence`).
     """
-    sentences = texts if isinstance(texts, Sentences) else Sentences.of(texts, split=False)
-    return join_nbest(
-        sentences,
-        translate_segments(
-            model,
-            src_tokenizer,
-            tgt_tokenizer,
-            sentences,
-            dc,
-            too_long,
-            progress,
-            shortlist,
-            prefixes,
-            confidence,
-        ),
-    )
-
-
-def translate_segments(
-    model: Transformer,
-    src_tokenizer: Tokenizer,
-    tgt_tokenizer: Tokenizer,
-    sentences: Sentences,
-    dc: DecodeConfig | None = None,
-    too_long: str = "error",
-    progress: Callable[[int], None] | None = None,
-    shortlist: Shortlist | None = None,
-    prefixes: list[list[int]] | None = None,
-    confidence: Callable[[Signals], float] | None = None,
-) -> list[list[Translation]]:
-    """`translate_nbest` before the join: the n-best translations of each segment of
-    `sentences.flat` (`prefixes`: one per text). A segment that comes again (the same ids) is
-    translated once."""
-    cfg = model.cfg
+    model, cfg = tm.model, tm.model.cfg
     dc = dc or DecodeConfig()
     if dc.beam_size > cfg.target_vocab_size:
         raise BeamTooWide(
             f"beam_size {dc.beam_size} is over the model's target vocabulary of "
             f"{cfg.target_vocab_size} tokens; choose a narrower beam"
         )
-    segments = sentences.flat
     device = next(model.parameters()).device
-    encoded = encode_sources(
-        src_tokenizer,
-        segments,
-        cfg.max_len,
-        too_long,
-        prefixes=sentences.spread(prefixes),
-        labels=sentences.labels("line"),
-    )
-    results: list[list[Translation]] = [[] for _ in segments]
+    encoded = encode_sources(tm.src_tokenizer, segments, cfg.max_len, too_long)
+    results: list[list[Translation]] = [[] for _ in segments.texts]
     first: dict[tuple[int, ...], int] = {}  # each distinct segment is translated once
     copies: dict[int, list[int]] = {}
     for i, ids in encoded.items():
@@ -251,19 +225,19 @@ def translate_segments(
     todo = sorted(first.values(), key=lambda i: len(encoded[i]))
     widths = [(len(encoded[i]) + 1) * dc.beam_size for i in todo]
     # The beam's other hypotheses are a signal of confidence: ask for all of them.
-    search = dc if confidence is None else dataclasses.replace(dc, n_best=dc.beam_size)
+    search = dc if tm.assess is None else dataclasses.replace(dc, n_best=dc.beam_size)
     for positions in length_batches(widths, dc.batch_tokens):
         batch = [todo[j] for j in positions]
         src = source_batch([encoded[i] for i in batch], cfg).to(device)
-        decoded = without_loops(model, src, search, shortlist, tgt_tokenizer, dc.n_best)
+        decoded = without_loops(tm, src, search, dc.n_best)
         for i, (mine, texts) in zip(batch, decoded, strict=True):
             found = [
                 Translation(text, h.score, h.log_prob, len(h.tokens) + h.finished)
                 for h, text in zip(mine[: dc.n_best], texts, strict=True)
             ]
-            if confidence is not None:
+            if tm.assess is not None:
                 found[0].signals = signals_of(mine)
-                found[0].assessed = confidence(found[0].signals)
+                found[0].assessed = tm.assess(found[0].signals)
             for same in copies[i]:
                 results[same] = found
         if progress is not None:
@@ -276,12 +250,7 @@ class Looping(UserWarning):
 
 
 def without_loops(
-    model: Transformer,
-    src: Tensor,
-    dc: DecodeConfig,
-    shortlist: Shortlist | None,
-    tokenizer: Tokenizer,
-    keep: int | None = None,
+    tm: TextModel, src: Tensor, dc: DecodeConfig, keep: int | None = None
 ) -> list[tuple[list[Hypothesis], list[str]]]:
     """Each source's hypotheses and the texts of the first `keep` (all by default); with
     `dc.loop_guard` "retry", the sources whose best translation loops
@@ -289,8 +258,9 @@ def without_loops(
     is said in a `Looping` warning."""
 
     def texts_of(mine: list[Hypothesis]) -> list[str]:
-        return [tokenizer.decode(h.tokens) for h in mine[:keep]]
+        return [tm.tgt_tokenizer.decode(h.tokens) for h in mine[:keep]]
 
+    model, shortlist = tm.model, tm.shortlist
     found = decode(model, src, dc, shortlist=shortlist)
     texts = [texts_of(mine) for mine in found]
     looping = [i for i, mine in enumerate(texts) if mine and loops(mine[0])]
@@ -311,64 +281,18 @@ def without_loops(
     return list(zip(found, texts, strict=True))
 
 
-def join_nbest(sentences: Sentences, found: list[list[Translation]]) -> list[list[Translation]]:
-    """Each text's n-best translations from those of its segments (`found`, one list per segment
-    of `sentences.flat`)."""
-    return [
-        joined(text, mine)
-        for text, mine in zip(sentences.texts, sentences.per_text(found), strict=True)
-    ]
-
-
-def joined(text: Segmented, found: list[list[Translation]]) -> list[Translation]:
-    """A text's n-best translations from its segments': the k-th joins each segment's k-th best
-    (its last where it has fewer); its score is the segments' mean, its log-probability and
-    tokens their sums. No translation for a text without segments (a blank text)."""
-    if not text.sentences:
-        return []
-    if len(found) == 1 and text.gaps == ("", ""):  # one segment as it is: nothing to join
-        return found[0]
-    kth = [[f[min(k, len(f) - 1)] for f in found] for k in range(max(len(f) for f in found))]
-    texts = [
-        Translation(
-            text.join([t.text for t in ts]),
-            sum(t.score for t in ts) / len(ts),
-            sum(t.log_prob for t in ts),
-            sum(t.tokens for t in ts),
-        )
-        for ts in kth
-    ]
-    best = kth[0]
-    if any(t.assessed is not None for t in best):  # each sentence's share by its tokens
-        texts[0].assessed = sum(t.confidence * t.tokens for t in best) / texts[0].tokens
-    if all(t.origin == best[0].origin for t in best):
-        texts[0].origin = best[0].origin
-    texts[0].terms = [term for t in best for term in t.terms]
-    return texts
-
-
 def translate(
-    model: Transformer,
-    src_tokenizer: Tokenizer,
-    tgt_tokenizer: Tokenizer,
-    texts: list[str] | Sentences,
+    tm: TextModel,
+    texts: list[str] | Segments,
     dc: DecodeConfig | None = None,
     too_long: str = "error",
     progress: Callable[[int], None] | None = None,
-    shortlist: Shortlist | None = None,
-    prefixes: list[list[int]] | None = None,
 ) -> list[str]:
-    """The best translation of each text, in order; "" for a blank text (the model is not run)."""
-    return best_texts(
-        translate_nbest(
-            model, src_tokenizer, tgt_tokenizer, texts, dc, too_long, progress, shortlist, prefixes
-        )
-    )
-
-
-def best_texts(nbest: list[list[Translation]]) -> list[str]:
-    """The best translation's text per input, "" where there is none (a blank input)."""
-    return [found[0].text if found else "" for found in nbest]
+    """The best translation of each text, whole, in order; "" for a blank text (the model is not
+    run); a text over the position limit as `too_long` says (`encode_sources`)."""
+    segments = texts if isinstance(texts, Segments) else Segments(texts)
+    found = translate_segments(tm, segments, dc, too_long, progress)
+    return [mine[0].text if mine else "" for mine in found]
 
 
 @dataclasses.dataclass
@@ -388,11 +312,7 @@ def generate(
     model: DecoderOnly,
     tokenizer: Tokenizer,
     prompts: list[str],
-    max_new_tokens: int = 100,
-    temperature: float = 1.0,
-    top_k: int = 0,
-    top_p: float = 1.0,
-    seed: int = 0,
+    sampling: Sampling | None = None,
     use_cache: bool = True,
 ) -> list[Generation]:
     """Continue each text prompt by sampling (see `sample`); "" starts from nothing. A prompt that
@@ -405,7 +325,7 @@ def generate(
                 f"prompt {i + 1} has {len(ids)} tokens; the model's position limit "
                 f"max_len={cfg.max_len} leaves no room to generate; shorten it"
             )
-    found = sample(model, encoded, max_new_tokens, temperature, top_k, top_p, seed, use_cache)
+    found = sample(model, encoded, sampling or Sampling(), use_cache)
     return [
         Generation(prompt, tokenizer.decode(h.tokens), len(h.tokens), h.finished)
         for prompt, h in zip(prompts, found, strict=True)
@@ -435,7 +355,7 @@ def classify(
     cfg = model.cfg
     device = next(model.parameters()).device
     # The classifier puts a start token before each text: one position less for the text.
-    encoded = encode_sources(tokenizer, texts, cfg.max_len - 1, too_long, what="text")
+    encoded = encode_sources(tokenizer, Segments(texts), cfg.max_len - 1, too_long, "text")
     results: list[Classification | None] = [None] * len(texts)
     todo = sorted(encoded, key=lambda i: len(encoded[i]))
     for batch in length_batches([len(encoded[i]) + 2 for i in todo], batch_tokens):

@@ -18,13 +18,9 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from vaswani import __version__
-from vaswani.config import DecodeConfig, ServeSettings
-from vaswani.decoding.shortlist import Shortlist
-from vaswani.decoding.text import classify, generate, join_nbest, translate_nbest
-from vaswani.documents.align import pharaoh
-from vaswani.documents.glossary import Glossary
-from vaswani.documents.segment import Sentences
-from vaswani.documents.translate import Aids, fuzzy_record, terms_record
+from vaswani.config import DecodeConfig, Sampling, ServeSettings
+from vaswani.decoding.text import Segments
+from vaswani.device import pick_precision
 from vaswani.errors import VaswaniError
 from vaswani.serve.files import FileService
 from vaswani.serve.libre import Access, Libre, Pairs, request_fields
@@ -35,7 +31,6 @@ from vaswani.serve.schemas import (
     GenerateRequest,
     GenerateResponse,
     GenerationOut,
-    Sampling,
     TextsRequest,
     TranslateRequest,
     TranslateResponse,
@@ -44,35 +39,38 @@ from vaswani.serve.schemas import (
 from vaswani.serve.worker import (
     Targeted,
     Worker,
-    alignments_of,
-    submit_aided,
+    prepared_for,
     text_problems,
-    unsplit,
+    translated,
+    with_aids,
 )
-from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, TRANSLATE, task_of_model
+from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, TRANSLATE
+from vaswani.translation.align import pharaoh
+from vaswani.translation.documents import fuzzy_record, terms_record
+from vaswani.translation.engine import Engine
+from vaswani.translation.glossary import Glossary
+from vaswani.translation.request import Aids
+from vaswani.translation.request import Request as Asked
 
 
 @dataclass
 class Served:
-    """A model to serve with its tokenizers; a translation model may be named by its language
-    pair (`vaswani serve --model de:en=RUN`), which the LibreTranslate endpoints need."""
+    """A model to serve; a translation model may be named by its language pair (`vaswani serve
+    --model de:en=RUN`), which the LibreTranslate endpoints need (a multilingual model once per
+    pair, its target's token then leading every text)."""
 
-    model: Any
-    src_tok: Any
-    tgt_tok: Any
+    engine: Engine
     source: str | None = None
     target: str | None = None
-    shortlist: Shortlist | None = None
-    """A translation model's lexical shortlist (`serve --shortlist`)."""
-    prefix: list[int] | None = None
-    """A multilingual model's token for `target`, put before each text."""
-    language: str | None = None
-    """The source language, when known without `source` (the run's data records it): its rules
-    split a text into sentences."""
     aids: Aids | None = None
     """The pair's glossary and translation memory (`serve --glossary`, `--memory`)."""
-    confidence: Any = None
-    """How the model's translations are assessed: its run's calibration (`LoadedRun.confidence`)."""
+
+    @property
+    def prefix(self) -> list[int] | None:
+        """A multilingual model's token for `target`, put before each text."""
+        if self.engine.languages is None or self.target is None:
+            return None
+        return self.engine.prefixes(self.target, 1)[0]
 
 
 @dataclass
@@ -101,47 +99,40 @@ class State:
 
 
 def create_app(
-    model: Any = None,
-    src_tok: Any = None,
-    tgt_tok: Any = None,
+    engine: Engine | None = None,
     settings: ServeSettings | None = None,
     *,
     served: list[Served] | None = None,
     access: Access | None = None,
     pivot: bool = True,
 ) -> FastAPI:
-    """The HTTP API over a loaded model and its tokenizers (for a classifier, its `LabelSet`), or
-    over several translation models named by language pair (`served`; a multilingual model
-    once per pair, with its target's `prefix`): GET /health, and POST /translate (with the
-    LibreTranslate API beside it), /generate or /classify by the kind of model. `access`: API
-    keys and a rate limit for the LibreTranslate endpoints. `pivot`: translate a pair no model
-    serves through a middle language when two served pairs chain (de->en, en->fr)."""
+    """The HTTP API over an engine, or over several translation engines named by language pair
+    (`served`): GET /health, and POST /translate (with the LibreTranslate API beside it),
+    /generate or /classify by the kind of model. `access`: API keys and a rate limit for the
+    LibreTranslate endpoints. `pivot`: translate a pair no model serves through a middle
+    language when two served pairs chain (de->en, en->fr). An engine built in Python (not
+    loaded by `Engine.load`) computes in `settings.precision`."""
     settings = settings or ServeSettings()
-    served = served or [Served(model, src_tok, tgt_tok)]
+    served = served or [Served(engine)]
     by_model: dict[int, Worker] = {}  # one worker (one queue, one thread) per model
     for s in served:
-        if id(s.model) not in by_model:
-            endpoint = ENDPOINTS[task_of_model(s.model)]
-            by_model[id(s.model)] = Worker(
-                s.model.eval(),
-                s.src_tok,
-                s.tgt_tok,
-                settings,
-                endpoint,
-                s.shortlist,
-                s.language,
-                s.confidence,
-            )
+        if id(s.engine.model) not in by_model:
+            if s.engine.path is None:
+                s.engine.precision = pick_precision(settings.precision, s.engine.device)[0]
+            worker = Worker(s.engine, settings, ENDPOINTS[s.engine.task])
+            if s.engine.languages is None and s.source is not None:
+                worker.language = s.source  # the pair it is named by: its rules split sentences
             if s.source is None:
-                by_model[id(s.model)].aids = s.aids
+                worker.aids = s.aids
+            by_model[id(s.engine.model)] = worker
     workers = list(by_model.values())
     if len(workers) > 1 and not all(w.task.parallel for w in workers):
         raise ServeError("several models are served by language pair: translation models only")
     pairs = Pairs(
         {
-            (s.source, s.target): Targeted(by_model[id(s.model)], s.prefix, s.aids)
+            (s.source, s.target): Targeted(by_model[id(s.engine.model)], s.prefix, s.aids)
             if s.prefix or s.aids
-            else by_model[id(s.model)]
+            else by_model[id(s.engine.model)]
             for s in served
             if s.source is not None and s.target is not None
         },
@@ -255,35 +246,37 @@ def translate_route(app: FastAPI, state: State) -> None:
 
 
 async def native_translate(
-    request: TranslateRequest, worker: Any, settings: ServeSettings
+    asked: TranslateRequest, worker: Any, settings: ServeSettings
 ) -> TranslateResponse:
-    texts, beam = request.all_texts(), request.beam_size or settings.beam_size
-    split = request.split and not text_problems(texts, settings)  # refused before splitting
-    sentences = unsplit(worker, Sentences.of(texts, request.source or worker.language, split))
-    problems, tokens = worker.problems(texts, worker.model.cfg.max_len, sentences=sentences)
-    problems += over("beam_size", beam, settings.max_beam_size)
-    problems += over("max_length", request.max_length, settings.max_length)
-    dc = dataclasses.replace(
+    texts, beam = asked.all_texts(), asked.beam_size or settings.beam_size
+    decoding = dataclasses.replace(
         settings.decoding,
         beam_size=beam,
-        max_new_tokens=request.max_length,
+        max_new_tokens=asked.max_length,
         batch_tokens=max(settings.batch_tokens, beam),
     )
+    glossary = Glossary.of(asked.glossary.items()) if asked.glossary else None
+    split = asked.split and not text_problems(texts, settings)  # refused before splitting
+    request = Asked(decoding=decoding, split=split, language=asked.source, align=asked.alignments)
+    request = with_aids(worker, request, glossary)
+    prepared = prepared_for(worker, texts, request)
+    problems, tokens = worker.problems(
+        texts, worker.model.cfg.max_len, sentences=prepared.sentences
+    )
+    problems += over("beam_size", beam, settings.max_beam_size)
+    problems += over("max_length", asked.max_length, settings.max_length)
     start = time.perf_counter()
-    if request.alignments and not hasattr(worker, "align"):
+    if asked.alignments and worker.aligner is None:
         problems.append("alignments are not given for a pair translated through a pivot")
-    asked = Glossary.of(request.glossary.items()) if request.glossary else None
-    found = await submit_aided(worker, sentences, dc, problems, tokens, asked)
-    alignments = await alignments_of(worker, sentences, found) if request.alignments else None
-    best = [options[0] if options else None for options in join_nbest(sentences, found)]
-    aids = getattr(worker, "aids", None)
+    done = await translated(worker, prepared, request, (problems, tokens))
+    best, aids = done.best, worker.aids
     return TranslateResponse(
         translations=[t.text if t else "" for t in best],
         confidences=[round(t.confidence, 4) if t else 1.0 for t in best],
-        alignments=None if alignments is None else [pharaoh(a) for a in alignments],
+        alignments=[pharaoh(a) for a in done.alignments] if request.align else None,
         origins=[t.origin if t else "model" for t in best] if aids and aids.memory else None,
         fuzzy_matches=[fuzzy_record(t) for t in best] if aids and aids.fuzzy_threshold else None,
-        terms=[terms_record(t) for t in best] if asked or (aids and aids.glossary) else None,
+        terms=[terms_record(t) for t in best] if request.aids.glossary else None,
         beam_size=beam,
         seconds=time.perf_counter() - start,
     )
@@ -323,7 +316,7 @@ def classify_route(app: FastAPI, state: State) -> None:
         texts = request.all_texts()
         problems, tokens = worker.problems(texts, positions)
         start = time.perf_counter()
-        found = await worker.submit(texts, None, problems, tokens)
+        found = await worker.submit(texts, worker.settings.batch_tokens, problems, tokens)
         return ClassifyResponse(
             labels=[None if c is None else ClassificationOut(**vars(c)) for c in found],
             seconds=time.perf_counter() - start,
@@ -336,9 +329,10 @@ class Endpoint:
 
     description: str
     route: Callable[[FastAPI, State], None]
-    call: Callable[[Worker, list[str], Any, list[list[int]] | None], list[Any]]
-    """The answers to a batch of texts with their (equal) settings and each text's prefix ids
-    (a multilingual model's target-language token), if any."""
+    call: Callable[[Engine, list[str], Any, list[list[int]] | None], list[Any]]
+    """The answers of an engine to a batch of texts with their (equal) settings (a
+    `DecodeConfig`, a `Sampling`, a classifier's batch size) and each text's prefix ids (a
+    multilingual model's target-language token), if any."""
     check: Any
     """Settings of the request the model must answer before the server says it is healthy."""
 
@@ -347,33 +341,22 @@ ENDPOINTS = {  # by task
     TRANSLATE: Endpoint(
         "Translate with",
         translate_route,
-        lambda w, texts, dc, prefixes: translate_nbest(
-            w.model,
-            w.src_tok,
-            w.tgt_tok,
-            texts,
-            dc,
-            shortlist=w.shortlist,
-            prefixes=prefixes,
-            confidence=w.confidence,
+        lambda engine, texts, dc, prefixes: engine.segments(
+            Segments(texts, prefixes), Asked(decoding=dc)
         ),
         DecodeConfig(beam_size=1, max_new_tokens=4),
     ),
     LANGUAGE_MODEL: Endpoint(
         "Generate text with",
         generate_route,
-        lambda w, texts, s, _: generate(
-            w.model, w.src_tok, texts, s.max_new_tokens, s.temperature, s.top_k, s.top_p, s.seed
-        ),
-        Sampling(4, 1.0, 0, 1.0, 0),
+        lambda engine, texts, sampling, _: engine.generate(texts, sampling),
+        Sampling(max_new_tokens=4),
     ),
     CLASSIFY: Endpoint(
         "Classify with",
         classify_route,
-        lambda w, texts, _, __: classify(
-            w.model, w.src_tok, w.tgt_tok.labels, texts, w.settings.batch_tokens
-        ),
-        None,
+        lambda engine, texts, batch_tokens, _: engine.classify(texts, batch_tokens),
+        8192,
     ),
 }
 

@@ -29,9 +29,7 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse
 
-from vaswani.decoding.text import best_texts, join_nbest
 from vaswani.documents.files import FORMATS, DocumentError, DocumentOptions, read_document
-from vaswani.documents.segment import Sentences
 from vaswani.serve.libre import (
     Libre,
     LibreError,
@@ -40,7 +38,9 @@ from vaswani.serve.libre import (
     language_name,
     string_fields,
 )
-from vaswani.serve.worker import alignments_of, submit_aided, unsplit
+from vaswani.serve.worker import prepared_for, translated, with_aids
+from vaswani.translation.pipeline import best_texts
+from vaswani.translation.request import Request as Asked
 
 _UNSAFE = re.compile(r"[^\w.\-]+")
 
@@ -152,22 +152,16 @@ class FileService:
     ) -> tuple[list[str], list[Any]]:
         """The texts' translations (sentence by sentence, --max-texts at a time through the
         worker, with its pair's glossary and memory) and, when asked, their word alignments."""
-        sentences = unsplit(worker, Sentences.of(texts, language))
-        flat, step = sentences.flat, self.settings.max_texts
-        dc = dataclasses.replace(
+        decoding = dataclasses.replace(
             self.settings.decoding,
             beam_size=self.settings.beam_size,
             n_best=1,
             batch_tokens=self.settings.batch_tokens,
         )
-        found: list = []
-        for start in range(0, len(flat), step):
-            chunk = flat[start : start + step]
-            problems, tokens = worker.problems(chunk, worker.model.cfg.max_len)
-            whole = Sentences.of(chunk, split=False)
-            found += await submit_aided(worker, whole, dc, problems, tokens)
-        aligned = await alignments_of(worker, sentences, found) if alignments else None
-        return best_texts(join_nbest(sentences, found)), aligned or [None] * len(texts)
+        request = with_aids(worker, Asked(decoding=decoding, language=language, align=alignments))
+        prepared = prepared_for(worker, texts, request)
+        done = await translated(worker, prepared, request, step=self.settings.max_texts)
+        return best_texts(done.found), done.alignments
 
     def keep(self, data: bytes, filename: str) -> str:
         """Store a translated file for download; its name, unguessable."""

@@ -33,21 +33,14 @@ import torch
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from vaswani.decoding.text import Translation, join_nbest
+from vaswani.decoding.text import Translation
 from vaswani.documents.html import HtmlDocument, HtmlError
-from vaswani.documents.segment import Sentences
 from vaswani.errors import VaswaniError
 from vaswani.files import read_text
 from vaswani.languages import lingua_language
 from vaswani.serve.schemas import BodyError, json_body
-from vaswani.serve.worker import (
-    Pivot,
-    Worker,
-    alignments_of,
-    submit_aided,
-    text_problems,
-    unsplit,
-)
+from vaswani.serve.worker import Pivot, Worker, prepared_for, text_problems, translated, with_aids
+from vaswani.translation.request import Request as Asked
 
 FORMATS = ("text", "html")
 
@@ -375,22 +368,27 @@ class Libre:
             raise LibreError(400, f"Malformed HTML: {error}") from None
         pieces = [p for page in pages for p in page.texts()] if pages is not None else texts
         n = alternatives + 1
-        dc = dataclasses.replace(
+        decoding = dataclasses.replace(
             self.settings.decoding,
             beam_size=max(self.settings.beam_size, n),
             n_best=n,
             batch_tokens=max(self.settings.batch_tokens, n),
         )
-        sentences = unsplit(worker, Sentences.of(pieces, language, split))
-        problems, tokens = worker.problems(pieces, worker.model.cfg.max_len, sentences=sentences)
-        found = await submit_aided(worker, sentences, dc, problems, tokens) if pieces else []
-        joined = join_nbest(sentences, found)
+        request = with_aids(
+            worker,
+            Asked(decoding=decoding, split=split, language=language, align=pages is not None),
+        )
+        prepared = prepared_for(worker, pieces, request)
+        sentences = prepared.sentences
+        checked = worker.problems(pieces, worker.model.cfg.max_len, sentences=sentences)
+        done = await translated(worker, prepared, request, checked) if pieces else None
+        joined = done.found if done is not None else []
         options = [nbest_texts(f, n) for f in joined]
         confidences = [round(f[0].confidence, 4) if f else 1.0 for f in joined]
         if pages is None:
             return options, confidences
         # through a pivot there is no alignment: tags keep their relative place
-        alignments = await alignments_of(worker, sentences, found) or [None] * len(pieces)
+        alignments = done.alignments if done is not None else []
         out, start, page_confidences = [], 0, []
         for page in pages:
             mine = slice(start, start + len(page.texts()))
@@ -438,10 +436,10 @@ def client_of(request: Request) -> str:
 
 def attention_of(worker: Worker, text: str, translation: str) -> dict[str, Any]:
     """What /attention answers, from one teacher-forced pass over the text and its translation."""
-    cfg = worker.model.cfg
-    src_ids = [*(worker.prefix or []), *worker.src_tok.encode(text)][: cfg.max_len - 1]
+    cfg, engine = worker.model.cfg, worker.engine
+    src_ids = [*(worker.prefix or []), *engine.src_tokenizer.encode(text)][: cfg.max_len - 1]
     src_ids.append(cfg.eos_id)
-    out_ids = worker.tgt_tok.encode(translation)[: cfg.max_len - 1]
+    out_ids = engine.tgt_tokenizer.encode(translation)[: cfg.max_len - 1]
     tgt_ids = [cfg.bos_id, *out_ids]
     device = worker.device
     with torch.no_grad():
@@ -451,7 +449,7 @@ def attention_of(worker: Worker, text: str, translation: str) -> dict[str, Any]:
     weights = maps.cross[-1][0].float().mean(dim=0)  # (T, S): heads averaged
     return {
         "translation": translation,
-        "source_tokens": worker.src_tok.tokens(src_ids),
-        "target_tokens": [*worker.tgt_tok.tokens(out_ids), "</s>"],
+        "source_tokens": engine.src_tokenizer.tokens(src_ids),
+        "target_tokens": [*engine.tgt_tokenizer.tokens(out_ids), "</s>"],
         "weights": [[round(w, 4) for w in row] for row in weights.tolist()],
     }

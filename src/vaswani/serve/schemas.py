@@ -4,7 +4,6 @@ of a generate request."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -111,17 +110,6 @@ class GenerationOut(BaseModel):
 class GenerateResponse(BaseModel):
     generations: list[GenerationOut]
     seconds: float
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """The settings of a generate request: requests with equal ones share a model call."""
-
-    max_new_tokens: int
-    temperature: float
-    top_k: int
-    top_p: float
-    seed: int
 
 
 class ClassificationOut(BaseModel):

@@ -18,23 +18,21 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import JSONResponse
 
 from vaswani import __version__
-from vaswani.config import DecodeConfig, ServeSettings
-from vaswani.decoding.shortlist import Shortlist
-from vaswani.decoding.text import InputTooLong, Translation, best_texts, encode_sources
-from vaswani.device import autocast, pick_precision
-from vaswani.documents.align import align_texts
-from vaswani.documents.glossary import Glossary, enforce
-from vaswani.documents.segment import Sentences
-from vaswani.documents.translate import Aids
-from vaswani.serve.schemas import Sampling
-from vaswani.tasks import task_of_model
+from vaswani.config import DecodeConfig, Sampling, ServeSettings
+from vaswani.decoding.text import InputTooLong, Segments, Translation, encode_sources
+from vaswani.translation import pipeline
+from vaswani.translation.engine import Engine
+from vaswani.translation.glossary import Glossary
+from vaswani.translation.pipeline import Finished, Prepared, best_texts
+from vaswani.translation.request import Aids, Request
+from vaswani.translation.segment import Sentences
 
 
 @dataclass
 class Job:
     texts: list[str]
     settings: Any
-    """DecodeConfig (translate), Sampling (generate) or None (classify)."""
+    """DecodeConfig (translate), Sampling (generate) or a batch size (classify)."""
     tokens: int
     """Token ids of its texts (end-of-sentence counted): what a batch's budget counts."""
     future: asyncio.Future
@@ -53,30 +51,15 @@ class Worker:
     aids: Aids | None = None
     """The glossary and translation memory of the model served without a language pair."""
 
-    def __init__(
-        self,
-        model: Any,
-        src_tok: Any,
-        tgt_tok: Any,
-        settings: ServeSettings,
-        endpoint: Any,
-        shortlist: Shortlist | None = None,
-        language: str | None = None,
-        confidence: Any = None,
-    ) -> None:
-        self.model, self.src_tok, self.tgt_tok = model, src_tok, tgt_tok
-        self.confidence = confidence
-        """How translations are assessed (the run's `Calibration`); None: by the mean
-        probability per token that search gives."""
-        self.language = language
-        """The language of the texts it is given, when known: its rules split sentences."""
-        self.shortlist = shortlist
-        """A translation model's `vaswani.decoding.shortlist.Shortlist`, or None: the whole vocabulary."""
-        self.task = task_of_model(model)
+    def __init__(self, engine: Engine, settings: ServeSettings, endpoint: Any) -> None:
+        self.engine = engine
+        """The model with its tokenizers, shortlist, calibration and precision."""
+        self.task = engine.task
         self.endpoint = endpoint
         """The `serve.app.Endpoint` of the task: its route, its model call, its health check."""
         self.settings = settings
-        self.precision, _ = pick_precision(settings.precision, self.device)
+        self.language: str | None = engine.source_language
+        """The language of the texts it is given, when known: its rules split sentences."""
         self.jobs: queue.Queue[Job | None] = queue.Queue()
         self.queued_texts = 0
         self.lock = threading.Lock()
@@ -86,27 +69,23 @@ class Worker:
         self.thread = threading.Thread(target=self.work, name="vaswani-worker", daemon=True)
 
     @property
+    def model(self) -> Any:
+        return self.engine.model
+
+    @property
     def device(self) -> torch.device:
-        return next(self.model.parameters()).device
+        return self.engine.device
+
+    @property
+    def aligner(self) -> Engine:
+        """What word-aligns its translations: its engine."""
+        return self.engine
 
     def run(
         self, texts: list[str], settings: Any, prefixes: list[list[int]] | None = None
     ) -> list[Any]:
         """The model's answer for each text: a translation, a `Generation`, a `Classification`."""
-        with torch.no_grad(), autocast(self.device, self.precision):
-            return self.endpoint.call(self, texts, settings, prefixes)
-
-    def align(
-        self, sentences: Sentences, segments: list[Any], prefix: list[int] | None = None
-    ) -> list[Any]:
-        """The word alignment of each text of `sentences` with its joined best translation, from
-        its segments' (`segments`, as the translation endpoint answered them), each text
-        after `prefix`; called from a thread of its own, beside the worker's."""
-        prefixes = None if prefix is None else [prefix] * len(sentences.texts)
-        with torch.no_grad(), autocast(self.device, self.precision):
-            return align_texts(
-                self.model, self.src_tok, self.tgt_tok, sentences, segments, prefixes
-            )
+        return self.endpoint.call(self.engine, texts, settings, prefixes)
 
     def start(self) -> None:
         """Check the model with one request, then start the worker; on failure the server stays
@@ -162,15 +141,8 @@ class Worker:
         segments = sentences.flat
         try:
             prefixes = None if prefix is None else [prefix] * len(segments)
-            encoded = encode_sources(
-                self.src_tok,
-                segments,
-                positions,
-                "error",
-                "text",
-                prefixes,
-                sentences.labels("text"),
-            )
+            asked = Segments(segments, prefixes, sentences.labels("text"))
+            encoded = encode_sources(self.engine.src_tokenizer, asked, positions, "error", "text")
         except InputTooLong as error:  # refused here, not in a shared batch
             return [str(error).split("; ")[0]], 0
         return [], sum(len(ids) + 1 for ids in encoded.values()) + len(segments) - len(encoded)
@@ -298,9 +270,6 @@ class Targeted:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.worker, name)
 
-    def align(self, sentences: Sentences, segments: list[Any]) -> list[Any]:
-        return self.worker.align(sentences, segments, self.prefix)
-
     def problems(
         self, texts: list[str], positions: int, *, sentences: Sentences | None = None
     ) -> tuple[list[str], int]:
@@ -320,6 +289,11 @@ class Pivot:
     def __init__(self, first: Any, second: Any, middle: str) -> None:
         self.first, self.second, self.middle = first, second, middle
         self.model = first.model  # the position limit that checks the request's texts
+        self.language, self.settings = first.language, first.settings
+
+    aligner = None  # no one model made its translations: nothing to align them by
+    aids = None
+    prefix = None
 
     def problems(
         self, texts: list[str], positions: int, *, sentences: Sentences | None = None
@@ -335,58 +309,51 @@ class Pivot:
         return await self.second.submit(middle, settings, problems, tokens)
 
 
-def unsplit(worker: Any, sentences: Sentences) -> Sentences:
-    """`sentences` with the texts that `worker`'s translation memory holds whole made one
-    segment (`Memory.unsplit`): what `submit_aided` is then given."""
-    aids = getattr(worker, "aids", None)
-    return aids.memory.unsplit(sentences) if aids and aids.memory else sentences
+def prepared_for(worker: Any, texts: list[str], request: Request) -> Prepared:
+    """A request's texts as `worker` translates them (the pipeline's first phase): split as the
+    request says, led by the worker's prefix, with the request's aids."""
+    sentences = pipeline.sentences_of(texts, request, worker.language)
+    prefix = worker.prefix
+    return pipeline.prepare(
+        sentences, request.aids, None if prefix is None else [prefix] * len(texts)
+    )
 
 
-async def submit_aided(
+def with_aids(worker: Any, request: Request, glossary: Glossary | None = None) -> Request:
+    """`request` with the aids of `worker` (its pair's glossary and translation memory) and a
+    request's own `glossary`, whose terms win."""
+    aids = worker.aids or Aids()
+    merged = (aids.glossary or Glossary()).merged(glossary)
+    return dataclasses.replace(request, aids=dataclasses.replace(aids, glossary=merged or None))
+
+
+async def translated(
     worker: Any,
-    sentences: Sentences,
-    settings: DecodeConfig,
-    problems: list[str],
-    tokens: int,
-    glossary: Glossary | None = None,
-) -> list[list[Translation]]:
-    """The n-best translations of each segment of `sentences.flat`, with the aids of `worker`
-    (its pair's glossary and translation memory, `worker.aids`) and a request's own `glossary`
-    (its terms win): segments the memory holds are answered from it and not queued; terms are
-    put in by the word alignment, computed in a thread beside the worker's."""
-    aids = getattr(worker, "aids", None) or Aids()
-    glossary = (aids.glossary or Glossary()).merged(glossary)
-    if glossary and not hasattr(worker, "align"):
-        problems = [*problems, "glossaries are not applied to a pair translated through a pivot"]
-    flat = sentences.flat
-    known = aids.memory.exact(flat) if aids.memory else {}
-    rest = [i for i in range(len(flat)) if i not in known]
-    found: list[list[Translation]] = [known.get(i, []) for i in range(len(flat))]
-    if rest or problems:
-        answered = await worker.submit([flat[i] for i in rest], settings, problems, tokens)
-        for i, mine in zip(rest, answered, strict=True):
-            found[i] = mine
-    if aids.memory and aids.fuzzy_threshold is not None:
-        aids.memory.mark_fuzzy(flat, found, aids.fuzzy_threshold)
-    if glossary:
-
-        def aligned(indices: list[int]) -> list[Any]:
-            chosen = Sentences.of([flat[i] for i in indices], split=False)
-            return worker.align(chosen, [found[i] for i in indices])
-
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, enforce, glossary, flat, found, aligned)
-    return found
-
-
-async def alignments_of(worker: Any, sentences: Sentences, found: list) -> list | None:
-    """The word alignment of each text of `sentences` with its translation (`found`, as the
-    worker answered it), computed in a thread beside the worker's; None for a `Pivot`, whose
-    translation no one model made."""
-    if not hasattr(worker, "align"):
-        return None
+    prepared: Prepared,
+    request: Request,
+    checked: tuple[list[str], int] | None = None,
+    step: int = 1,
+) -> Finished:
+    """The segments of `prepared` the memory does not hold, queued for `worker`, then the
+    pipeline's second phase (fuzzy matches, glossary, word alignment, joining) in a thread beside
+    the worker's. `checked`: the request's problems and tokens (`Worker.problems`), queued as one
+    job; None: queued `step` segments a job, each checked on its own."""
+    pivot = ["glossaries are not applied to a pair translated through a pivot"]
+    pivot = pivot if request.aids.glossary and worker.aligner is None else []
+    flat, todo = prepared.sentences.flat, prepared.todo
+    jobs = [(todo, checked)] if checked is not None else []
+    if checked is None:
+        jobs = [(todo[start : start + step], None) for start in range(0, len(todo), step)]
+    answered: list[list[Translation]] = []
+    for indices, problems in jobs:
+        chunk = [flat[i] for i in indices]
+        found, tokens = problems or worker.problems(chunk, worker.model.cfg.max_len)
+        if chunk or found or pivot:
+            answered += await worker.submit(chunk, request.decoding, found + pivot, tokens)
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(None, worker.align, sentences, found)
+    return await loop.run_in_executor(
+        None, pipeline.finish, prepared, answered, request, worker.aligner
+    )
 
 
 def settle(future: asyncio.Future, result: Any) -> None:

@@ -18,8 +18,8 @@ import torch
 from torch import Tensor
 
 from vaswani.data.wordalign import load_alignments, read_links
-from vaswani.documents.align import token_words
 from vaswani.train.step import TrainingError
+from vaswani.translation.align import token_words
 
 
 class GuidedAlignment:

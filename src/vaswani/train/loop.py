@@ -33,12 +33,7 @@ from vaswani.data import Position, PreparedData, TokenBatchSampler
 from vaswani.data.dropout import SubwordDropout, merge_parts
 from vaswani.device import Placement, grad_scaler, place
 from vaswani.progress import progress_bar
-from vaswani.run import (
-    CHECKPOINTS,
-    append_metrics,
-    data_fingerprint,
-    truncate_metrics,
-)
+from vaswani.run import CHECKPOINTS, append_metrics, data_fingerprint, truncate_metrics
 from vaswani.tasks import Task, get_task
 from vaswani.train import checkpoint as ckpt
 from vaswani.train import recipe

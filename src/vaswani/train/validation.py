@@ -11,10 +11,7 @@ from torch import nn
 
 from vaswani.config import TrainConfig
 from vaswani.data import PreparedData
-from vaswani.run import (
-    BEST,
-    append_metrics,
-)
+from vaswani.run import BEST, append_metrics
 from vaswani.tasks import Task, evaluation_mode, get_task
 from vaswani.train import checkpoint as ckpt
 from vaswani.train.state import TrainState

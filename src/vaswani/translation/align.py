@@ -22,8 +22,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from vaswani.decoding.text import Translation
-from vaswani.documents.segment import Segmented, Sentences
+from vaswani.decoding.text import Segments, TextModel
+from vaswani.translation.segment import Segmented
 
 WORD_MARKS = ("\u0120", "\u2581")
 """How a subword vocabulary marks a token that starts a word: byte-level BPE's "Ġ" (a space
@@ -101,18 +101,18 @@ def word_alignment(weights: Tensor, src_words: list[int], tgt_words: list[int]) 
 
 @torch.no_grad()
 def align(
-    model: Any,
-    src_tokenizer: Any,
-    tgt_tokenizer: Any,
-    sources: list[str],
+    tm: TextModel,
+    segments: Segments,
     translations: list[str],
-    prefixes: list[list[int]] | None = None,
     settings: AlignSettings | None = None,
     batch_size: int = 32,
 ) -> list[Alignment]:
-    """The word alignment of each source and its translation (empty where either is blank).
-    `prefixes`: ids each source was translated after (a multilingual model's target token)."""
+    """The word alignment of each source of `segments` and its translation (empty where either
+    is blank), each source read after its prefix (ids it was translated after: a multilingual
+    model's target token)."""
     settings = settings or AlignSettings()
+    model, src_tokenizer, tgt_tokenizer = tm.model, tm.src_tokenizer, tm.tgt_tokenizer
+    sources, prefixes = segments.texts, segments.prefixes
     cfg = model.cfg
     device = next(model.parameters()).device
     found: list[Alignment] = [[] for _ in sources]
@@ -188,36 +188,6 @@ def join_alignments(
         at_source += len(sentence)
         at_target += len(translation)
     return sorted(found)
-
-
-def align_texts(
-    model: Any,
-    src_tokenizer: Any,
-    tgt_tokenizer: Any,
-    sentences: Sentences,
-    segments: list[list[Translation]],
-    prefixes: list[list[int]] | None = None,
-    settings: AlignSettings | None = None,
-) -> list[Alignment]:
-    """The alignment of each text of `sentences` with its joined best translation, from its
-    segments' translations (`segments`, n-best lists, one per segment of `sentences.flat`, as
-    `vaswani.decoding.text.translate_segments` gives them). `prefixes`: one per text."""
-    best = [found[0].text if found else "" for found in segments]
-    each = align(
-        model,
-        src_tokenizer,
-        tgt_tokenizer,
-        sentences.flat,
-        best,
-        sentences.spread(prefixes),
-        settings,
-    )
-    return [
-        join_alignments(text, translations, alignments)
-        for text, translations, alignments in zip(
-            sentences.texts, sentences.per_text(best), sentences.per_text(each), strict=True
-        )
-    ]
 
 
 def pharaoh(alignment: Alignment) -> str:

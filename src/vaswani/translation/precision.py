@@ -19,18 +19,33 @@ import math
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import torch
+from torch import nn
 
 from vaswani import kernels
 from vaswani.config import DecodeConfig
 from vaswani.decoding.quantize import quantize
-from vaswani.decoding.text import translate
+from vaswani.decoding.text import Segments, TextModel, translate_segments
 from vaswani.device import Hardware, Placement, autocast, machine_name
 from vaswani.errors import VaswaniError
 from vaswani.files import is_number, member, read_json, write_atomic
 from vaswani.metrics import score
+from vaswani.run import validation_pairs
+
+
+class Run(Protocol):
+    """What measuring needs of an engine: its model and tokenizers, and the run they came from."""
+
+    path: Path
+    info: dict
+    model: nn.Module
+    src_tokenizer: Any
+    tgt_tokenizer: Any
+    shortlist: Any
+
 
 FILE = "decoding.json"
 SENTENCES = 200
@@ -74,8 +89,8 @@ def choice_of(found: dict, reason: str) -> Choice:
     return Choice(found["precision"], found["quantize"], reason, found.get("onednn", False))
 
 
-def decoding_choice(loaded: Any, placement: Placement, hw: Hardware | None = None) -> Choice | None:
-    """The measured choice for `loaded` (a translation `vaswani.run.LoadedRun`) on this machine,
+def decoding_choice(loaded: Run, placement: Placement, hw: Hardware | None = None) -> Choice | None:
+    """The measured choice for `loaded` (a translation engine) on this machine,
     from the run's record or measured now (and recorded); None where there is nothing to
     measure on (no validation text, or one candidate only): training's rule stands."""
     hw = hw or Hardware.detect()
@@ -135,9 +150,8 @@ def well_formed(entry: Any) -> bool:
     )
 
 
-def validation_text(loaded: Any) -> tuple[list[str], list[str]] | None:
+def validation_text(loaded: Run) -> tuple[list[str], list[str]] | None:
     """Up to SENTENCES of the run's validation pairs; None without 20 of them."""
-    from vaswani.evaluate import validation_pairs
 
     try:
         sources, references = validation_pairs(loaded.info, SENTENCES, "")
@@ -147,7 +161,7 @@ def validation_text(loaded: Any) -> tuple[list[str], list[str]] | None:
 
 
 def measure(
-    loaded: Any,
+    loaded: Run,
     placement: Placement,
     options: list[tuple[str, str]],
     sources: list[str],
@@ -182,21 +196,15 @@ def warm_up(sources: list[str], placement: Placement) -> list[str]:
 
 
 def timed_translation(
-    loaded: Any, model: Any, placement: Placement, precision: str, texts: list[str]
+    engine: Run, model: nn.Module, placement: Placement, precision: str, texts: list[str]
 ) -> tuple[float, list[str]]:
-    """Seconds to translate `texts` with beam search's defaults, and the translations."""
+    """Seconds for `model` (the engine's, or its int8 copy) to translate `texts` with beam
+    search's defaults, and the translations."""
+    tm = TextModel(model, engine.src_tokenizer, engine.tgt_tokenizer, engine.shortlist)
     start = time.perf_counter()
     with torch.no_grad(), autocast(placement.device, precision):
-        found = translate(
-            model,
-            loaded.src_tokenizer,
-            loaded.tgt_tokenizer,
-            texts,
-            DecodeConfig(),
-            "truncate",
-            shortlist=loaded.shortlist,
-        )
-    return time.perf_counter() - start, found
+        found = translate_segments(tm, Segments(texts), DecodeConfig(), "truncate")
+    return time.perf_counter() - start, [mine[0].text if mine else "" for mine in found]
 
 
 def summary(found: dict) -> str:

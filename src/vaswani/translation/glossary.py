@@ -3,7 +3,7 @@
 A term is found as whole words, after Unicode normalisation (NFKC) and case folding, the longest
 term first where terms overlap ("file" inside "file name" is not a second match). The model
 translates freely; then each term whose target is not already in the translation is put in place
-of the translated words aligned to it (`vaswani.documents.align`, the model's own cross-attention
+of the translated words aligned to it (`vaswani.translation.align`, the model's own cross-attention
 or its guided head), keeping their punctuation. A term none of whose words is aligned, or whose
 words' translation another term has taken, is reported (`Translation.terms`), never dropped in
 silence. Why this and not constrained beam search: docs/glossaries.md.
@@ -28,8 +28,8 @@ import defusedxml.ElementTree as SafeTree
 from defusedxml import DefusedXmlException
 
 from vaswani.decoding.text import Translation
-from vaswani.documents.align import Alignment, word_starts
 from vaswani.errors import VaswaniError
+from vaswani.translation.align import Alignment, word_starts
 
 MAX_TERM_CHARS = 300
 """Longer "terms" (a pasted paragraph, a hostile file's megabyte) are skipped and counted."""

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from vaswani.decoding.text import Translation
-from vaswani.documents.segment import Sentences, whole
 from vaswani.errors import VaswaniError
+from vaswani.translation.segment import Sentences, whole
 
 FUZZY_ROWS = 64
 """Segments scored against the whole memory at once (a block of rows x entries bytes)."""

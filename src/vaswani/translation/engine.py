@@ -1,0 +1,307 @@
+"""The engine: one loaded model with everything decided about it once (its weights, tokenizers,
+languages, shortlist, calibration, device, precision, int8 weights, matrix kernels), typed, what
+Python users, the CLI, evaluation, back-translation, distillation and every server worker hold.
+
+    engine = Engine.load("runs/de-en")          # decided as `vaswani translate` decides
+    engine.translate(["Das Haus ist klein."])   # ["The house is small."]
+
+`load_run` gives the run's model as it was trained (CPU, fp32, nothing measured), for looking
+inside it or training from it."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from vaswani import kernels
+from vaswani.config import ModelConfig, Sampling
+from vaswani.decoding.confidence import Calibration
+from vaswani.decoding.quantize import quantize
+from vaswani.decoding.shortlist import FILE as SHORTLIST
+from vaswani.decoding.shortlist import Shortlist
+from vaswani.decoding.text import (
+    Classification,
+    Generation,
+    Segments,
+    TextModel,
+    Translation,
+    classify,
+    generate,
+    translate_segments,
+)
+from vaswani.device import Placement, autocast, place
+from vaswani.errors import VaswaniError
+from vaswani.files import member, read_json
+from vaswani.languages import LanguageError, Languages
+from vaswani.run import CONFIDENCE, DATA_INFO, RunError, load_trained
+from vaswani.tasks import Task, task_of_model
+from vaswani.translation import pipeline
+from vaswani.translation.align import Alignment, AlignSettings, align
+from vaswani.translation.documents import translate_file
+from vaswani.translation.request import Request
+from vaswani.translation.segment import Sentences
+
+
+class EngineError(VaswaniError):
+    """A choice an engine cannot make (a precision its weights do not compute in, a shortlist
+    for a model that does not translate)."""
+
+
+@dataclass
+class Engine(TextModel):
+    """A trained model, in eval mode on its device, with what it needs to read and write text and
+    the decoding choices made for it (`Engine.load`)."""
+
+    path: Path | None = None
+    """The run directory it came from (None: built in Python from a model and tokenizers)."""
+    info: dict = field(default_factory=dict)
+    """The run's data.json: where the data came from, its meta.json, its fingerprint."""
+    precision: str = "fp32"
+    """What decoding computes in (autocast): fp32, bf16 or fp16."""
+    weights: str = "none"
+    """Its weights as loaded ("none") or quantized ("int8")."""
+    notes: list[str] = field(default_factory=list)
+    """The choices made, one line each (device, precision, kernels, weights, shortlist): what
+    the CLI prints."""
+
+    @property
+    def task(self) -> Task:
+        """The task its model does (`vaswani.tasks`)."""
+        return task_of_model(self.model)
+
+    @property
+    def config(self) -> ModelConfig:
+        return self.model.cfg
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def languages(self) -> Languages | None:
+        """The language pairs of a multilingual model; None for a model of one pair."""
+        if "meta" not in self.info:
+            return None
+        try:
+            return Languages.from_meta(self.info["meta"])
+        except LanguageError as error:
+            raise RunError(f"{self.path / DATA_INFO}: {error}") from None
+
+    def prefixes(
+        self, targets: str | list[str] | tuple[str, ...] | None, count: int
+    ) -> list[list[int]] | None:
+        """What to put before each of `count` sources to ask a multilingual model for `targets`
+        (one language for all, or one per source); None for a model of one pair. RunError when
+        a multilingual model is not told its target, or is asked for one it does not know."""
+        languages = self.languages
+        if languages is None:
+            if targets is not None:
+                raise RunError(f"{self.path} translates one language pair; leave out --target")
+            return None
+        if targets is None and len(languages.targets) == 1:
+            targets = languages.targets[0]  # many sources, one target: nothing to choose
+        if targets is None:
+            raise RunError(
+                f"{self.path} translates into {', '.join(languages.targets)}: give "
+                "the target language (--target)"
+            )
+        asked = [targets] * count if isinstance(targets, str) else list(targets)
+        if len(asked) != count:
+            raise ValueError(f"{len(asked)} target languages for {count} texts")
+        try:
+            return languages.prefixes([languages.target(t) for t in asked], self.src_tokenizer)
+        except ValueError as error:
+            raise RunError(str(error)) from None
+
+    def pair_language(self, side: str) -> str | None:
+        """The language the model translates from ("source") or into ("target"), when its data
+        says (`prepare --src-lang`, a built-in corpus, a multilingual model of one such
+        language): a source language's rules split text into sentences."""
+        languages = self.languages
+        if languages is not None:
+            found = languages.sources if side == "source" else languages.targets
+            return found[0] if len(found) == 1 else None
+        return self.info.get("meta", {}).get("pair", {}).get(side)
+
+    @property
+    def source_language(self) -> str | None:
+        return self.pair_language("source")
+
+    @property
+    def target_language(self) -> str | None:
+        return self.pair_language("target")
+
+    @contextlib.contextmanager
+    def computing(self) -> Iterator[None]:
+        """Inside: no gradients, and the engine's precision."""
+        with torch.no_grad(), autocast(self.device, self.precision):
+            yield
+
+    def segments(
+        self,
+        segments: Segments,
+        request: Request | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[list[Translation]]:
+        """The n-best translations of each segment, as `request` asks (search, long input)."""
+        request = request or Request()
+        with self.computing():
+            return translate_segments(self, segments, request.decoding, request.too_long, progress)
+
+    def align(
+        self, sources: Segments, translations: list[str], settings: AlignSettings | None = None
+    ) -> list[Alignment]:
+        """The word alignment of each source with its translation (`vaswani.translation.align`)."""
+        with self.computing():
+            return align(self, sources, translations, settings)
+
+    def generate(self, prompts: list[str], sampling: Sampling | None = None) -> list[Generation]:
+        """A language model's continuation of each prompt (`vaswani.decoding.text.generate`)."""
+        with self.computing():
+            return generate(self.model, self.src_tokenizer, prompts, sampling)
+
+    def classify(self, texts: list[str], batch_tokens: int = 8192) -> list[Classification | None]:
+        """A classifier's label of each text (`vaswani.decoding.text.classify`)."""
+        with self.computing():
+            labels = self.tgt_tokenizer.labels
+            return classify(self.model, self.src_tokenizer, labels, texts, batch_tokens)
+
+    def translate(self, texts: str | list[str], request: Request | None = None) -> str | list[str]:
+        """The best translation of a text, or of each of a list, as `request` asks (by default:
+        into the model's one target, sentence by sentence in the source language's rules, beam 4);
+        "" for a blank text. Everything else a translation carries: `translate_nbest`."""
+        if isinstance(texts, str):
+            return self.translate([texts], request)[0]
+        return pipeline.best_texts(self.translate_nbest(texts, request).found)
+
+    def translate_nbest(
+        self,
+        texts: list[str] | Sentences,
+        request: Request | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> pipeline.Finished:
+        """Each text's n-best `Translation`s (confidence, origin, glossary terms, fuzzy match)
+        and, with `request.align`, its word alignment (`vaswani.translation.pipeline`)."""
+        return pipeline.translate(self, texts, request, progress)
+
+    def translate_file(
+        self, source: str | Path, output: str | Path | None = None, request: Request | None = None
+    ) -> bytes:
+        """The file `source` translated whole in its format (by its extension), with the request's
+        aids, written to `output` when given (atomically: never half-written); its bytes."""
+        return translate_file(self, source, output, request)
+
+    def load_shortlist(self) -> Shortlist:
+        """RUN/shortlist.safetensors, written by `vaswani shortlist`, checked against the model."""
+        if self.path is None or not (self.path / SHORTLIST).exists():
+            raise RunError(
+                f"{self.path} has no {SHORTLIST}; build it with `vaswani shortlist {self.path}`"
+            )
+        path = member(self.path, SHORTLIST, "the shortlist")
+        cfg = self.config
+        self.shortlist = Shortlist.load(path, cfg.vocab_size, cfg.target_vocab_size)
+        return self.shortlist
+
+    @classmethod
+    def load(
+        cls,
+        run: str | Path,
+        weights: str = "best",
+        placement: Placement | None = None,
+        choices: Choices | None = None,
+    ) -> Engine:
+        """The run's model with everything decided as `vaswani translate` decides it: on the
+        device and in the precision `placement` resolved (by default: the fastest here), with
+        `--precision auto` measured on the run's own sentences once per machine
+        (`vaswani.translation.precision`), int8 weights and a shortlist as `choices` say."""
+        return decided(load_run(run, weights), placement or place(), choices or Choices())
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What a user may ask of an engine besides its device and precision."""
+
+    quantize: str = "none"
+    """int8 weights ("int8"), or as trained ("none")."""
+    shortlist: bool = False
+    """Load the run's lexical shortlist (`vaswani shortlist`)."""
+    auto: bool = True
+    """The precision was asked as "auto": the decoding choice may be measured."""
+
+
+def decided(engine: Engine, placement: Placement, choices: Choices) -> Engine:
+    """`engine` on `placement`'s device, with the measured decoding choice (where `choices.auto`),
+    int8 weights and a shortlist as `choices` say; its notes say what was chosen."""
+    from vaswani.translation import precision as measured
+
+    engine.model.to(placement.device)
+    how, notes = choices.quantize, []
+    if choices.auto and how == "none" and engine.task.parallel:
+        choice = measured.decoding_choice(engine, placement)
+        if choice is not None:
+            placement = dataclasses.replace(
+                placement, precision=choice.precision, precision_reason=choice.reason
+            )
+            how = choice.quantize
+            kernels.decode_with_onednn(engine.model, choice.onednn)
+            if choice.onednn:
+                notes.append("matrix kernels: oneDNN for float32 (--precision auto)")
+    if how != "none":
+        if placement.precision != "fp32":  # dynamic int8 layers take and give float32
+            if not choices.auto:
+                raise EngineError(
+                    f"--quantize {how} computes in fp32 (int8 weights, float32 activations); "
+                    f"leave out --precision {placement.precision}"
+                )
+            placement = dataclasses.replace(
+                placement, precision="fp32", precision_reason=f"{how} weights compute in fp32"
+            )
+        engine.model = quantize(engine.model, how, placement.device)
+        engine.weights = how
+        reason = "--quantize" if how == choices.quantize else "--precision auto"
+        notes.append(f"weights: {how} ({reason})")
+    if choices.shortlist:
+        if not engine.task.parallel:
+            raise EngineError("--shortlist is for translation models")
+        engine.load_shortlist()
+        notes.append(
+            f"shortlist: {engine.shortlist.frequent.numel()} frequent tokens + "
+            f"{engine.shortlist.per_token.size(1)} per source token"
+        )
+    engine.precision = placement.precision
+    engine.notes = [*notes, *placement.lines()]
+    return engine
+
+
+def load_run(run: str | Path, weights: str = "best") -> Engine:
+    """The trained model of run directory `run` as it was trained (eval mode, CPU, fp32), with
+    its tokenizers, data record and confidence calibration.
+
+    `weights`: "best" (best validation figure; the latest checkpoint when there is no best/),
+    "latest", or "averaged" (written by `vaswani average`).
+    """
+    run = Path(run)
+    model, src_tok, tgt_tok, info = load_trained(run, weights)
+    return Engine(model, src_tok, tgt_tok, assess=calibration(run), path=run, info=info)
+
+
+def calibration(run: Path) -> Calibration | None:
+    """How a run's translations are assessed: its calibration (RUN/confidence.json, fitted on its
+    validation split); None without one: a translation's confidence is then the mean
+    probability per token that search gives."""
+    if not (run / CONFIDENCE).exists():
+        return None
+    where = member(run, CONFIDENCE, "the confidence calibration")
+    record = read_json(where, "confidence calibration", dict, limit=1 << 20)
+    try:
+        return Calibration.from_record(record)
+    except (KeyError, TypeError, ValueError) as error:
+        raise RunError(
+            f"{run / CONFIDENCE}: not a calibration ({error}); "
+            f"refit it with `vaswani calibrate --checkpoint {run}`"
+        ) from None

@@ -1,0 +1,225 @@
+"""The steps from texts to translations, written once for the CLI, Python, evaluation and the
+server, in two phases around the model:
+
+    prepare: split into sentences (`Sentences`), take the texts a translation memory holds whole
+             as one segment, look up the memory's exact matches, the target's prefix ids
+    -> the segments still to translate go to the model: `Engine.segments` here, the server's
+       batching worker there (`vaswani.serve.worker`)
+    finish:  fuzzy matches, the glossary's terms put in by word alignment, the texts' word
+             alignments, sentences joined back into texts
+
+`translate` runs the three in a row; the server awaits its worker between `prepare` and `finish`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from vaswani.decoding.text import Segments, Translation
+from vaswani.translation.align import Alignment, AlignSettings, join_alignments
+from vaswani.translation.glossary import enforce
+from vaswani.translation.request import Aids, Request
+from vaswani.translation.segment import Segmented, Sentences
+
+
+class Aligner(Protocol):
+    """What word-aligns translations with their sources (an `Engine`; none for a pivot)."""
+
+    def align(
+        self, sources: Segments, translations: list[str], settings: AlignSettings | None = None
+    ) -> list[Alignment]: ...
+
+
+class Translating(Aligner, Protocol):
+    """What the pipeline needs of a model (`vaswani.translation.Engine` is one): the languages
+    it translates between (the source's rules split sentences), the prefixes of a target, the n-best translations of segments
+    and their word alignment."""
+
+    @property
+    def source_language(self) -> str | None: ...
+
+    @property
+    def target_language(self) -> str | None: ...
+
+    def prefixes(self, targets: str | list[str] | None, count: int) -> list[list[int]] | None: ...
+
+    def segments(
+        self,
+        segments: Segments,
+        request: Request | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[list[Translation]]: ...
+
+
+@dataclass
+class Prepared:
+    """A request's texts ready for the model: its segments, their prefixes, and the answers the
+    translation memory already holds."""
+
+    sentences: Sentences
+    prefixes: list[list[int]] | None
+    """Ids before each text (a multilingual model's target-language token), or None."""
+    known: dict[int, list[Translation]]
+    """The memory's exact matches, by segment of `sentences.flat`."""
+
+    @property
+    def todo(self) -> list[int]:
+        """The segments the model translates: all but the memory's."""
+        return [i for i in range(len(self.sentences.flat)) if i not in self.known]
+
+    def segments(self, indices: list[int] | None = None) -> Segments:
+        """The segments `indices` (by default those to translate) with their prefixes and names."""
+        indices = self.todo if indices is None else indices
+        flat, prefixes = self.sentences.flat, self.sentences.spread(self.prefixes)
+        labels = self.sentences.labels("line")
+        return Segments(
+            [flat[i] for i in indices],
+            None if prefixes is None else [prefixes[i] for i in indices],
+            [labels[i] for i in indices],
+        )
+
+
+@dataclass
+class Finished:
+    """Each text's n-best translations and, where asked, its word alignment."""
+
+    found: list[list[Translation]]
+    alignments: list[Alignment | None]
+
+    @property
+    def best(self) -> list[Translation | None]:
+        """Each text's best translation; None for a blank text."""
+        return [options[0] if options else None for options in self.found]
+
+
+def sentences_of(texts: list[str], request: Request, language: str | None) -> Sentences:
+    """`texts` as segments by `request` (split by the rules of its language, by default
+    `language`, the model's source language)."""
+    return Sentences.of(texts, request.language or language, request.split)
+
+
+def prepare(sentences: Sentences, aids: Aids, prefixes: list[list[int]] | None) -> Prepared:
+    """The first phase: texts a memory holds whole made one segment, its exact matches taken."""
+    if aids.memory:
+        sentences = aids.memory.unsplit(sentences)
+    known = aids.memory.exact(sentences.flat) if aids.memory else {}
+    return Prepared(sentences, prefixes, known)
+
+
+def finish(
+    prepared: Prepared,
+    answered: list[list[Translation]],
+    request: Request,
+    aligner: Aligner | None,
+) -> Finished:
+    """The second phase, given the model's n-best lists of `prepared.todo` (`answered`, in
+    order): the memory's answers and fuzzy matches, the glossary's terms, the alignments asked
+    for, sentences joined back into texts."""
+    flat, aids = prepared.sentences.flat, request.aids
+    found: list[list[Translation]] = [prepared.known.get(i, []) for i in range(len(flat))]
+    for i, mine in zip(prepared.todo, answered, strict=True):
+        found[i] = mine
+    if aids.memory and aids.fuzzy_threshold is not None:
+        aids.memory.mark_fuzzy(flat, found, aids.fuzzy_threshold)
+    if aids.glossary and aligner is not None:
+
+        def aligned(indices: list[int]) -> list[Alignment]:
+            best = [found[i][0].text for i in indices]
+            return aligner.align(prepared.segments(indices), best, request.alignment)
+
+        enforce(aids.glossary, flat, found, aligned)
+    alignments: list[Alignment | None] = [None] * len(prepared.sentences.texts)
+    if request.align and aligner is not None:
+        alignments = list(texts_aligned(prepared, found, request.alignment, aligner))
+    joined = join_nbest(prepared.sentences, found)
+    if aids.report is not None:
+        aids.report(joined)
+    return Finished(joined, alignments)
+
+
+def texts_aligned(
+    prepared: Prepared,
+    found: list[list[Translation]],
+    settings: AlignSettings | None,
+    aligner: Aligner,
+) -> list[Alignment]:
+    """The alignment of each text with its joined best translation, from its segments'."""
+    sentences = prepared.sentences
+    best = [mine[0].text if mine else "" for mine in found]
+    each = aligner.align(prepared.segments(list(range(len(best)))), best, settings)
+    return [
+        join_alignments(text, translations, alignments)
+        for text, translations, alignments in zip(
+            sentences.texts, sentences.per_text(best), sentences.per_text(each), strict=True
+        )
+    ]
+
+
+def translate(
+    engine: Translating,
+    texts: list[str] | Sentences,
+    request: Request | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Finished:
+    """Each text translated by `engine` as `request` asks (sentence by sentence, all in one
+    batch, with its aids): its n-best translations and, with `request.align`, its word
+    alignment. `progress` is told of the segments each batch finished."""
+    request = request or Request()
+    if not isinstance(texts, Sentences):
+        texts = sentences_of(texts, request, engine.source_language)
+    prepared = prepare(texts, request.aids, engine.prefixes(request.target, len(texts.texts)))
+    if prepared.known and progress is not None:
+        progress(len(prepared.known))
+    answered = engine.segments(prepared.segments(), request, progress)
+    return finish(prepared, answered, request, engine)
+
+
+def join_nbest(sentences: Sentences, found: list[list[Translation]]) -> list[list[Translation]]:
+    """Each text's n-best translations from those of its segments (`found`, one list per segment
+    of `sentences.flat`)."""
+    return [
+        joined(text, mine)
+        for text, mine in zip(sentences.texts, sentences.per_text(found), strict=True)
+    ]
+
+
+def joined(text: Segmented, found: list[list[Translation]]) -> list[Translation]:
+    """A text's n-best translations from its segments': the k-th joins each segment's k-th best
+    (its last where it has fewer); its score is the segments' mean, its log-probability and
+    tokens their sums. No translation for a text without segments (a blank text)."""
+    if not text.sentences:
+        return []
+    if len(found) == 1 and text.gaps == ("", ""):  # one segment as it is: nothing to join
+        return found[0]
+    kth = [[f[min(k, len(f) - 1)] for f in found] for k in range(max(len(f) for f in found))]
+    texts = [
+        Translation(
+            text.join([t.text for t in ts]),
+            sum(t.score for t in ts) / len(ts),
+            sum(t.log_prob for t in ts),
+            sum(t.tokens for t in ts),
+        )
+        for ts in kth
+    ]
+    best = kth[0]
+    if any(t.assessed is not None for t in best):  # each sentence's share by its tokens
+        texts[0].assessed = sum(t.confidence * t.tokens for t in best) / texts[0].tokens
+    if all(t.origin == best[0].origin for t in best):
+        texts[0].origin = best[0].origin
+    texts[0].terms = [term for t in best for term in t.terms]
+    return texts
+
+
+def best_texts(nbest: list[list[Translation]]) -> list[str]:
+    """The best translation's text per input, "" where there is none (a blank input)."""
+    return [found[0].text if found else "" for found in nbest]
+
+
+def confident(found: list[Translation], least: float | None) -> str | None:
+    """The best translation's text ("" for a blank text), None where its confidence is under
+    `least`."""
+    if not found:
+        return ""
+    return None if least is not None and found[0].confidence < least else found[0].text
