@@ -28,7 +28,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests"), str(ROOT / "benchmarks")
 from vaswani import ModelConfig, Transformer  # noqa: E402
 from vaswani.config import DecodeConfig  # noqa: E402
 from vaswani.decoding.search import decode  # noqa: E402
-from vaswani.train.loss import LossHead  # noqa: E402
+from vaswani.loss import LossHead  # noqa: E402
 
 PEAK_BF16 = {"H100 PCIe": 756e12, "H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12}
 """Dense bf16 tensor-core FLOP/s by device name (vendors' data sheets, without sparsity)."""

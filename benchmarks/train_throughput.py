@@ -6,7 +6,7 @@ and loss (label smoothing 0.1). Three rows per precision:
 - torch.nn.Transformer: its stacks, then the logits of every position and the loss;
 - vaswani.Transformer, logits + loss: the same output layer and loss, so only the stacks differ;
 - vaswani.Transformer, its training step: what `vaswani train` runs, the output layer and its loss
-  fused (`vaswani.train.loss.linear_cross_entropy`: no logits held, padding rows skipped).
+  fused (`vaswani.loss.linear_cross_entropy`: no logits held, padding rows skipped).
 Reports target tokens per second of a full step (forward, backward, Adam) in fp32 and in the
 precision `--precision auto` picks on this machine (bf16 autocast only where the hardware computes
 it), the speed-up over torch.nn.Transformer, and the share of the machine's measured matmul peak
@@ -27,9 +27,9 @@ from torch import nn
 
 from vaswani import ModelConfig, Transformer
 from vaswani.device import DTYPES, autocast, benchmark_setting, grad_scaler
+from vaswani.loss import LossHead, mean_loss
 from vaswani.model import causal_mask
 from vaswani.train import label_smoothed_cross_entropy
-from vaswani.train.loss import LossHead, mean_loss
 
 
 class TorchReference(nn.Module):

@@ -17,6 +17,7 @@ from helpers import cli
 from vaswani.backtranslate import (
     BackTranslation,
     BackTranslationError,
+    Job,
     backtranslate,
     join_parts,
     monolingual_sentences,
@@ -67,7 +68,7 @@ def test_sentences_are_split_by_the_language_rules(tmp_path):
 
 def test_backtranslate_writes_synthetic_source_tab_real_target(loaded, mono, tmp_path):
     out = tmp_path / "syn.tsv"
-    report = backtranslate(loaded, [mono], out, BackTranslation())
+    report = backtranslate(loaded, Job([mono], out), BackTranslation())
     pairs = pairs_of(out)
     assert report.complete and report.done == 300 and report.written == len(pairs)
     targets = [t for _, t in pairs]
@@ -84,7 +85,7 @@ def test_resume_after_an_interruption_loses_and_duplicates_nothing(
 ):
     monkeypatch.setattr(bt, "CHUNK", 64)
     whole = tmp_path / "whole.tsv"
-    backtranslate(loaded, [mono], whole, BackTranslation())
+    backtranslate(loaded, Job([mono], whole), BackTranslation())
     out = tmp_path / "broken.tsv"
     chunks = []
 
@@ -94,58 +95,58 @@ def test_resume_after_an_interruption_loses_and_duplicates_nothing(
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        backtranslate(loaded, [mono], out, BackTranslation(), progress=die_after_two)
+        backtranslate(loaded, Job([mono], out), BackTranslation(), progress=die_after_two)
     record = json.loads((tmp_path / "broken.tsv.progress.json").read_text())
     assert record["done"] == 128 and not record["complete"]
     # The process died while writing the next chunk: half a line after what the record says.
     with open(out, "ab") as handle:
         handle.write(b"vierhundert\t4")
-    report = backtranslate(loaded, [mono], out, BackTranslation())
+    report = backtranslate(loaded, Job([mono], out), BackTranslation())
     assert (report.done_before, report.done, report.complete) == (128, 172, True)
     assert out.read_text() == whole.read_text()
-    again = backtranslate(loaded, [mono], out, BackTranslation())
+    again = backtranslate(loaded, Job([mono], out), BackTranslation())
     assert again.done == 0 and out.read_text() == whole.read_text()
 
 
 def test_an_output_begun_otherwise_or_not_ours_is_refused(loaded, mono, tmp_path):
     out = tmp_path / "syn.tsv"
-    backtranslate(loaded, [mono], out, BackTranslation(), max_minutes=1e-9)
+    backtranslate(loaded, Job([mono], out), BackTranslation(), max_minutes=1e-9)
     with pytest.raises(BackTranslationError, match="different settings"):
-        backtranslate(loaded, [mono], out, BackTranslation(method="sample"))
+        backtranslate(loaded, Job([mono], out), BackTranslation(method="sample"))
     mine = tmp_path / "mine.tsv"
     mine.write_text("a user's file\tkeep it\n")
     with pytest.raises(BackTranslationError, match="no progress record"):
-        backtranslate(loaded, [mono], mine, BackTranslation())
+        backtranslate(loaded, Job([mono], mine), BackTranslation())
     assert mine.read_text() == "a user's file\tkeep it\n"
     link = tmp_path / "link.tsv"
     link.symlink_to(mine)
     with pytest.raises(Exception, match="symbolic link"):
-        backtranslate(loaded, [mono], link, BackTranslation(), force=True)
+        backtranslate(loaded, Job([mono], link, force=True), BackTranslation())
     assert mine.read_text() == "a user's file\tkeep it\n"
 
 
 def test_max_minutes_stops_between_chunks_and_says_so(loaded, mono, tmp_path, monkeypatch):
     monkeypatch.setattr(bt, "CHUNK", 100)
     out = tmp_path / "syn.tsv"
-    report = backtranslate(loaded, [mono], out, BackTranslation(), max_minutes=1e-9)
+    report = backtranslate(loaded, Job([mono], out), BackTranslation(), max_minutes=1e-9)
     assert not report.complete and report.done == 100  # the first chunk is always done
-    later = backtranslate(loaded, [mono], out, BackTranslation())
+    later = backtranslate(loaded, Job([mono], out), BackTranslation())
     assert later.complete and later.done_before == 100 and later.done == 200
 
 
 def test_shards_joined_in_order_equal_one_process(loaded, mono, tmp_path, monkeypatch):
     monkeypatch.setattr(bt, "CHUNK", 64)
     one = tmp_path / "one.tsv"
-    backtranslate(loaded, [mono], one, BackTranslation())
+    backtranslate(loaded, Job([mono], one), BackTranslation())
     two = tmp_path / "two.tsv"
     for rank in (1, 0):  # the order the processes finish in does not matter
-        backtranslate(loaded, [mono], two, BackTranslation(), shard=(rank, 2))
+        backtranslate(loaded, Job([mono], two, shard=(rank, 2)), BackTranslation())
     written, complete = join_parts(two, 2)
     assert complete and written == len(pairs_of(two))
     assert [t for _, t in pairs_of(two)] == [t for _, t in pairs_of(one)]
     assert not list(tmp_path.glob("two.tsv.part-*"))
     # The joined output is complete: a second call with the same shards does nothing.
-    again = backtranslate(loaded, [mono], two, BackTranslation(), shard=(0, 2))
+    again = backtranslate(loaded, Job([mono], two, shard=(0, 2)), BackTranslation())
     assert again.complete and again.done == 0
 
 
@@ -153,7 +154,7 @@ def test_sampling_makes_other_sources_than_beam_search(loaded, mono, tmp_path):
     made = {}
     for method in ("beam", "sample", "noised"):
         out = tmp_path / f"{method}.tsv"
-        backtranslate(loaded, [mono], out, BackTranslation(method=method))
+        backtranslate(loaded, Job([mono], out), BackTranslation(method=method))
         made[method] = dict((t, s) for s, t in pairs_of(out))
     shared = set(made["beam"]) & set(made["sample"]) & set(made["noised"])
     differs = {m: sum(made[m][t] != made["beam"][t] for t in shared) for m in made}
@@ -358,7 +359,7 @@ def test_torchrun_gives_each_process_its_share_and_joins_them(numbers_run, mono,
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("back-translated") == 1  # rank 0 reports
     one = tmp_path / "one.tsv"
-    backtranslate(load_run(numbers_run), [mono], one, BackTranslation())
+    backtranslate(load_run(numbers_run), Job([mono], one), BackTranslation())
     assert [t for _, t in pairs_of(out)] == [t for _, t in pairs_of(one)]
     assert json.loads((tmp_path / "syn.tsv.progress.json").read_text())["complete"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from helpers import cli
+from vaswani import checkpoint as ckpt
 from vaswani.config import DecodeConfig
 from vaswani.data import PreparedData
 from vaswani.decoding.quantize import QuantizeError, quantize, weight_bytes
@@ -15,7 +16,6 @@ from vaswani.decoding.text import Segments, TextModel, translate, translate_segm
 from vaswani.export import ExportError, export, marian_refusals
 from vaswani.marian import import_marian
 from vaswani.metrics import score
-from vaswani.train import checkpoint as ckpt
 from vaswani.translation.engine import load_run
 
 ctranslate2 = pytest.importorskip("ctranslate2")

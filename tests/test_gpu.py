@@ -19,7 +19,7 @@ import torch
 from vaswani import ModelConfig, Transformer
 from vaswani.config import DecodeConfig
 from vaswani.decoding.search import decode
-from vaswani.train.loss import LossHead
+from vaswani.loss import LossHead
 
 try:
     import pytest

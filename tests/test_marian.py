@@ -18,6 +18,7 @@ import torch
 from transformers import MarianConfig, MarianMTModel, MarianTokenizer
 
 from helpers import Server
+from vaswani.checkpoint import CheckpointError
 from vaswani.cli import main
 from vaswani.config import DecodeConfig
 from vaswani.decoding.search import beam_search, greedy
@@ -26,7 +27,6 @@ from vaswani.marian import MarianImportError, import_marian
 from vaswani.plot import attention
 from vaswani.run import RunError, load_trained
 from vaswani.serve import ServeSettings, create_app
-from vaswani.train.checkpoint import CheckpointError
 from vaswani.translation.engine import Engine, load_run
 from vaswani.translation.request import Request
 

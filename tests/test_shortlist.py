@@ -23,7 +23,7 @@ def pairs_with_a_dictionary(n: int = 300, seed: int = 0):
 
 def test_each_source_token_lists_its_translation_first_and_every_list_holds_the_frequent():
     shortlist = build_shortlist(
-        pairs_with_a_dictionary(), 30, 130, always=[2], frequent=1, per_token=3, never=[0]
+        pairs_with_a_dictionary(), (30, 130), always=[2], frequent=1, per_token=3, never=[0]
     )
     assert shortlist.frequent.tolist() == [2, 7]  # the most frequent, and end-of-sentence
     for s in range(10, 20):
@@ -43,7 +43,7 @@ def test_each_source_token_lists_its_translation_first_and_every_list_holds_the_
 
 def test_padding_is_never_listed_even_when_frequent():
     pairs = [(np.array([5]), np.array([0, 3]))] * 4
-    shortlist = build_shortlist(pairs, 8, 8, always=[2], frequent=5, per_token=4, never=[0])
+    shortlist = build_shortlist(pairs, (8, 8), always=[2], frequent=5, per_token=4, never=[0])
     assert 0 not in shortlist.frequent.tolist() and 0 not in shortlist.per_token.tolist()
 
 
@@ -95,7 +95,7 @@ def test_with_a_shortlist_a_sentence_outputs_only_its_own_list_and_ignores_its_b
 
 
 def test_a_saved_shortlist_loads_and_one_for_another_vocabulary_is_refused(tmp_path):
-    shortlist = build_shortlist(pairs_with_a_dictionary(), 30, 130, always=[2])
+    shortlist = build_shortlist(pairs_with_a_dictionary(), (30, 130), always=[2])
     path = tmp_path / "shortlist.safetensors"
     shortlist.save(path, {"pairs": "300"})
     loaded = Shortlist.load(path, 30, 130)

@@ -174,3 +174,110 @@ def test_the_architecture_page_names_every_module():
     modules = {str(path.relative_to(SRC)) for path in SRC.rglob("*.py")}
     assert not modules - named, f"docs/ARCHITECTURE.md does not name: {sorted(modules - named)}"
     assert not named - modules - {"tests/test_source_rules.py"}, f"gone: {sorted(named - modules)}"
+
+
+LAYERS = (
+    # Imports run one way, down this list (docs/ARCHITECTURE.md): a module may import its own
+    # layer and those above it, never one below. FRONTS are left out.
+    ("errors", "files", "progress", "config", "languages", "metrics", "device", "kernels"),
+    ("model", "checkpoint", "loss"),
+    ("data", "decoding"),
+    ("tasks",),
+    ("data.pipeline", "data.read", "data.split", "data.vocab", "data.encode", "run"),
+    ("documents",),
+    ("translation",),
+    ("train", "evaluate", "backtranslate", "distill", "marian", "plot"),
+    ("runs", "export", "serve", "demo"),
+    ("cli", "__main__"),
+)
+
+
+FRONTS = ("vaswani", "vaswani.data")
+"""Packages' fronts, which only re-export (vaswani.data's `prepare`, imported when asked for)."""
+
+
+def layer_of(module: str) -> int | None:
+    """The index in LAYERS of a module's most specific entry (vaswani.data.vocab: data.vocab)."""
+    parts = module.split(".")[1:]
+    for size in range(len(parts), 0, -1):
+        name = ".".join(parts[:size])
+        for index, names in enumerate(LAYERS):
+            if name in names:
+                return index
+    return None
+
+
+def test_imports_never_run_back_up_a_layer():
+    paths = {module_name(path): path for path in SRC.rglob("*.py")}
+    unplaced = sorted(name for name in paths if name not in FRONTS and layer_of(name) is None)
+    assert not unplaced, f"modules in no layer of LAYERS: {unplaced}"
+    upward = [
+        f"{name} -> {imported}"
+        for name, path in sorted(paths.items())
+        if name not in FRONTS
+        for imported in sorted(imported_modules(path, set(paths)))
+        if imported not in FRONTS and layer_of(imported) > layer_of(name)
+    ]
+    assert not upward, f"imports that run back up a layer: {upward}"
+
+
+def test_the_layer_rule_sees_an_import_back_up():
+    assert layer_of("vaswani.decoding.text") < layer_of("vaswani.translation.segment")
+    assert layer_of("vaswani.data.vocab") > layer_of("vaswani.tasks") > layer_of("vaswani.data")
+
+
+def public_functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Functions and methods whose name does not start with "_", outside classes that do."""
+    found = []
+
+    def visit(node: ast.AST, private: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, private or child.name.startswith("_"))
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if not private and not child.name.startswith("_"):
+                    found.append(child)
+                visit(child, True)  # a function's inner functions are its own business
+
+    visit(tree, False)
+    return found
+
+
+PASSED_ON = {
+    # `**name` that is passed on whole to what defines its keys, not a bag of options
+    "cli/config_file.py add_argument": "argparse's own add_argument",
+    "cli/fields.py settings_from": "a settings dataclass's fields",
+    "config/model.py from_preset": "ModelConfig's fields (dataclasses.replace)",
+    "config/training.py from_file": "TrainConfig's fields",
+    "data/options.py from_file": "PrepareOptions' fields",
+    "plot.py subplots": "matplotlib's subplots",
+    "progress.py progress_bar": "tqdm's options",
+}
+
+
+def test_no_public_function_takes_more_than_six_parameters_or_a_keyword_bag():
+    """A function at the limit wants a type that carries its parameters (DESIGN.md), not a
+    `**options` bag."""
+    over, bags = [], []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in public_functions(ast.parse(path.read_text(encoding="utf-8"))):
+            args = node.args
+            names = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+            count = len([n for n in names if n not in ("self", "cls")])
+            where = f"{path.relative_to(SRC)}:{node.lineno} {node.name}"
+            if count > 6:
+                over.append(f"{where} ({count})")
+            if args.kwarg is not None and f"{path.relative_to(SRC)} {node.name}" not in PASSED_ON:
+                bags.append(where)
+    assert not over, f"public functions over 6 parameters: {over}"
+    assert not bags, f"public functions taking **{'kwargs'}: {bags}"
+
+
+def test_the_parameter_rule_counts_what_it_should():
+    code = (
+        "def f(a, b, c, d, e, f, g): pass\n"
+        "def _g(a, b, c, d, e, f, g): pass\n"
+        "class _F:\n    def forward(ctx, a, b, c, d, e, f): pass\n"
+        "class K:\n    def m(self, a, b, c, d, e, f): pass\n"
+    )
+    assert [f.name for f in public_functions(ast.parse(code))] == ["f", "m"]

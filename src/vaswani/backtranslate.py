@@ -224,22 +224,32 @@ def save_point(path: Path, record: dict) -> None:
     write_atomic(progress_path(path), (json.dumps(record, indent=1) + "\n").encode())
 
 
+@dataclass(frozen=True)
+class Job:
+    """What a back-translation reads and writes: monolingual `inputs` into `output` (replacing a
+    file that is not one of its own only with `force`), this process's `shard` of it (rank,
+    world size)."""
+
+    inputs: list[Path]
+    output: Path
+    force: bool = False
+    shard: tuple[int, int] = (0, 1)
+
+
 def backtranslate(
     loaded: Engine,
-    inputs: list[Path],
-    output: Path,
+    job: Job,
     settings: BackTranslation,
     max_minutes: float | None = None,
-    force: bool = False,
     progress: Callable[[int], None] | None = None,
-    shard: tuple[int, int] = (0, 1),
 ) -> Report:
-    """Translate the sentences of `inputs` with the reverse model `loaded` into `output` (this
-    process's part of it: `shard` is (rank, world size)), resuming where an earlier call stopped,
-    until done or until `max_minutes` would be passed by one more chunk (one chunk is always
-    done, so that every call gets on). `progress` gets the sentences each chunk finished."""
+    """Translate the sentences of the job's inputs with the reverse model `loaded` into its output
+    (this process's shard of it), resuming where an earlier call stopped, until done or until
+    `max_minutes` would be passed by one more chunk (one chunk is always done, so that every call
+    gets on). `progress` gets the sentences each chunk finished."""
     start = time.perf_counter()
-    rank, world = shard
+    inputs, output, force = job.inputs, job.output, job.force
+    rank, world = job.shard
     if loaded.languages is not None:
         raise BackTranslationError(
             f"{loaded.path} is a multilingual model; back-translate with a model of one language pair"

@@ -24,7 +24,7 @@ from vaswani import plot
 from vaswani.config import TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.builtin import NUMBER_LANGUAGES, NUMBERS_MULTI_ZERO_SHOT, number_in, numbers_pair
-from vaswani.device import autocast, pick_device
+from vaswani.device import pick_device
 from vaswani.errors import VaswaniError
 from vaswani.evaluate import by_pair
 from vaswani.metrics import Scores, score
@@ -94,19 +94,31 @@ def claim_directory(out: Path) -> None:
     (out / MARKER).write_text("made by `vaswani demo`; replaced when the demo runs again\n")
 
 
-def run_demo(
-    out: Path = Path("demo"),
-    steps: int = 2000,
-    precision: str = "auto",
-    seed: int = 0,
-    device: str = "auto",
-    progress: bool = True,
-    numbers: int = 30_000,
-    multilingual: bool = False,
-) -> DemoResult:
-    """Prepare `numbers` pairs of numbers-de (multilingual: of each pair of numbers-multi; 5% held
-    out for the test), train `steps` updates, evaluate, translate and draw, all under `out`."""
-    out = Path(out)
+@dataclass(frozen=True)
+class DemoSettings:
+    """What the demo trains and how (`vaswani demo`'s flags)."""
+
+    steps: int = 2000
+    precision: str = "auto"
+    seed: int = 0
+    device: str = "auto"
+    progress: bool = True
+    numbers: int = 30_000
+    """Pairs of numbers-de (multilingual: of each pair of numbers-multi)."""
+    multilingual: bool = False
+
+
+def run_demo(out: Path = Path("demo"), settings: DemoSettings | None = None) -> DemoResult:
+    """Prepare the demo's pairs (5% held out for the test), train, evaluate, translate and draw,
+    all under `out`, as `settings` say."""
+    out, settings = Path(out), settings or DemoSettings()
+    steps, precision, seed, device = (
+        settings.steps,
+        settings.precision,
+        settings.seed,
+        settings.device,
+    )
+    progress, numbers, multilingual = settings.progress, settings.numbers, settings.multilingual
     claim_directory(out)
     data_dir, run_dir = out / "data", out / "run"
     corpus, vocab = ("numbers-multi", MULTI_VOCAB) if multilingual else ("numbers-de", 400)
@@ -135,11 +147,11 @@ def run_demo(
     run = load_run(run_dir)
     run_on, _ = pick_device(device)
     run.model.to(run_on)
+    run.precision = result.precision  # decoded as trained
     data = PreparedData(data_dir)
     sources, references = data.text("test")
     targets = data.targets("test")
-    with autocast(run_on, result.precision):
-        hypotheses = run.translate(sources, Request(target=targets))
+    hypotheses = run.translate(sources, Request(target=targets))
     exact = exact_share(hypotheses, references)
     found = DemoResult(
         directory=out,
@@ -153,8 +165,7 @@ def run_demo(
     )
     prefix = None
     if targets is not None:
-        with autocast(run_on, result.precision):
-            multilingual_results(found, run, data, hypotheses, seed)
+        multilingual_results(found, run, data, hypotheses, seed)
         prefix = run.prefixes(targets[0], 1)[0]
     plot.attention(
         run.model, run.src_tokenizer, run.tgt_tokenizer, sources[0], out / "attention.png", prefix

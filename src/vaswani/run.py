@@ -26,6 +26,7 @@ from typing import Any
 
 from torch import nn
 
+from vaswani import checkpoint as ckpt
 from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data import PreparedData
 from vaswani.data.dataset import task_of
@@ -33,7 +34,6 @@ from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
 from vaswani.errors import VaswaniError
 from vaswani.files import append_record, read_json, read_records, write_atomic
 from vaswani.tasks import get_task
-from vaswani.train import checkpoint as ckpt
 
 CONFIG = "config.json"
 TRAIN_CONFIG = "train_config.json"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,9 @@ from vaswani.data.dataset import EncodedSplit, ParallelSplit, PreparedData
 from vaswani.decoding.search import sample
 from vaswani.decoding.text import Segments, TextModel, translate
 from vaswani.device import autocast
+from vaswani.loss import LossHead, classification_loss, label_smoothed_cross_entropy
 from vaswani.metrics import perplexity_of, score
 from vaswani.model import DecoderOnly, EncoderClassifier, Transformer
-from vaswani.train.loss import LossHead, classification_loss, label_smoothed_cross_entropy
 
 
 @contextlib.contextmanager
@@ -46,6 +47,19 @@ def evaluation_mode(model: nn.Module) -> Iterator[nn.Module]:
         yield model
     finally:
         model.train(was_training)
+
+
+@dataclass(frozen=True)
+class Validation:
+    """How a task validates during training: the batch size and precision of its passes, how
+    many sentences a translation model decodes (before `deadline`, on `time.perf_counter`, if
+    given), the seed a language model samples with."""
+
+    batch_tokens: int
+    precision: str
+    eval_sentences: int = 200
+    seed: int = 0
+    deadline: float | None = None
 
 
 class Task:
@@ -134,16 +148,9 @@ class Task:
         tokens = len(indices) + int(split.tgt_lengths[indices].sum())
         return tokens, tokens
 
-    def validate(
-        self,
-        model: nn.Module,
-        data: PreparedData,
-        batch_tokens: int,
-        precision: str,
-        **options: Any,
-    ) -> dict:
+    def validate(self, model: nn.Module, data: PreparedData, how: Validation) -> dict:
         """Validation figures of a model in evaluation mode: loss and perplexity here."""
-        loss, _ = split_loss(model, data.split("valid"), self, batch_tokens, precision)
+        loss, _ = split_loss(model, data.split("valid"), self, how.batch_tokens, how.precision)
         return {"valid_loss": loss, "valid_ppl": perplexity_of(loss)}
 
     def best_line(self, value: float) -> str:
@@ -163,21 +170,14 @@ class Translate(Task):
     selection = ("valid_chrf", True)
     former_selection = "valid_bleu"
 
-    def validate(
-        self,
-        model: nn.Module,
-        data: PreparedData,
-        batch_tokens: int,
-        precision: str,
-        eval_sentences: int = 200,
-        deadline: float | None = None,
-        **options: Any,
-    ) -> dict:
+    def validate(self, model: nn.Module, data: PreparedData, how: Validation) -> dict:
         """Loss and perplexity, then sacreBLEU and chrF of greedy translations of the first
-        `eval_sentences` validation pairs (a fixed sample); with a `deadline` (on
+        `how.eval_sentences` validation pairs (a fixed sample); with a `how.deadline` (on
         `time.perf_counter`), of those decoded before it (`validation_chunks`: no chunk starts
         that would end past it at the pace so far)."""
-        result = super().validate(model, data, batch_tokens, precision)
+        result = super().validate(model, data, how)
+        eval_sentences, deadline = how.eval_sentences, how.deadline
+        batch_tokens, precision = how.batch_tokens, how.precision
         sources, references = data.text("valid")
         targets, prefixes = data.targets("valid"), None
         if targets is None:
@@ -230,19 +230,11 @@ class LanguageModel(Task):
     def forward(self, net: nn.Module, batch: Batch, head: Any = None) -> Any:
         return net(batch.tgt_in, head=head)  # the text is on the target side; the source is empty
 
-    def validate(
-        self,
-        model: nn.Module,
-        data: PreparedData,
-        batch_tokens: int,
-        precision: str,
-        seed: int = 0,
-        **options: Any,
-    ) -> dict:
+    def validate(self, model: nn.Module, data: PreparedData, how: Validation) -> dict:
         """Loss and perplexity, and one sampled text to read."""
-        result = super().validate(model, data, batch_tokens, precision)
-        with autocast(next(model.parameters()).device, precision):
-            found = sample(model, [[]], Sampling(40, 0.8, seed=seed))
+        result = super().validate(model, data, how)
+        with autocast(next(model.parameters()).device, how.precision):
+            found = sample(model, [[]], Sampling(40, 0.8, seed=how.seed))
         return {**result, "samples": [data.tgt_tokenizer.decode(found[0].tokens)]}
 
     def best_line(self, value: float) -> str:
@@ -293,17 +285,11 @@ class Classify(Task):
         """Examples (the loss is per example), and the text tokens processed."""
         return len(indices), len(indices) + int(split.src_lengths[indices].sum())
 
-    def validate(
-        self,
-        model: nn.Module,
-        data: PreparedData,
-        batch_tokens: int,
-        precision: str,
-        **options: Any,
-    ) -> dict:
+    def validate(self, model: nn.Module, data: PreparedData, how: Validation) -> dict:
         n_labels = model.cfg.n_labels
         confusion = torch.zeros(n_labels, n_labels, dtype=torch.long)
-        loss, n = split_loss(model, data.split("valid"), self, batch_tokens, precision, confusion)
+        split = data.split("valid")
+        loss, n = split_loss(model, split, self, how.batch_tokens, how.precision, confusion)
         return {"valid_loss": loss, "valid_accuracy": confusion.trace().item() / max(n, 1)}
 
     def best_line(self, value: float) -> str:

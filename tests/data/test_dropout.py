@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
+from vaswani import checkpoint as ckpt
 from vaswani.config import TrainConfig
 from vaswani.data import PreparedData
 from vaswani.data.dropout import SubwordDropout, merge_parts, split_tokens
-from vaswani.train import checkpoint as ckpt
 from vaswani.train.loop import evaluate, train
 
 

@@ -4,9 +4,9 @@ from torch import nn
 
 from helpers import random_ids
 from vaswani import DecoderOnly, EncoderOnly, ModelConfig, Transformer, new_cache
+from vaswani.loss import mean_loss
 from vaswani.model import causal_mask
 from vaswani.train import label_smoothed_cross_entropy
-from vaswani.train.loss import mean_loss
 
 VARIANTS = [
     {},

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from vaswani import checkpoint as ckpt
 from vaswani import tasks
 from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data import PreparedData
-from vaswani.train import checkpoint as ckpt
 from vaswani.train import loop, recipe
 from vaswani.train.average import WeightAverage
 from vaswani.train.loop import train
@@ -338,8 +338,10 @@ def test_validation_under_a_passed_deadline_decodes_one_chunk(numbers_data):
     data = PreparedData(numbers_data)
     model = tasks.TRANSLATE.build_model(ModelConfig.from_preset("tiny", vocab_size=300)).eval()
     late = time.perf_counter() - 1.0
-    result = tasks.TRANSLATE.validate(model, data, 1024, "fp32", eval_sentences=100, deadline=late)
+    result = tasks.TRANSLATE.validate(
+        model, data, tasks.Validation(1024, "fp32", 100, deadline=late)
+    )
     assert result["valid_sentences"] == tasks.FIRST_CHUNK
     assert "valid_sentences" not in tasks.TRANSLATE.validate(
-        model, data, 1024, "fp32", eval_sentences=30
+        model, data, tasks.Validation(1024, "fp32", 30)
     )

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from vaswani import ModelConfig, Transformer
+from vaswani import checkpoint as ckpt
 from vaswani.files import write_atomic
-from vaswani.train import checkpoint as ckpt
 
 
 def model(**overrides) -> Transformer:
@@ -134,7 +134,7 @@ SAVER = textwrap.dedent(
     import sys
     from pathlib import Path
     from vaswani import ModelConfig, Transformer
-    from vaswani.train import checkpoint as ckpt
+    from vaswani import checkpoint as ckpt
 
     directory = Path(sys.argv[1])
     net = Transformer(ModelConfig.from_preset("small", vocab_size=4000))

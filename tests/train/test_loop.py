@@ -12,13 +12,13 @@ import pytest
 import torch
 
 from helpers import losses
+from vaswani import checkpoint as ckpt
 from vaswani import run as run_files
 from vaswani import tasks
 from vaswani.cli import main
 from vaswani.config import TrainConfig
 from vaswani.data import PreparedData, TokenBatchSampler
 from vaswani.run import RunError
-from vaswani.train import checkpoint as ckpt
 from vaswani.train import loop
 from vaswani.train.average import average_checkpoints
 from vaswani.train.loop import TrainingError, train

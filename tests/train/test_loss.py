@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 
-from vaswani.train import loss as loss_module
-from vaswani.train.loss import label_smoothed_cross_entropy, linear_cross_entropy, mean_loss
+from vaswani import loss as loss_module
+from vaswani.loss import label_smoothed_cross_entropy, linear_cross_entropy, mean_loss
 
 
 def test_label_smoothing_matches_a_hand_computed_value():
@@ -71,7 +71,7 @@ def test_fused_output_loss_in_a_model_with_tied_embeddings():
     """Through `Transformer.forward(head=LossHead)`: the tied embedding/projection weight gets
     the sum of both gradients, as with logits."""
     from vaswani import ModelConfig, Transformer
-    from vaswani.train.loss import LossHead
+    from vaswani.loss import LossHead
 
     torch.manual_seed(0)
     model = Transformer(ModelConfig.from_preset("tiny"))

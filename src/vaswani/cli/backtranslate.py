@@ -96,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vaswani.backtranslate import BackTranslation, backtranslate, join_parts
+    from vaswani.backtranslate import BackTranslation, Job, backtranslate, join_parts
 
     for path in args.input:
         if not path.exists():
@@ -127,16 +127,8 @@ def run(args: argparse.Namespace) -> int:
     )
     bar = progress_bar(enabled=rank == 0, unit=" sent", desc="back-translating")
     with bar, loaded.computing():
-        report = backtranslate(
-            loaded,
-            args.input,
-            args.output,
-            settings,
-            args.max_minutes,
-            args.force,
-            bar.update,
-            (rank, world),
-        )
+        job = Job(args.input, args.output, args.force, (rank, world))
+        report = backtranslate(loaded, job, settings, args.max_minutes, bar.update)
     if dist is not None:
         dist.barrier()
         if rank == 0:

@@ -58,7 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vaswani.demo import run_demo  # training and matplotlib, for this command only
+    from vaswani.demo import (  # training and matplotlib, for this command only
+        DemoSettings,
+        run_demo,
+    )
 
     multi = args.multilingual
     steps = args.steps or (MULTI_STEPS if multi else STEPS)
@@ -73,9 +76,10 @@ def run(args: argparse.Namespace) -> int:
         f"vaswani demo: a Transformer learns {what} ({steps} training steps); everything goes "
         f"to {args.out}/"
     )
-    result = run_demo(
-        args.out, steps, args.precision, args.seed, args.device, numbers=numbers, multilingual=multi
+    settings = DemoSettings(
+        steps, args.precision, args.seed, args.device, numbers=numbers, multilingual=multi
     )
+    result = run_demo(args.out, settings)
     report(result)
     if result.exact_match < args.min_accuracy:
         worst = " (the worst pair's)" if result.by_pair else ""

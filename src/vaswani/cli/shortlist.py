@@ -68,8 +68,7 @@ def run(args: argparse.Namespace) -> int:
     pairs = (train.pair(i) for i in range(count))
     shortlist = build_shortlist(
         progress_bar(pairs, total=count, unit="pair", desc="counting"),
-        cfg.vocab_size,
-        cfg.target_vocab_size,
+        (cfg.vocab_size, cfg.target_vocab_size),
         always=[cfg.eos_id],
         frequent=args.frequent,
         per_token=args.per_token,

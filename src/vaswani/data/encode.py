@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -114,20 +115,26 @@ def evaluation_text(
     }
 
 
+@dataclass(frozen=True)
+class Encoding:
+    """How every split of a dataset is encoded: by which tokenizers, into which integer type, with
+    which options, each pair after which prefix (a multilingual pair's tokens)."""
+
+    tokenizers: dict[str, SubwordTokenizer]
+    dtype: np.dtype
+    opts: PrepareOptions
+    prefix: Callable[[Example], list[int]] | None = None
+    languages: Languages | None = None
+
+
 def encode_split(
-    work: Path,
-    split: str,
-    pairs: Iterator[Example],
-    count: int,
-    tokenizers: dict[str, SubwordTokenizer],
-    dtype: np.dtype,
-    opts: PrepareOptions,
-    prefix: Callable[[Example], list[int]] | None = None,
-    languages: Languages | None = None,
+    encoding: Encoding, work: Path, split: str, pairs: Iterator[Example], count: int
 ) -> dict:
-    """Encode one split in chunks, drop pairs over max_example_len (cut a language model's texts into
-    pieces instead), write ids (and evaluation text; for a multilingual dataset, the language pair
-    of each line in {split}.pair.txt)."""
+    """Encode one split (`count` pairs) in chunks into `work`, drop pairs over max_example_len (cut
+    a language model's texts into pieces instead), write ids (and evaluation text; for a
+    multilingual dataset, the language pair of each line in {split}.pair.txt)."""
+    tokenizers, dtype, opts = encoding.tokenizers, encoding.dtype, encoding.opts
+    prefix, languages = encoding.prefix, encoding.languages
     by_pair: Counter = Counter()
     writers = {side: IdsWriter(work / f"{split}.{side}", dtype) for side in SIDES}
     lengths: dict[str, list[np.ndarray]] = {"src": [], "tgt": []}

@@ -38,7 +38,7 @@ from vaswani.config import LIMITS
 from vaswani.data.clean import contamination_mask, exclusion_keys
 from vaswani.data.corpora import DataError
 from vaswani.data.dataset import FORMAT_VERSION, SIDES, SPLITS, ParallelSplit
-from vaswani.data.encode import encode_split
+from vaswani.data.encode import Encoding, encode_split
 from vaswani.data.options import PrepareOptions
 from vaswani.data.read import CorpusSource, corpus_languages, open_corpus
 from vaswani.data.split import KeptText, cleaning_record, split_corpus
@@ -147,18 +147,9 @@ def _prepare_into(
     counts["train"] = text.training_pairs()
     largest = max(tokenizer_meta["vocab_size"].values())
     dtype = np.dtype("<u2") if largest <= 1 << 16 else np.dtype("<u4")
+    encoding = Encoding(tokenizers, dtype, opts, prefix, languages)
     splits_meta = {
-        split: encode_split(
-            work,
-            split,
-            text.pairs(split, sampled=True),
-            counts[split],
-            tokenizers,
-            dtype,
-            opts,
-            prefix,
-            languages,
-        )
+        split: encode_split(encoding, work, split, text.pairs(split, sampled=True), counts[split])
         for split in SPLITS
     }
     for path in [*raw.values(), records]:

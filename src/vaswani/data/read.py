@@ -46,9 +46,10 @@ class CorpusSource:
 
 
 def single(
-    description: dict, pairs: Iterator[Pair], dropped: Counter, **fractions: float
+    description: dict, pairs: Iterator[Pair], dropped: Counter, held_out: float = 0.01
 ) -> CorpusSource:
-    return CorpusSource(description, [Corpus(description, pairs, dropped)], **fractions)
+    """One corpus as the source of a dataset; `held_out`: its share in each of valid and test."""
+    return CorpusSource(description, [Corpus(description, pairs, dropped)], held_out, held_out)
 
 
 def open_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
@@ -119,7 +120,7 @@ def builtin_corpus(name: str, opts: PrepareOptions, dropped: Counter) -> CorpusS
         make = grammar_en if name == "grammar-en" else sentiment_en
         description = {"name": name, "size": opts.builtin_size, "seed": opts.seed}
         pairs = make(opts.builtin_size, opts.seed)
-        return single(description, pairs, dropped, valid_fraction=0.05, test_fraction=0.05)
+        return single(description, pairs, dropped, held_out=0.05)
     if name == "numbers-de":
         description = {
             "name": "numbers-de",
@@ -128,7 +129,7 @@ def builtin_corpus(name: str, opts: PrepareOptions, dropped: Counter) -> CorpusS
             "max_number": opts.numbers_max,
         }
         pairs = numbers_de(opts.numbers_size, opts.seed, opts.numbers_max)
-        return single(description, pairs, dropped, valid_fraction=0.05, test_fraction=0.05)
+        return single(description, pairs, dropped, held_out=0.05)
     if name == "numbers-multi":
         return numbers_multi(opts)
     pairs = ding_de_en(Path(opts.ding_path), dropped)

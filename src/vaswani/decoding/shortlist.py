@@ -124,15 +124,16 @@ class Cooccurrence:
 
 def build_shortlist(
     pairs: Iterable[tuple[np.ndarray, np.ndarray]],
-    source_vocab: int,
-    target_vocab: int,
+    vocabularies: tuple[int, int],
     always: Iterable[int],
     frequent: int = 500,
     per_token: int = 50,
     never: Iterable[int] = (),
 ) -> Shortlist:
-    """The shortlist of training pairs of token ids (see the module docstring). `always`: target
-    ids in every list (the end-of-sentence token); `never`: ids in none (padding)."""
+    """The shortlist of training pairs of token ids (see the module docstring) of a model of
+    `vocabularies` (source, target sizes). `always`: target ids in every list (the
+    end-of-sentence token); `never`: ids in none (padding)."""
+    source_vocab, target_vocab = vocabularies
     counts = Cooccurrence(source_vocab, target_vocab)
     for src, tgt in pairs:
         counts.add(src, tgt)

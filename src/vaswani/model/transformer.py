@@ -228,7 +228,7 @@ class Transformer(nn.Module):
 
     def forward(self, src_ids: Tensor, tgt_ids: Tensor, head: Head | None = None) -> Any:
         """Logits, or what `head` makes of the decoder's states instead of the output projection
-        (training's loss: `vaswani.train.loss.LossHead`)."""
+        (training's loss: `vaswani.loss.LossHead`)."""
         check_ids(tgt_ids, self.cfg.target_vocab_size, self.cfg.max_len, "target")
         memory, src_mask = self.encode(src_ids)
         state = WholeSequence(self.cross_keys_values(memory), src_mask)

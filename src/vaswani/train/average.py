@@ -10,8 +10,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from vaswani import checkpoint as ckpt
 from vaswani.run import AVERAGED, CHECKPOINTS
-from vaswani.train import checkpoint as ckpt
 
 
 def average_checkpoints(run_dir: Path, last: int = 5) -> tuple[Path, list[str]]:

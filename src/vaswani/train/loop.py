@@ -28,6 +28,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from vaswani import checkpoint as ckpt
 from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data import Position, PreparedData, TokenBatchSampler
 from vaswani.data.dropout import SubwordDropout, merge_parts
@@ -35,7 +36,6 @@ from vaswani.device import Placement, grad_scaler, place
 from vaswani.progress import progress_bar
 from vaswani.run import CHECKPOINTS, append_metrics, data_fingerprint, truncate_metrics
 from vaswani.tasks import Task, get_task
-from vaswani.train import checkpoint as ckpt
 from vaswani.train import recipe
 from vaswani.train.average import WeightAverage
 from vaswani.train.board import Board, require_tensorboard
@@ -45,7 +45,7 @@ from vaswani.train.guided import GuidedAlignment
 from vaswani.train.plan import TrainPlan, print_plan, resolve_plan, time_horizon
 from vaswani.train.schedule import Schedule
 from vaswani.train.setup import open_run
-from vaswani.train.state import TrainState, load_checkpoint, save_checkpoint
+from vaswani.train.state import Learner, TrainState, load_checkpoint, save_checkpoint
 from vaswani.train.step import TrainingError, train_update
 from vaswani.train.stop import StopRequest
 from vaswani.train.validation import evaluate, evaluation_line, record_evaluation
@@ -182,6 +182,7 @@ class Trainer:
             if not task.parallel:
                 raise TrainingError("--guided-alignment is for translation models")
             self.guide = GuidedAlignment(self.model, data, tc.guided_alignment)
+        self.learner = Learner(self.net, self.optimizer, self.scaler, self.guide)
         self.split = data.split("train")
         self.sampler = TokenBatchSampler(
             self.split.src_lengths, self.split.tgt_lengths, tc.batch_tokens, seed=tc.seed
@@ -328,16 +329,9 @@ class Trainer:
             group["lr"] = lr
         if isinstance(self.split, SubwordDropout):
             self.split.at(step)
+        micro_batches = [b for _, b in micro]
         tokens, loss, grad_norm = train_update(
-            self.net,
-            self.optimizer,
-            self.scaler,
-            self.task,
-            self.split,
-            [b for _, b in micro],
-            tc,
-            self.dist,
-            self.guide,
+            self.learner, self.task, self.split, micro_batches, tc, self.dist
         )
         update = Update(loss, grad_norm, lr, tokens)
         if self.scaler.is_enabled():
@@ -425,13 +419,7 @@ class Trainer:
                     average = self.average.model
                     extra[WeightAverage.FILE] = lambda p: ckpt.save_weights(average, p)
                 save_checkpoint(
-                    self.run_dir / CHECKPOINTS,
-                    self.model,
-                    self.optimizer,
-                    state,
-                    tc.keep_last,
-                    self.scaler,
-                    extra,
+                    self.run_dir / CHECKPOINTS, self.learner, state, tc.keep_last, extra
                 )
             dist.barrier()
             self.closing.save = self.clock.now() - began

@@ -30,6 +30,7 @@ from vaswani.files import read_json
 from vaswani.tasks import Task, get_task
 from vaswani.train.distributed import Distributed
 from vaswani.train.schedule import paper_peak, schedule_named
+from vaswani.train.state import Learner
 from vaswani.train.step import model_config_for, train_update
 
 RECORD = "recipe.json"
@@ -251,7 +252,7 @@ def update_seconds(
         # This process's share of an update, timed alone: the throwaway model is not wrapped in
         # DDP, so no gradients are exchanged.
         micro = [next(stream)[1] for _ in range(max(tc.accumulate // dist.world_size, 1))]
-        train_update(model, optimizer, scaler, task, split, micro, tc, alone)
+        train_update(Learner(model, optimizer, scaler), task, split, micro, tc, alone)
         optimizer.step()
         times.append(time.perf_counter() - began)
     torch.set_rng_state(rng)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
@@ -79,8 +78,11 @@ def open_run(
     return cfg, initial
 
 
-def resume_config(run: Path, **budget: Any) -> TrainConfig:
+def resume_config(
+    run: Path, max_steps: int | None = None, max_minutes: float | None = None
+) -> TrainConfig:
     """The saved settings of `run`, with `max_steps` / `max_minutes` replaced where given."""
+    budget = {"max_steps": max_steps, "max_minutes": max_minutes}
     path = Path(run) / TRAIN_CONFIG
     if not path.is_file():
         raise TrainingError(f"{run}: not a training run directory (no {TRAIN_CONFIG})")

@@ -12,10 +12,11 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
+from vaswani import checkpoint as ckpt
 from vaswani.files import read_json
 from vaswani.tasks import Task
-from vaswani.train import checkpoint as ckpt
 
 
 @dataclass
@@ -64,18 +65,34 @@ class TrainState:
         return cls(**{key: value for key, value in data.items() if key in names})
 
 
+@dataclass
+class Learner:
+    """What an optimizer update changes and a checkpoint saves: the network (wrapped in DDP or
+    not), its optimizer and loss scaler, and the guided-alignment loss that joins the task's
+    (`vaswani.train.guided.GuidedAlignment`, or None)."""
+
+    net: nn.Module
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    guide: Any = None
+
+    @property
+    def model(self) -> nn.Module:
+        """The model itself, out of its DDP wrapper."""
+        return self.net.module if isinstance(self.net, DistributedDataParallel) else self.net
+
+
 def save_checkpoint(
     directory: Path,
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
+    learner: Learner,
     state: TrainState,
     keep_last: int,
-    scaler: torch.amp.GradScaler | None = None,
     extra: dict[str, Any] | None = None,
 ) -> Path:
     """A checkpoint of the run at `state.step` in `directory`, made `latest`; the oldest beyond
     `keep_last` are removed. `extra`: more files, by name, each with the function that writes it
     (the weight average)."""
+    model, optimizer, scaler = learner.model, learner.optimizer, learner.scaler
     record = state.to_dict()
     if scaler is not None and scaler.is_enabled():  # fp16: exact resume needs the loss scale
         record["grad_scaler"] = scaler.state_dict()

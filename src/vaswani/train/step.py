@@ -9,8 +9,6 @@ import dataclasses
 from typing import Any
 
 import torch
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 
 from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data.batching import collate
@@ -19,6 +17,7 @@ from vaswani.device import autocast
 from vaswani.errors import VaswaniError
 from vaswani.tasks import Task, get_task
 from vaswani.train.distributed import Distributed
+from vaswani.train.state import Learner
 
 
 class TrainingError(VaswaniError):
@@ -54,22 +53,20 @@ def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
 
 
 def train_update(
-    net: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scaler: torch.amp.GradScaler,
+    learner: Learner,
     task: Task,
     split: ParallelSplit,
     micro_batches: list[Any],
     tc: TrainConfig,
     dist: Distributed,
-    guide: Any = None,
 ) -> tuple[int, float, float]:
-    """The gradients of one optimizer update, over `micro_batches` (index arrays of `split`): the
-    forward and backward passes, gradient accumulation, DDP's all-reduce, loss scaling and
-    clipping. The caller applies them (or not, by its NaN policy). `guide`: a
-    `vaswani.train.guided.GuidedAlignment` whose loss joins the translation loss. Returns the
-    update's tokens, its mean (translation) loss and the gradient norm before clipping."""
-    model = net.module if isinstance(net, DistributedDataParallel) else net
+    """The gradients of one optimizer update of `learner`, over `micro_batches` (index arrays of
+    `split`): the forward and backward passes, gradient accumulation, DDP's all-reduce, loss
+    scaling and clipping. The caller applies them (or not, by its NaN policy). The learner's
+    guided-alignment loss, if any, joins the translation loss. Returns the update's tokens, its
+    mean (translation) loss and the gradient norm before clipping."""
+    net, optimizer, scaler, guide = learner.net, learner.optimizer, learner.scaler, learner.guide
+    model = learner.model
     cfg, device = model.cfg, dist.device
     sizes = [task.batch_size(split, indices) for indices in micro_batches]
     update_count, update_tokens = (sum(column) for column in zip(*sizes, strict=True))

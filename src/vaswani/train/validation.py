@@ -9,11 +9,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from vaswani import checkpoint as ckpt
 from vaswani.config import TrainConfig
 from vaswani.data import PreparedData
 from vaswani.run import BEST, append_metrics
-from vaswani.tasks import Task, evaluation_mode, get_task
-from vaswani.train import checkpoint as ckpt
+from vaswani.tasks import Task, Validation, evaluation_mode, get_task
 from vaswani.train.state import TrainState
 
 
@@ -32,15 +32,8 @@ def evaluate(
     if len(data.split("valid")) == 0:
         return None
     with evaluation_mode(model):
-        return get_task(data.task).validate(
-            model,
-            data,
-            tc.batch_tokens,
-            tc.precision,
-            eval_sentences=tc.eval_sentences,
-            seed=tc.seed,
-            deadline=deadline,
-        )
+        how = Validation(tc.batch_tokens, tc.precision, tc.eval_sentences, tc.seed, deadline)
+        return get_task(data.task).validate(model, data, how)
 
 
 def record_evaluation(
