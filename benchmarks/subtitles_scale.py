@@ -37,7 +37,7 @@ def stages(path: str) -> None:
     """In a child: `path` read, its texts translated by the stand-in (a chunk at a time, as
     `translate_documents` does for a real model) and written back, timed; prints JSON."""
     sys.path.insert(0, str(ROOT / "src"))
-    from vaswani.documents.files import read_document, translate_documents
+    from vaswani.documents.formats import read_document, translate_documents
 
     def stand_in(texts: list[str], alignments: bool) -> tuple[list[str], list]:
         aligned = [[(i, i) for i in range(len(t.split()))] for t in texts]

@@ -9,7 +9,7 @@ from safetensors.torch import load_file
 
 from helpers import cli
 from vaswani.cli import build_parser, with_config
-from vaswani.config.files import ConfigFileError
+from vaswani.config.settings_files import ConfigFileError
 
 TRAIN_FLAGS = [
     "--preset",

@@ -136,20 +136,20 @@ def test_the_task_rule_sees_comparisons_and_tables():
 
 def test_files_vaswani_reads_from_directories_go_through_one_reader():
     """JSON and text files named inside run, data, checkpoint and model directories are read by
-    vaswani.files (read_json, read_text): a damaged one is one line naming the file and where,
+    vaswani.safe_io (read_json, read_text): a damaged one is one line naming the file and where,
     never a JSONDecodeError or UnicodeDecodeError. Parsing what is not a file is allowed: a
     request body, a flag's value, a tokenizer serialised in memory, a file of the package."""
     not_files = ("body.decode", "json.loads(value)", ".to_str()", "resources.files(", "loads(line)")
     offenders = []
     for path in SRC.rglob("*.py"):
-        if path.name == "files.py" and path.parent == SRC:
+        if path.name == "safe_io.py" and path.parent == SRC:
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if re.search(r"json\.loads?\(|\.read_text\(", line) and not any(
                 allowed in line for allowed in not_files
             ):
                 offenders.append(f"{path.relative_to(SRC)}:{number}: {line.strip()}")
-    assert not offenders, "read these with vaswani.files.read_json / read_text:\n" + "\n".join(
+    assert not offenders, "read these with vaswani.safe_io.read_json / read_text:\n" + "\n".join(
         offenders
     )
 
@@ -179,7 +179,7 @@ def test_the_architecture_page_names_every_module():
 LAYERS = (
     # Imports run one way, down this list (docs/ARCHITECTURE.md): a module may import its own
     # layer and those above it, never one below. FRONTS are left out.
-    ("errors", "files", "progress", "config", "languages", "metrics", "device", "kernels"),
+    ("errors", "safe_io", "progress", "config", "languages", "metrics", "device", "kernels"),
     ("model", "checkpoint", "loss"),
     ("data", "decoding"),
     ("tasks",),
@@ -187,7 +187,7 @@ LAYERS = (
     ("documents",),
     ("translation",),
     ("train", "evaluate", "backtranslate", "distill", "marian", "plot"),
-    ("runs", "export", "serve", "demo"),
+    ("run_table", "export", "serve", "demo"),
     ("cli", "__main__"),
 )
 

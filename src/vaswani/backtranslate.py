@@ -42,7 +42,7 @@ from vaswani.data.clean import KeySet, normalised, text_key
 from vaswani.data.corpora import DataError, numbered_lines, read_lines
 from vaswani.decoding.text import Segments, TextModel, translate_segments
 from vaswani.errors import VaswaniError
-from vaswani.files import not_a_link, open_no_follow, read_json, write_atomic
+from vaswani.safe_io import not_a_link, open_no_follow, read_json, write_atomic
 from vaswani.translation.engine import Engine
 from vaswani.translation.segment import split_sentences
 

@@ -26,7 +26,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from vaswani.errors import VaswaniError
-from vaswani.files import (
+from vaswani.safe_io import (
     DamagedFileError,
     UnsafeFileError,
     fsync,

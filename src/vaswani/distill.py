@@ -31,7 +31,7 @@ from vaswani.data.ids import IdsWriter
 from vaswani.decoding.ensemble import Ensemble
 from vaswani.decoding.text import Segments, TextModel, translate_segments
 from vaswani.errors import VaswaniError
-from vaswani.files import built_in_place
+from vaswani.safe_io import built_in_place
 from vaswani.tasks import TRANSLATE, get_task
 from vaswani.translation.engine import Engine
 

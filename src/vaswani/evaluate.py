@@ -28,9 +28,9 @@ from vaswani.data.tokenizer import LabelSet
 from vaswani.decoding.confidence import Calibration, fit, mean_probability, spearman
 from vaswani.decoding.text import Segments, Tokenizer, encode_each, encode_sources
 from vaswani.errors import VaswaniError
-from vaswani.files import write_atomic
 from vaswani.metrics import Scores, perplexity_of, score, sentence_chrf
 from vaswani.run import CONFIDENCE
+from vaswani.safe_io import write_atomic
 from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, split_loss
 from vaswani.translation.engine import Engine
 from vaswani.translation.pipeline import best_texts

@@ -26,7 +26,6 @@ from torch import Tensor, nn
 
 from vaswani.config import ModelConfig
 from vaswani.errors import VaswaniError
-from vaswani.files import member
 from vaswani.marian import (
     BPE_FILE,
     BPE_TARGET_FILE,
@@ -36,6 +35,7 @@ from vaswani.marian import (
     weight_names,
 )
 from vaswani.model import sinusoidal_encoding
+from vaswani.safe_io import member
 from vaswani.translation.engine import Engine, load_run
 
 FORMATS = ("ctranslate2", "huggingface")

@@ -23,9 +23,9 @@ import torch
 from vaswani import checkpoint as ckpt
 from vaswani.config import ModelConfig
 from vaswani.errors import VaswaniError
-from vaswani.files import read_json
 from vaswani.languages import Languages, code, marian_languages
 from vaswani.model import Transformer, sinusoidal_encoding
+from vaswani.safe_io import read_json
 
 # Hugging Face activation names -> vaswani's (HF "gelu" is the exact, erf-based GELU).
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu", "silu": "silu"}

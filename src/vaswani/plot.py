@@ -20,9 +20,9 @@ from matplotlib.figure import Figure
 from vaswani.config import DecodeConfig
 from vaswani.decoding.search import decode
 from vaswani.errors import VaswaniError
-from vaswani.files import is_number, read_records, write_atomic
 from vaswani.model import sinusoidal_encoding
 from vaswani.run import METRICS
+from vaswani.safe_io import is_number, read_records, write_atomic
 
 
 class PlotError(VaswaniError, ValueError):

@@ -32,7 +32,7 @@ from vaswani.data import PreparedData
 from vaswani.data.dataset import task_of
 from vaswani.data.tokenizer import load_tokenizers, vocab_mismatch
 from vaswani.errors import VaswaniError
-from vaswani.files import append_record, read_json, read_records, write_atomic
+from vaswani.safe_io import append_record, read_json, read_records, write_atomic
 from vaswani.tasks import get_task
 
 CONFIG = "config.json"

@@ -7,7 +7,7 @@ import zipfile
 import pytest
 
 from helpers_files import PNG, docx, epub, odt, run
-from vaswani.documents.files import (
+from vaswani.documents.formats import (
     DocumentOptions,
     read_document,
     translate_documents,
@@ -192,7 +192,7 @@ def test_markdown_keeps_code_urls_and_structure():
 
 
 def test_a_long_file_is_translated_a_chunk_at_a_time_with_the_same_result(monkeypatch):
-    import vaswani.documents.files as files
+    import vaswani.documents.formats as files
 
     cues = "\n\n".join(
         f"{i}\n00:00:0{i},000 --> 00:00:0{i},500\nCue <i>number</i> {i}." for i in range(1, 8)

@@ -9,7 +9,7 @@ from lxml import etree
 
 from helpers import translate_cli
 from helpers_files import docx, epub, odt, run, zip_bomb, zipped
-from vaswani.documents.files import DocumentError, read_document, translate_documents
+from vaswani.documents.formats import DocumentError, read_document, translate_documents
 
 
 def damaged_deflate(data: bytes, member: str) -> bytes:

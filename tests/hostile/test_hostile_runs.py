@@ -114,7 +114,7 @@ def test_read_only_commands_leave_a_save_in_progress_alone(numbers_run, tmp_path
 
 
 def test_an_evaluation_is_not_appended_through_a_link(numbers_run, tmp_path):
-    from vaswani.runs import EVALUATIONS, record_evaluation
+    from vaswani.run_table import EVALUATIONS, record_evaluation
 
     run, target = copy_run(numbers_run, tmp_path), outside_file(tmp_path)
     (run / EVALUATIONS).symlink_to(target)
@@ -124,8 +124,8 @@ def test_an_evaluation_is_not_appended_through_a_link(numbers_run, tmp_path):
 
 
 def test_metrics_are_not_appended_through_a_link(numbers_run, tmp_path):
-    from vaswani.files import UnsafeFileError
     from vaswani.run import METRICS, append_metrics
+    from vaswani.safe_io import UnsafeFileError
 
     run, target = copy_run(numbers_run, tmp_path), outside_file(tmp_path)
     (run / METRICS).unlink()
@@ -146,7 +146,7 @@ def test_a_plot_replaces_a_link_instead_of_writing_through_it(numbers_run, tmp_p
 
 
 def test_tensorboard_and_checkpoints_never_write_into_a_linked_directory(numbers_run, tmp_path):
-    from vaswani.files import UnsafeFileError
+    from vaswani.safe_io import UnsafeFileError
     from vaswani.train.board import Board
 
     run, elsewhere = copy_run(numbers_run, tmp_path), tmp_path / "elsewhere"
@@ -385,7 +385,7 @@ def test_a_damaged_progress_record_is_one_line(tmp_path, change, message):
 
 def test_word_alignments_are_read_within_bounds(tmp_path):
     from vaswani.data.wordalign import FILE, load_alignments
-    from vaswani.files import DamagedFileError
+    from vaswani.safe_io import DamagedFileError
 
     (tmp_path / FILE).write_text("0-0 1-1\n0-0\n")
     assert load_alignments(tmp_path, 2) == ["0-0 1-1", "0-0"]

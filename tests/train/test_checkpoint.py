@@ -12,7 +12,7 @@ import torch
 
 from vaswani import ModelConfig, Transformer
 from vaswani import checkpoint as ckpt
-from vaswani.files import write_atomic
+from vaswani.safe_io import write_atomic
 
 
 def model(**overrides) -> Transformer:

@@ -26,7 +26,7 @@ from vaswani.data.corpora import (
 from vaswani.decoding.quantize import QUANTIZATIONS
 from vaswani.device import place
 from vaswani.errors import VaswaniError
-from vaswani.files import overlap
+from vaswani.safe_io import overlap
 from vaswani.tasks import Task
 from vaswani.translation.align import AlignSettings
 from vaswani.translation.engine import Choices, Engine, EngineError, decided, load_run

@@ -10,7 +10,7 @@ flag given on the command line wins (for lists, adds). A null value is the same 
 
 The command's parser is a `SettingsParser`, which keeps every argument it is given (`settings`),
 so nothing here reads argparse's internals. The same YAML is loaded without the command line by
-`TrainConfig.from_file` and `PrepareOptions.from_file` (`vaswani.config.files`).
+`TrainConfig.from_file` and `PrepareOptions.from_file` (`vaswani.config.settings_files`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vaswani.config.files import ConfigFileError, read_settings, unknown_key
+from vaswani.config.settings_files import ConfigFileError, read_settings, unknown_key
 
 NOT_SETTINGS = {"help", "config", "print_config", "force", "resume", "reset_data_position"}
 LIST, SWITCH, NEGATABLE = "list", "switch", "negatable"

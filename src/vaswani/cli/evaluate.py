@@ -30,10 +30,10 @@ from vaswani.evaluate import (
     evaluate_translation,
     perplexity,
 )
-from vaswani.files import write_output
 from vaswani.progress import progress_bar
 from vaswani.run import training_data
-from vaswani.runs import is_run, record_evaluation
+from vaswani.run_table import is_run, record_evaluation
+from vaswani.safe_io import write_output
 from vaswani.tasks import TASKS_BY_NAME
 from vaswani.translation import pipeline
 from vaswani.translation.engine import Engine

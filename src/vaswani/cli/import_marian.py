@@ -12,8 +12,8 @@ from pathlib import Path
 
 from vaswani.cli.common import CliError
 from vaswani.config import ModelConfig
-from vaswani.files import read_json
 from vaswani.run import CONFIG
+from vaswani.safe_io import read_json
 from vaswani.translation.engine import load_run
 
 HELP = "turn a Hugging Face Marian / OPUS-MT model into a run directory"

@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 
 from vaswani.errors import VaswaniError
-from vaswani.runs import COLUMNS, find_runs, summary
+from vaswani.run_table import COLUMNS, find_runs, summary
 
 HELP = "compare training runs in one table (or --json)"
 HEADINGS = {

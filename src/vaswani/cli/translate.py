@@ -34,7 +34,7 @@ from vaswani.cli.common import (
     writable_file,
 )
 from vaswani.decoding.text import Translation
-from vaswani.documents.files import (
+from vaswani.documents.formats import (
     FORMATS,
     PARTIAL,
     READERS,
@@ -45,8 +45,8 @@ from vaswani.documents.files import (
     read_document,
     translate_documents,
 )
-from vaswani.files import read_bounded, write_output
 from vaswani.progress import progress_bar
+from vaswani.safe_io import read_bounded, write_output
 from vaswani.tasks import TRANSLATE
 from vaswani.translation import pipeline
 from vaswani.translation.align import Alignment, pharaoh

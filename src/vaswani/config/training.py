@@ -17,8 +17,8 @@ from vaswani.config.checks import (
     one_of,
     requirement,
 )
-from vaswani.config.files import load_settings
 from vaswani.config.model import PRESETS, ModelConfig
+from vaswani.config.settings_files import load_settings
 
 # Training settings that go with a model size. base and big: the paper's (§5.3). tiny and small,
 # which are trained on CPUs for minutes rather than on GPUs for days: a shorter warm-up, a higher

@@ -8,8 +8,8 @@ import numpy as np
 
 from vaswani.data.corpora import DataError
 from vaswani.data.tokenizer import load_tokenizers
-from vaswani.files import check_keys, read_json, read_text
 from vaswani.languages import LanguageError, Languages, pair_name, parse_pair
+from vaswani.safe_io import check_keys, read_json, read_text
 
 FORMAT_VERSION = 1
 """The layout of a prepared directory that `prepare` writes and this module reads."""

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from vaswani.config import one_of
-from vaswani.config.files import load_settings
+from vaswani.config.settings_files import load_settings
 from vaswani.data.builtin import DING_PATH
 from vaswani.data.clean import DEDUPE
 from vaswani.data.corpora import DEFAULT_MAX_LINE_BYTES

@@ -44,8 +44,8 @@ from vaswani.data.read import CorpusSource, corpus_languages, open_corpus
 from vaswani.data.split import KeptText, cleaning_record, split_corpus
 from vaswani.data.vocab import dataset_tokenizers
 from vaswani.data.wordalign import write_alignments
-from vaswani.files import built_in_place
 from vaswani.languages import check_token_form
+from vaswani.safe_io import built_in_place
 from vaswani.tasks import get_task
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from vaswani.files import DamagedFileError, read_json
+from vaswani.safe_io import DamagedFileError, read_json
 
 WORD_BOUNDARY = "\u2581"  # "▁", SentencePiece's mark for a space before a piece
 PAD, EOS, UNK = "<pad>", "</s>", "<unk>"

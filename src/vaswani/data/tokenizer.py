@@ -16,7 +16,7 @@ from typing import Any
 from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, trainers
 from tokenizers.models import BPE
 
-from vaswani.files import member, read_json
+from vaswani.safe_io import member, read_json
 
 # Their ids are 0..3, matching ModelConfig's pad_id, bos_id, eos_id defaults.
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"

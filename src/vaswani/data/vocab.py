@@ -23,8 +23,8 @@ from vaswani.data.tokenizer import (
     iter_text_lines,
     load_tokenizers,
 )
-from vaswani.files import UnsafeFileError, member, read_json
 from vaswani.languages import Languages
+from vaswani.safe_io import UnsafeFileError, member, read_json
 from vaswani.tasks import get_task
 
 

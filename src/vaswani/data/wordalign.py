@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from vaswani.data.corpora import DataError
-from vaswani.files import DamagedFileError, member, read_text
+from vaswani.safe_io import DamagedFileError, member, read_text
 
 FILE = "train.align"
 MAX_LINK_BYTES = 1 << 20

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vaswani.documents.files import DocumentError, DocumentOptions, decoded
+from vaswani.documents.formats import DocumentError, DocumentOptions, decoded
 from vaswani.documents.html import HtmlDocument, HtmlError
 from vaswani.documents.markup import Alignment
 from vaswani.documents.office import Zipped

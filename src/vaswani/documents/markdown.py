@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from vaswani.documents.files import DocumentError, DocumentOptions, decoded
+from vaswani.documents.formats import DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment, Element, Tagged, place
 
 _ENDING = re.compile(

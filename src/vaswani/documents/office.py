@@ -25,7 +25,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from vaswani.documents.files import DocumentError, DocumentOptions
+from vaswani.documents.formats import DocumentError, DocumentOptions
 from vaswani.documents.markup import PARTS, Alignment, Element, Tagged, units
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"

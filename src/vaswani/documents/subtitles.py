@@ -17,7 +17,7 @@ import re
 from array import array
 from dataclasses import dataclass, field
 
-from vaswani.documents.files import DocumentError, DocumentOptions, decoded
+from vaswani.documents.formats import DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment, Element, Tagged, place
 
 _BLOCKS = re.compile(r"(?:\r?\n){2,}")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape
 
-from vaswani.documents.files import DocumentError, DocumentOptions, decoded
+from vaswani.documents.formats import DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment, Element, Tagged, place
 from vaswani.documents.office import parse_xml, serialize, xml_text
 

@@ -22,7 +22,7 @@ from vaswani.config import DecodeConfig, Sampling, ServeSettings
 from vaswani.decoding.text import Segments
 from vaswani.device import pick_precision
 from vaswani.errors import VaswaniError
-from vaswani.serve.files import FileService
+from vaswani.serve.file_api import FileService
 from vaswani.serve.libre import Access, Libre, Pairs, request_fields
 from vaswani.serve.schemas import (
     BodyError,

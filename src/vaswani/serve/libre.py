@@ -36,8 +36,8 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from vaswani.decoding.text import Translation
 from vaswani.documents.html import HtmlDocument, HtmlError
 from vaswani.errors import VaswaniError
-from vaswani.files import read_text
 from vaswani.languages import lingua_language
+from vaswani.safe_io import read_text
 from vaswani.serve.schemas import BodyError, json_body
 from vaswani.serve.worker import Pivot, Worker, prepared_for, text_problems, translated, with_aids
 from vaswani.translation.request import Request as Asked

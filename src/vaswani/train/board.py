@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vaswani.errors import VaswaniError
-from vaswani.files import inner_directory
+from vaswani.safe_io import inner_directory
 
 DIRECTORY = "tensorboard"
 TRAINING = ("loss", "lr", "grad_norm", "tokens_per_s", "scale")

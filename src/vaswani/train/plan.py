@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vaswani.config import TrainConfig
-from vaswani.files import write_atomic
+from vaswani.safe_io import write_atomic
 from vaswani.train import recipe
 from vaswani.train.recipe import PAPER_EVAL_EVERY
 from vaswani.train.schedule import Schedule, paper_peak, schedule_named

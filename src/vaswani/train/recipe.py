@@ -26,7 +26,7 @@ import torch
 from vaswani.config import AUTO, PRESET_TRAINING, ModelConfig, TrainConfig
 from vaswani.data import Position, PreparedData, TokenBatchSampler
 from vaswani.device import grad_scaler
-from vaswani.files import read_json
+from vaswani.safe_io import read_json
 from vaswani.tasks import Task, get_task
 from vaswani.train.distributed import Distributed
 from vaswani.train.schedule import paper_peak, schedule_named

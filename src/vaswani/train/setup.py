@@ -14,8 +14,8 @@ from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data import PreparedData
 from vaswani.data.dataset import task_of
 from vaswani.device import Placement, machine_name
-from vaswani.files import read_json, write_atomic
 from vaswani.run import CONFIG, ENVIRONMENT, TRAIN_CONFIG, create_run_dir, load_trained
+from vaswani.safe_io import read_json, write_atomic
 from vaswani.tasks import get_task
 from vaswani.train.distributed import Distributed
 from vaswani.train.step import TrainingError, model_config_for

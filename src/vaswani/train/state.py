@@ -15,7 +15,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from vaswani import checkpoint as ckpt
-from vaswani.files import read_json
+from vaswani.safe_io import read_json
 from vaswani.tasks import Task
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from vaswani.decoding.text import Translation
-from vaswani.documents.files import Translator, format_of, read_document, translate_documents
-from vaswani.files import write_atomic
+from vaswani.documents.formats import Translator, format_of, read_document, translate_documents
+from vaswani.safe_io import write_atomic
 from vaswani.translation import pipeline
 from vaswani.translation.pipeline import Translating
 from vaswani.translation.request import Request

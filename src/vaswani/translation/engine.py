@@ -36,9 +36,9 @@ from vaswani.decoding.text import (
 )
 from vaswani.device import Placement, autocast, place
 from vaswani.errors import VaswaniError
-from vaswani.files import member, read_json
 from vaswani.languages import LanguageError, Languages
 from vaswani.run import CONFIDENCE, DATA_INFO, RunError, load_trained
+from vaswani.safe_io import member, read_json
 from vaswani.tasks import Task, task_of_model
 from vaswani.translation import pipeline
 from vaswani.translation.align import Alignment, AlignSettings, align

@@ -31,9 +31,9 @@ from vaswani.decoding.quantize import quantize
 from vaswani.decoding.text import Segments, TextModel, translate_segments
 from vaswani.device import Hardware, Placement, autocast, machine_name
 from vaswani.errors import VaswaniError
-from vaswani.files import is_number, member, read_json, write_atomic
 from vaswani.metrics import score
 from vaswani.run import validation_pairs
+from vaswani.safe_io import is_number, member, read_json, write_atomic
 
 
 class Run(Protocol):

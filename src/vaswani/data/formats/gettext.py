@@ -31,7 +31,7 @@ from vaswani.data.corpora import (
     read_lines,
     walk_files,
 )
-from vaswani.files import regular_file
+from vaswani.safe_io import regular_file
 
 MAGIC_LE = 0x950412DE
 CONTEXT_SEPARATOR = "\x04"

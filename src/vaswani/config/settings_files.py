@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from vaswani.errors import VaswaniError
-from vaswani.files import read_text
+from vaswani.safe_io import read_text
 
 MAX_ALIASES = 10  # a settings file needs few; 8 levels of 9 aliases make 9^9 values
 

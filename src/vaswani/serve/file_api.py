@@ -29,7 +29,7 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse
 
-from vaswani.documents.files import FORMATS, DocumentError, DocumentOptions, read_document
+from vaswani.documents.formats import FORMATS, DocumentError, DocumentOptions, read_document
 from vaswani.serve.libre import (
     Libre,
     LibreError,

@@ -20,8 +20,8 @@ import torch
 
 from vaswani.config import ModelConfig
 from vaswani.data.dataset import task_of
-from vaswani.files import UnsafeFileError, append_record, is_number, read_json, read_records
 from vaswani.run import CONFIG, DATA_INFO, ENVIRONMENT, METRICS, TRAIN_CONFIG, RunError
+from vaswani.safe_io import UnsafeFileError, append_record, is_number, read_json, read_records
 from vaswani.tasks import builtin_corpora, get_task
 from vaswani.train.recipe import RECORD as RECIPE
 
