@@ -117,6 +117,7 @@ def test_an_evaluation_is_not_appended_through_a_link(numbers_run, tmp_path):
     from vaswani.run_table import EVALUATIONS, record_evaluation
 
     run, target = copy_run(numbers_run, tmp_path), outside_file(tmp_path)
+    (run / EVALUATIONS).unlink(missing_ok=True)
     (run / EVALUATIONS).symlink_to(target)
     with pytest.warns(UserWarning, match="symbolic link"):
         assert record_evaluation(run, {"split": "test", "bleu": 1.0}) is False

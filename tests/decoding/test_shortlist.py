@@ -5,9 +5,9 @@ import shutil
 import numpy as np
 import pytest
 import torch
+from test_decode import make_model, pad_sources, sentences
 
 from helpers import cli
-from test_decode import make_model, pad_sources, sentences
 from vaswani.config import DecodeConfig
 from vaswani.decoding.search import beam_search, decode, greedy
 from vaswani.decoding.shortlist import Shortlist, ShortlistError, build_shortlist, coverage

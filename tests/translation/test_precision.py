@@ -16,8 +16,10 @@ MEASURE = vaswani.translation.precision.decoding_choice  # conftest replaces it 
 
 @pytest.fixture
 def run(numbers_run, tmp_path):
+    """A copy of the trained run with nothing measured on it yet."""
     copy = tmp_path / "run"
     shutil.copytree(numbers_run, copy)
+    (copy / vaswani.translation.precision.FILE).unlink(missing_ok=True)
     return copy
 
 

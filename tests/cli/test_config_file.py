@@ -148,7 +148,7 @@ def test_the_example_config_files_are_the_demo(tmp_path):
     from vaswani.config import TrainConfig
     from vaswani.demo import TRAINING
 
-    examples = Path(__file__).parent.parent / "examples"
+    examples = Path(__file__).resolve().parents[2] / "examples"
     args = argparse.Namespace(
         **parsed(["train", "--config", str(examples / "numbers-de.train.yaml")])
     )
@@ -168,7 +168,7 @@ def test_python_loads_the_same_files_as_the_commands(tmp_path):
     from vaswani.config import TrainConfig
     from vaswani.data import PrepareOptions
 
-    examples = Path(__file__).parent.parent / "examples"
+    examples = Path(__file__).resolve().parents[2] / "examples"
     tc = TrainConfig.from_file(examples / "numbers-de.train.yaml")
     args = parsed(["train", "--config", str(examples / "numbers-de.train.yaml")])
     assert (tc.data, tc.out) == (str(args["data"]), str(args["out"]))

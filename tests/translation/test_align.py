@@ -76,7 +76,16 @@ def test_segments_alignments_move_to_their_words_in_the_whole_text():
 
 
 def test_jsonl_gives_translation_confidence_and_alignment_per_line(numbers_run, capsys):
-    args = ("translate", "--checkpoint", str(numbers_run), PARAGRAPH, "", "42")
+    args = (
+        "translate",
+        "--checkpoint",
+        str(numbers_run),
+        "--precision",
+        "fp32",
+        PARAGRAPH,
+        "",
+        "42",
+    )
     _, plain, _ = cli(capsys, *args)
     code, out, _ = cli(capsys, *args, "--output-format", "jsonl", "--alignments")
     assert code == 0

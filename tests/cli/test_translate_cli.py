@@ -167,8 +167,10 @@ def test_a_broken_run_directory_is_one_clear_error(numbers_run, capsys, tmp_path
     assert code == 2 and message in err and len(err.splitlines()) == 1
 
 
-def test_evaluate_prints_scores_with_signatures_and_speed(numbers_run, capsys):
-    code, out, _ = cli(capsys, "evaluate", "--checkpoint", str(numbers_run), "--beam-size", "2")
+def test_evaluate_prints_scores_with_signatures_and_speed(numbers_run, capsys, tmp_path):
+    run = tmp_path / "run"  # evaluate records its figures (and --precision auto) in the run
+    shutil.copytree(numbers_run, run)
+    code, out, _ = cli(capsys, "evaluate", "--checkpoint", str(run), "--beam-size", "2")
     assert code == 0
     assert "BLEU = " in out and "nrefs:1|case:mixed" in out and "chrF = " in out
     assert "exact match: " in out

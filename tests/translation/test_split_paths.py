@@ -63,10 +63,19 @@ def test_sentences_of_a_paragraph_over_the_position_limit_are_translated(loaded)
 
 
 def test_cli_splits_unless_no_split(numbers_run, capsys, alone):
-    code, out, _ = cli(capsys, "translate", "--checkpoint", str(numbers_run), PARAGRAPH)
+    code, out, _ = cli(
+        capsys, "translate", "--checkpoint", str(numbers_run), "--precision", "fp32", PARAGRAPH
+    )
     assert code == 0 and out == joined(alone) + "\n"
     code, out, _ = cli(
-        capsys, "translate", "--checkpoint", str(numbers_run), "--no-split", PARAGRAPH
+        capsys,
+        "translate",
+        "--checkpoint",
+        str(numbers_run),
+        "--precision",
+        "fp32",
+        "--no-split",
+        PARAGRAPH,
     )
     assert code == 0 and out == alone[1] + "\n"
 

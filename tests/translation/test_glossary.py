@@ -144,7 +144,9 @@ def test_terms_reach_a_real_model_s_output_in_every_sentence(numbers_run, capsys
     assert code == 0
     words = out.split()
     assert len(words) == 3 and words[1].startswith("XLII") and words[2].startswith("ZAHL")
-    code, out, err = translate_cli(capsys, numbers_run, "271493! 42? 500181.")
+    code, out, err = translate_cli(
+        capsys, numbers_run, "--precision", "fp32", "271493! 42? 500181."
+    )
     assert "XLII" not in out and "glossary" not in err
 
 
@@ -175,7 +177,16 @@ def test_files_and_evaluate_report_their_terms(numbers_run, capsys, tmp_path):
     po.write_text('msgid "42"\nmsgstr ""\n\nmsgid "7"\nmsgstr ""\n')
     out = tmp_path / "app.de.po"
     code, _, err = translate_cli(
-        capsys, numbers_run, "--glossary", str(path), "--input", str(po), "--output", str(out)
+        capsys,
+        numbers_run,
+        "--precision",
+        "fp32",
+        "--glossary",
+        str(path),
+        "--input",
+        str(po),
+        "--output",
+        str(out),
     )
     assert code == 0 and "glossary: 1 of 1 terms put in" in err
     assert 'msgstr "XLII"' in out.read_text()
