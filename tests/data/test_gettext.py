@@ -1,4 +1,5 @@
-"""The gettext MO reader: pairs, contexts, plural forms, skipped entries and damaged files."""
+"""The gettext readers: MO pairs, contexts, plural forms, skipped entries and damaged files; PO
+read once, by polib behind the checks, for corpora and documents alike."""
 
 import struct
 from collections import Counter
@@ -93,3 +94,32 @@ def test_a_directory_of_catalogs_is_read_by_their_kind(tmp_path):
     (tmp_path / "c.po").write_text('msgid "Save"\nmsgstr "Speichern"\n')
     with pytest.raises(DataError, match="holds .po and .mo catalogs"):
         open_corpora([tmp_path], ReadOptions())
+
+
+ESCAPED_PO = (
+    'msgid ""\nmsgstr "Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+    '#: shell.c:1\nmsgid "\\atimed out\\v \\x41\\101 \\\\a \\"q\\""\nmsgstr "\\aZeit\\v AA \\\\a \\"q\\""\n'
+)
+
+
+def test_a_catalog_means_the_same_to_a_corpus_and_to_a_document(tmp_path):
+    from vaswani.data.formats.gettext import read_po
+    from vaswani.documents.formats import DocumentOptions, read_document
+
+    (tmp_path / "x.po").write_text(ESCAPED_PO)
+    [(source, target)] = [tuple(p) for p in read_po(tmp_path / "x.po", Counter())]
+    assert source == '\atimed out\v AA \\a "q"' and target == '\aZeit\v AA \\a "q"'
+    document = read_document(ESCAPED_PO.encode(), "po", "x.po", DocumentOptions(overwrite=True))
+    assert document.texts() == [source]
+    written = document.rebuild(["\aneu"], [None], "de")
+    assert b"\\\\atimed" not in written and b'msgstr "\\aneu"' in written  # \a, not \\a
+    (tmp_path / "y.po").write_bytes(written.replace(b"#, fuzzy\n", b""))
+    assert [tuple(p) for p in read_po(tmp_path / "y.po", Counter())] == [(source, "\aneu")]
+
+
+def test_a_line_break_polib_would_split_at_is_refused_by_line(tmp_path):
+    from vaswani.data.formats.gettext import read_po
+
+    (tmp_path / "x.po").write_text('msgid "a"\nmsgstr "b\u2028c"\n')
+    with pytest.raises(DataError, match=r"x.po:2: U\+2028 inside a string"):
+        list(read_po(tmp_path / "x.po", Counter()))

@@ -8,9 +8,10 @@ is set to the target language.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from vaswani.data.corpora import DataError
+from vaswani.data.formats.gettext import read_catalog
 from vaswani.documents.formats import DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment
 
@@ -57,31 +58,24 @@ class Catalog:
                 entry.flags.append("fuzzy")
         if language and not self.catalog.metadata.get("Language"):
             self.catalog.metadata["Language"] = language
-        text = str(self.catalog)
+        text = str(self.catalog).translate(C_ESCAPES)
         return (text if text.endswith("\n") else text + "\n").encode("utf-8")
 
 
-_LINE = re.compile(
-    r"""(?:(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)\s+)?"(?:[^"\\]|\\[\\"'?abfnrtv]|\\[0-7]{1,3}|\\x[0-9A-Fa-f]+)*"\s*"""
-)
-
-
-def check_lines(text: str, name: str) -> None:
-    """Every line that is not a comment is a keyword and a quoted string with C's escapes
-    (polib reads some broken lines without a word)."""
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if stripped and not stripped.startswith("#") and not _LINE.fullmatch(stripped):
-            raise DocumentError(f"{name}: line {number} is not a PO line: {stripped[:60]!r}")
-
-
 def read_po(data: bytes, name: str, options: DocumentOptions) -> Catalog:
-    import polib
-
-    text = decoded(data, name)
-    check_lines(text, name)
+    """A catalog by the one PO reader (`vaswani.data.formats.gettext.read_catalog`): its lines
+    checked, its strings decoded as gettext means them."""
+    lines = decoded(data, name).splitlines()
+    numbered = ((f"{name}:{number}", line) for number, line in enumerate(lines, 1))
     try:
-        catalog = polib.pofile(text, wrapwidth=0)
-    except (OSError, ValueError, UnicodeError) as error:  # polib's syntax errors are OSErrors
-        raise DocumentError(f"{name}: not a valid PO file ({error})") from None
+        catalog = read_catalog(numbered, name, options.max_unit_bytes)
+    except DataError as error:
+        raise DocumentError(str(error)) from None
     return Catalog(catalog, options)
+
+
+C_ESCAPES = {0x07: "\\a"} | {
+    code: f"\\{code:03o}" for code in [*range(0x00, 0x07), *range(0x0E, 0x20), 0x7F]
+}
+"""The control characters polib writes as they are, in C's escapes (msgfmt reads both; a
+catalog's `\\a` stays `\\a`)."""

@@ -10,6 +10,10 @@ translation (msgstr). vaswani reads it as pairs (msgid, msgstr):
   - the header (empty msgid) and untranslated messages (empty msgstr) are skipped and counted.
 A PO file also holds fuzzy entries (a guess awaiting review) and obsolete ones (#~): both are
 skipped and counted. MO files hold neither: msgfmt leaves them out.
+
+A PO file is read by polib, for corpora and for documents (`vaswani.documents.po`) alike, once each
+of its lines has passed `check_po` (keywords, quoted strings, C's escapes decoded as gettext does,
+a field's length): `read_catalog` is the one PO reader.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ import re
 import struct
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vaswani.data.corpora import (
     BOM,
@@ -32,6 +37,9 @@ from vaswani.data.corpora import (
     walk_files,
 )
 from vaswani.safe_io import regular_file
+
+if TYPE_CHECKING:
+    import polib
 
 MAGIC_LE = 0x950412DE
 CONTEXT_SEPARATOR = "\x04"
@@ -200,66 +208,100 @@ def po_lines(path: Path, limit: int) -> Iterator[tuple[str, str]]:
         yield f"{path}:{number}", text.removeprefix(BOM) if number == 1 else text
 
 
-def po_entries(
-    lines: Iterator[tuple[str, str]], limit: int
-) -> Iterator[tuple[dict[str, str], set[str], bool]]:
-    """Each entry of a PO file's `lines` as its fields (msgctxt, msgid, msgid_plural, msgstr,
-    msgstr[N]; continuation lines joined, each field at most `limit` characters), its flags
-    (#, fuzzy) and whether it is obsolete (#~)."""
-    fields: dict[str, list[str]] = {}
-    sizes: dict[str, int] = {}
-    flags: set[str] = set()
-    obsolete, key = False, None
+POLIB_ESCAPES = str.maketrans(
+    {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\v": "\\v", "\b": "\\b", "\f": "\\f"}
+    | {'"': '\\"'}
+)
+"""The escapes polib reads back exactly. It reads C's others (\a, \0, \x41, ...) as a backslash
+and a letter, and would write that back doubled: the check hands it each string decoded and
+escaped in this set, so that an entry holds the text gettext means."""
+UNREADABLE = "\x1c\x1d\x1e\x85\u2028\u2029"
+"""Characters polib's reader takes for line breaks (str.splitlines): inside a string they would
+cut the entry."""
+
+
+def check_po(lines: Iterable[tuple[str, str]], limit: int) -> list[str]:
+    """The lines of a PO file (("file:line", text) each) once each has passed the checks a catalog
+    from anywhere must pass before polib reads it, with its strings in the escapes polib reads
+    exactly (`POLIB_ESCAPES`): a keyword (msgctxt, msgid, msgid_plural, msgstr, msgstr[N]) and a
+    quoted string with C's escapes, or a comment, or a continuation string of a field; each field
+    at most `limit` characters. polib itself reads some broken lines without a word."""
+    kept: list[str] = []
+    key, size = None, 0
     for where, line in lines:
         stripped = line.strip()
-        content = stripped[2:].strip() if stripped.startswith("#~") else stripped
-        comment = stripped.startswith("#") and not stripped.startswith("#~")
-        starts_entry = comment or content.split(" ", 1)[0] in ("msgctxt", "msgid")
-        if starts_entry and any(k.startswith("msgstr") for k in fields):
-            yield {k: "".join(v) for k, v in fields.items()}, flags, obsolete
-            fields, sizes, flags, obsolete, key = {}, {}, set(), False, None
-        if stripped.startswith("#~"):  # an obsolete entry: its lines, commented out
-            obsolete, stripped = True, stripped[2:].strip()
-        elif stripped.startswith("#,"):
-            flags.update(flag.strip() for flag in stripped[2:].split(","))
-            continue
+        lead = "#~ " if stripped.startswith("#~") else ""
+        if lead:  # an obsolete entry: its lines, commented out
+            stripped = stripped[2:].strip()
         if not stripped or stripped.startswith("#"):
+            key = key if not stripped else None  # a comment starts an entry
+            kept.append(line)
             continue
         if stripped.startswith('"'):
             if key is None:
                 raise DataError(f"{where}: a string outside any msgid/msgstr")
-            part = po_string(stripped, where)
+            head, part = "", po_string(stripped, where)
         else:
             key, _, rest = stripped.partition(" ")
             if key.split("[", 1)[0] not in KEYWORDS:
                 raise DataError(f"{where}: expected msgctxt, msgid or msgstr, found {key[:40]!r}")
-            fields[key], sizes[key], part = [], 0, po_string(rest, where)
-        fields[key].append(part)  # joined once the entry is complete: linear, not quadratic
-        sizes[key] += len(part)
-        if sizes[key] > limit:
+            head, size, part = f"{key} ", 0, po_string(rest, where)
+        size += len(part)
+        if size > limit:
             raise DataError(f"{where}: a {key} longer than --max-line-bytes {limit:,}")
-    if fields:
-        yield {k: "".join(v) for k, v in fields.items()}, flags, obsolete
+        odd = next((c for c in part if c in UNREADABLE), None)
+        if odd is not None:
+            raise DataError(f"{where}: U+{ord(odd):04X} inside a string, which polib cannot read")
+        kept.append(f'{lead}{head}"{part.translate(POLIB_ESCAPES)}"')
+    return kept
+
+
+def read_catalog(lines: Iterable[tuple[str, str]], name: str, limit: int) -> polib.POFile:
+    """A PO catalog read by polib (comments, flags, contexts and plural forms kept, for writing it
+    back) once its lines pass `check_po`: the one PO reader of corpora and documents."""
+    import polib
+
+    text = "\n".join(check_po(lines, limit)) + "\n"
+    try:
+        return polib.pofile(text, wrapwidth=0)
+    except (OSError, ValueError, UnicodeError) as error:  # polib's syntax errors are OSErrors
+        raise DataError(f"{name}: not a valid PO file ({error})") from None
+
+
+MAX_PO_BYTES = 256 << 20
+"""polib reads a catalog whole: a PO file over this is refused (LibreOffice's largest is under
+1 MB; 256 MiB holds millions of messages)."""
+
+
+def po_catalog(path: Path, limit: int) -> polib.POFile:
+    """One PO file (through gzip) as polib's catalog, its lines checked as they are read."""
+
+    def bounded() -> Iterator[tuple[str, str]]:
+        total = 0
+        for where, text in po_lines(path, limit):
+            total += len(text) + 1
+            if total > MAX_PO_BYTES:
+                raise DataError(f"{path}: over {MAX_PO_BYTES >> 20} MiB of PO; split the catalog")
+            yield where, text
+
+    return read_catalog(bounded(), str(path), limit)
 
 
 def read_po(path: Path, dropped: Counter, limit: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Pair]:
     """The (msgid, msgstr) pairs of one PO file (plural forms paired as in `read_mo`); the
     header, fuzzy, obsolete and untranslated entries skipped and counted."""
-    for fields, flags, obsolete in po_entries(po_lines(path, limit), limit):
-        if "msgid" not in fields:
-            raise DataError(f"{path}: an entry without msgid ({sorted(fields)})")
-        if not fields["msgid"]:
-            continue  # the header
-        if obsolete:
+    for entry in po_catalog(path, limit):
+        if not entry.msgid:
+            continue  # a header
+        if entry.obsolete:
             dropped["obsolete"] += 1
             continue
-        if "fuzzy" in flags:
+        if "fuzzy" in entry.flags:
             dropped["fuzzy"] += 1
             continue
-        sources = [fields["msgid"], *([fields["msgid_plural"]] if "msgid_plural" in fields else [])]
-        targets = [fields.get("msgstr", "")] if "msgstr" in fields else []
-        targets += [fields[f"msgstr[{n}]"] for n in range(len(fields)) if f"msgstr[{n}]" in fields]
-        yield from message_pairs(sources, targets, dropped)
+        sources = [entry.msgid, *([entry.msgid_plural] if entry.msgid_plural else [])]
+        forms = entry.msgstr_plural if entry.msgid_plural else {0: entry.msgstr}
+        yield from message_pairs(sources, [forms[k] for k in sorted(forms)], dropped)
 
 
 def catalogs(path: Path, suffix: str) -> list[Path]:
