@@ -29,7 +29,7 @@ from vaswani.errors import VaswaniError
 from vaswani.safe_io import overlap
 from vaswani.tasks import Task
 from vaswani.translation.align import AlignSettings
-from vaswani.translation.engine import Choices, Engine, EngineError, decided, load_run
+from vaswani.translation.engine import Choices, Engine, EngineError, decide, load_run
 from vaswani.translation.glossary import read_glossary
 from vaswani.translation.memory import Memory
 from vaswani.translation.request import Aids, Request
@@ -310,7 +310,7 @@ def load_for_inference(
         args.precision == "auto",
     )
     try:
-        engine = decided(engine, placement, choices)
+        engine = decide(engine, placement, choices)
     except EngineError as error:
         raise CliError(str(error)) from None
     for line in engine.notes:

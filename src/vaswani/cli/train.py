@@ -124,6 +124,6 @@ def calibrate_finished(run_dir: Path) -> None:
     best weights, on this machine's inference placement."""
     from vaswani.cli.calibrate import calibrate_run
     from vaswani.device import place
-    from vaswani.translation.engine import Choices, decided, load_run
+    from vaswani.translation.engine import Choices, decide, load_run
 
-    calibrate_run(decided(load_run(run_dir), place(), Choices(auto=False)))
+    calibrate_run(decide(load_run(run_dir), place(), Choices(auto=False)))

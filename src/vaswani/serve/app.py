@@ -110,14 +110,14 @@ def create_app(
     (`served`): GET /health, and POST /translate (with the LibreTranslate API beside it),
     /generate or /classify by the kind of model. `access`: API keys and a rate limit for the
     LibreTranslate endpoints. `pivot`: translate a pair no model serves through a middle
-    language when two served pairs chain (de->en, en->fr). An engine built in Python (not
-    loaded by `Engine.load`) computes in `settings.precision`."""
+    language when two served pairs chain (de->en, en->fr). An engine whose precision nothing
+    decided (`load_run`, or built from a model in Python) computes in `settings.precision`."""
     settings = settings or ServeSettings()
     served = served or [Served(engine)]
     by_model: dict[int, Worker] = {}  # one worker (one queue, one thread) per model
     for s in served:
         if id(s.engine.model) not in by_model:
-            if s.engine.path is None:
+            if not s.engine.decided:
                 s.engine.precision = pick_precision(settings.precision, s.engine.device)[0]
             worker = Worker(s.engine, settings, ENDPOINTS[s.engine.task])
             if s.engine.languages is None and s.source is not None:

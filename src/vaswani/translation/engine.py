@@ -41,6 +41,7 @@ from vaswani.run import CONFIDENCE, DATA_INFO, RunError, load_trained
 from vaswani.safe_io import member, read_json
 from vaswani.tasks import Task, task_of_model
 from vaswani.translation import pipeline
+from vaswani.translation import precision as measured
 from vaswani.translation.align import Alignment, AlignSettings, align
 from vaswani.translation.documents import translate_file
 from vaswani.translation.request import Request
@@ -68,6 +69,8 @@ class Engine(TextModel):
     notes: list[str] = field(default_factory=list)
     """The choices made, one line each (device, precision, kernels, weights, shortlist): what
     the CLI prints."""
+    decided: bool = False
+    """Whether device and precision were decided (`Engine.load`), or are as loaded (CPU, fp32)."""
 
     @property
     def task(self) -> Task:
@@ -219,7 +222,7 @@ class Engine(TextModel):
         device and in the precision `placement` resolved (by default: the fastest here), with
         `--precision auto` measured on the run's own sentences once per machine
         (`vaswani.translation.precision`), int8 weights and a shortlist as `choices` say."""
-        return decided(load_run(run, weights), placement or place(), choices or Choices())
+        return decide(load_run(run, weights), placement or place(), choices or Choices())
 
 
 @dataclass(frozen=True)
@@ -234,11 +237,9 @@ class Choices:
     """The precision was asked as "auto": the decoding choice may be measured."""
 
 
-def decided(engine: Engine, placement: Placement, choices: Choices) -> Engine:
+def decide(engine: Engine, placement: Placement, choices: Choices) -> Engine:
     """`engine` on `placement`'s device, with the measured decoding choice (where `choices.auto`),
     int8 weights and a shortlist as `choices` say; its notes say what was chosen."""
-    from vaswani.translation import precision as measured
-
     engine.model.to(placement.device)
     how, notes = choices.quantize, []
     if choices.auto and how == "none" and engine.task.parallel:
@@ -273,7 +274,7 @@ def decided(engine: Engine, placement: Placement, choices: Choices) -> Engine:
             f"shortlist: {engine.shortlist.frequent.numel()} frequent tokens + "
             f"{engine.shortlist.per_token.size(1)} per source token"
         )
-    engine.precision = placement.precision
+    engine.precision, engine.decided = placement.precision, True
     engine.notes = [*notes, *placement.lines()]
     return engine
 

@@ -34,8 +34,8 @@ class Aligner(Protocol):
 
 class Translating(Aligner, Protocol):
     """What the pipeline needs of a model (`vaswani.translation.Engine` is one): the languages
-    it translates between (the source's rules split sentences), the prefixes of a target, the n-best translations of segments
-    and their word alignment."""
+    it translates between (the source's rules split sentences), the prefixes of a target, the
+    n-best translations of segments and their word alignment."""
 
     @property
     def source_language(self) -> str | None: ...
