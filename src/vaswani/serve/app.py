@@ -37,6 +37,7 @@ from vaswani.serve.schemas import (
     json_body,
 )
 from vaswani.serve.worker import (
+    Route,
     Targeted,
     Worker,
     prepared_for,
@@ -246,7 +247,7 @@ def translate_route(app: FastAPI, state: State) -> None:
 
 
 async def native_translate(
-    asked: TranslateRequest, worker: Any, settings: ServeSettings
+    asked: TranslateRequest, worker: Route, settings: ServeSettings
 ) -> TranslateResponse:
     texts, beam = asked.all_texts(), asked.beam_size or settings.beam_size
     decoding = dataclasses.replace(

@@ -38,7 +38,7 @@ from vaswani.serve.libre import (
     language_name,
     string_fields,
 )
-from vaswani.serve.worker import prepared_for, translated, with_aids
+from vaswani.serve.worker import Route, prepared_for, translated, with_aids
 from vaswani.translation.pipeline import best_texts
 from vaswani.translation.request import Request as Asked
 
@@ -148,7 +148,7 @@ class FileService:
         return worker, source, target
 
     async def translate_texts(
-        self, worker: Any, texts: list[str], language: str, alignments: bool
+        self, worker: Route, texts: list[str], language: str, alignments: bool
     ) -> tuple[list[str], list[Any]]:
         """The texts' translations (sentence by sentence, --max-texts at a time through the
         worker, with its pair's glossary and memory) and, when asked, their word alignments."""

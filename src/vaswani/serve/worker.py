@@ -309,7 +309,11 @@ class Pivot:
         return await self.second.submit(middle, settings, problems, tokens)
 
 
-def prepared_for(worker: Any, texts: list[str], request: Request) -> Prepared:
+Route = Worker | Targeted | Pivot
+"""What a translation request is routed to: a model's worker, one pair of it, or a pivot chain."""
+
+
+def prepared_for(worker: Route, texts: list[str], request: Request) -> Prepared:
     """A request's texts as `worker` translates them (the pipeline's first phase): split as the
     request says, led by the worker's prefix, with the request's aids."""
     sentences = pipeline.sentences_of(texts, request, worker.language)
@@ -319,7 +323,7 @@ def prepared_for(worker: Any, texts: list[str], request: Request) -> Prepared:
     )
 
 
-def with_aids(worker: Any, request: Request, glossary: Glossary | None = None) -> Request:
+def with_aids(worker: Route, request: Request, glossary: Glossary | None = None) -> Request:
     """`request` with the aids of `worker` (its pair's glossary and translation memory) and a
     request's own `glossary`, whose terms win."""
     aids = worker.aids or Aids()
@@ -328,7 +332,7 @@ def with_aids(worker: Any, request: Request, glossary: Glossary | None = None) -
 
 
 async def translated(
-    worker: Any,
+    worker: Route,
     prepared: Prepared,
     request: Request,
     checked: tuple[list[str], int] | None = None,

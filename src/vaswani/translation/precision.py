@@ -119,7 +119,7 @@ def decoding_choice(loaded: Run, placement: Placement, hw: Hardware | None = Non
     return choice_of(found, f"auto for decoding: {summary(found)}")
 
 
-def known(run: Any) -> dict:
+def known(run: Path) -> dict:
     """The run's measured choices, by machine: an entry that is not one `measure` writes (edited,
     damaged, of another version) is left out, so that it is measured again; so is the whole file
     where it cannot be read as a regular JSON file inside the run."""
