@@ -254,7 +254,7 @@ def test_translate_evaluate_plot_and_serve_use_the_imported_directory(
     assert main(["evaluate", "--checkpoint", str(run)]) == 2  # no training data to take a split of
     assert "--src FILE --ref FILE" in capsys.readouterr().err
 
-    figures = attention(model, src_tok, tgt_tok, GERMAN[1], tmp_path / "att.png")
+    figures = attention(TextModel(model, src_tok, tgt_tok), GERMAN[1], tmp_path / "att.png")
     assert len(figures) == 3
     assert all((tmp_path / f"att-{kind}.png").stat().st_size > 0 for kind in figures)
 

@@ -5,13 +5,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from vaswani import plot
 from vaswani.cli import main
+from vaswani.decoding.text import TextModel
 from vaswani.run import load_trained
 
 
 def test_attention_maps_have_a_panel_per_head_and_layer(numbers_run, tmp_path):
     model, src_tok, tgt_tok, _ = load_trained(numbers_run)
     cfg = model.cfg
-    figures = plot.attention(model, src_tok, tgt_tok, "271493", tmp_path / "att.png")
+    figures = plot.attention(TextModel(model, src_tok, tgt_tok), "271493", tmp_path / "att.png")
     assert set(figures) == {"encoder", "decoder", "cross"}
     expected = {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers}
     expected["cross"] = cfg.n_decoder_layers
@@ -23,7 +24,9 @@ def test_attention_maps_have_a_panel_per_head_and_layer(numbers_run, tmp_path):
 def test_token_labels_do_not_overlap_for_a_40_token_sentence(numbers_run, tmp_path):
     model, src_tok, tgt_tok, _ = load_trained(numbers_run)
     sentence = "".join(str(i % 10) for i in range(39))  # digits are single tokens
-    fig = plot.attention(model, src_tok, tgt_tok, sentence, tmp_path / "long.svg")["encoder"]
+    fig = plot.attention(TextModel(model, src_tok, tgt_tok), sentence, tmp_path / "long.svg")[
+        "encoder"
+    ]
     canvas = FigureCanvasAgg(fig)  # the figure was closed after saving; draw it again
     canvas.draw()
     renderer = canvas.get_renderer()
@@ -75,4 +78,4 @@ def test_plot_errors_are_one_line(tmp_path, capsys):
 def test_an_empty_sentence_cannot_be_plotted(numbers_run, tmp_path):
     model, src_tok, tgt_tok, _ = load_trained(numbers_run)
     with pytest.raises(ValueError, match="empty"):
-        plot.attention(model, src_tok, tgt_tok, "", tmp_path / "x.png")
+        plot.attention(TextModel(model, src_tok, tgt_tok), "", tmp_path / "x.png")

@@ -100,6 +100,7 @@ def test_without_tensorboard_installed_it_is_one_line_and_nothing_starts(numbers
 def test_tensorboard_draws_the_first_and_the_last_layer(numbers_data):
     from vaswani.config import ModelConfig
     from vaswani.data import PreparedData
+    from vaswani.decoding.text import TextModel
     from vaswani.plot import attention_figures
     from vaswani.tasks import TRANSLATE
 
@@ -113,8 +114,7 @@ def test_tensorboard_draws_the_first_and_the_last_layer(numbers_data):
         max_len=16,
     )
     model = TRANSLATE.build_model(cfg).eval()
-    figures = attention_figures(
-        model, data.src_tokenizer, data.tgt_tokenizer, "123", first_and_last=True
-    )
+    tm = TextModel(model, data.src_tokenizer, data.tgt_tokenizer)
+    figures = attention_figures(tm, "123", first_and_last=True)
     titles = [ax.get_title() for ax in figures["cross"].axes if ax.get_title()]
     assert titles == ["layer 1, head 1", "layer 1, head 2", "layer 3, head 1", "layer 3, head 2"]

@@ -167,9 +167,7 @@ def run_demo(out: Path = Path("demo"), settings: DemoSettings | None = None) -> 
     if targets is not None:
         multilingual_results(found, run, data, hypotheses, seed)
         prefix = run.prefixes(targets[0], 1)[0]
-    plot.attention(
-        run.model, run.src_tokenizer, run.tgt_tokenizer, sources[0], out / "attention.png", prefix
-    )
+    plot.attention(run, sources[0], out / "attention.png", prefix)
     plot.training(run_dir, out / "training.png")
     found.pictures.append(out / "training.png")
     return found

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 
 from vaswani.config import DecodeConfig
 from vaswani.decoding.search import decode
+from vaswani.decoding.text import TextModel
 from vaswani.errors import VaswaniError
 from vaswani.model import sinusoidal_encoding
 from vaswani.run import METRICS
@@ -90,17 +91,12 @@ def heads_grid(
 
 
 def attention(
-    model: Any,
-    src_tokenizer: Any,
-    tgt_tokenizer: Any,
-    text: str,
-    out: Path,
-    prefix: list[int] | None = None,
+    tm: TextModel, text: str, out: Path, prefix: list[int] | None = None
 ) -> dict[str, Figure]:
     """Translate `text` greedily, then draw encoder self-, decoder self- and cross-attention of
     that translation, one file each: OUT-encoder.png, OUT-decoder.png, OUT-cross.png. `prefix`:
     ids before the text's own (a multilingual model's target-language token)."""
-    figures = attention_figures(model, src_tokenizer, tgt_tokenizer, text, prefix=prefix)
+    figures = attention_figures(tm, text, prefix=prefix)
     out = Path(out)
     for kind, fig in figures.items():
         save(fig, out.with_name(f"{out.stem}-{kind}{out.suffix}"))
@@ -108,16 +104,12 @@ def attention(
 
 
 def attention_figures(
-    model: Any,
-    src_tokenizer: Any,
-    tgt_tokenizer: Any,
-    text: str,
-    first_and_last: bool = False,
-    prefix: list[int] | None = None,
+    tm: TextModel, text: str, first_and_last: bool = False, prefix: list[int] | None = None
 ) -> dict[str, Figure]:
     """The encoder, decoder and cross-attention pictures of `text` (after `prefix`) and its greedy
     translation: every layer, or only the first and the last (a sixth of the drawing for a
     6-layer model)."""
+    model, src_tokenizer, tgt_tokenizer = tm.model, tm.src_tokenizer, tm.tgt_tokenizer
     cfg = model.cfg
     device = next(model.parameters()).device
     ids = src_tokenizer.encode(text)

@@ -71,14 +71,7 @@ def run(args: argparse.Namespace) -> int:
             loaded = load_for_inference(args, TRANSLATE)
             out = args.out or Path("attention.png")
             prefixes = loaded.prefixes(args.target, 1)
-            plot.attention(
-                loaded.model,
-                loaded.src_tokenizer,
-                loaded.tgt_tokenizer,
-                args.sentence,
-                out,
-                prefixes[0] if prefixes else None,
-            )
+            plot.attention(loaded, args.sentence, out, prefixes[0] if prefixes else None)
             for kind in ("encoder", "decoder", "cross"):
                 print(f"wrote {out.with_name(f'{out.stem}-{kind}{out.suffix}')}")
             return 0

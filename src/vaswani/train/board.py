@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from vaswani.decoding.text import TextModel
 from vaswani.errors import VaswaniError
 from vaswani.safe_io import inner_directory
 
@@ -78,7 +79,9 @@ class Board:
             self.sentence = fits[0] if fits else ""
         if not self.sentence:
             return
-        figures = attention_figures(model, *tokenizers, self.sentence, first_and_last=True)
+        figures = attention_figures(
+            TextModel(model, *tokenizers), self.sentence, first_and_last=True
+        )
         for kind, figure in figures.items():
             self.writer.add_figure(f"attention/{kind}", figure, step)
         self.writer.flush()
