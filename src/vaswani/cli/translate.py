@@ -51,6 +51,7 @@ from vaswani.tasks import TRANSLATE
 from vaswani.translation import pipeline
 from vaswani.translation.align import Alignment, pharaoh
 from vaswani.translation.documents import document_translator, fuzzy_record, terms_record
+from vaswani.translation.segment import Sentences
 
 HELP = "translate text with a trained model (arguments, a file, or stdin)"
 
@@ -235,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
         request_of(args, aids_of(args, loaded), args.n_best), align=args.alignments
     )
 
-    def translate(texts: list[str], bar: Any = None) -> list[Translated]:
+    def translate(texts: list[str] | Sentences, bar: Any = None) -> list[Translated]:
         done = loaded.translate_nbest(texts, request, bar.update if bar else None)
         return [Translated(f, a) for f, a in zip(done.found, done.alignments, strict=True)]
 
@@ -247,9 +248,10 @@ def run(args: argparse.Namespace) -> int:
             print("\n".join(format_translations(number, found, dc.n_best, form, least)))
             sys.stdout.flush()
         return 0
-    total = len(pipeline.sentences_of(lines, request, loaded.source_language).flat)
-    with progress_bar(total=total, unit="sent", desc="translating", enabled=bool(inputs)) as bar:
-        found = translate(lines, bar)
+    sentences = pipeline.sentences_of(lines, request, loaded.source_language)  # split once
+    total, enabled = len(sentences.flat), bool(inputs)
+    with progress_bar(total=total, unit="sent", desc="translating", enabled=enabled) as bar:
+        found = translate(sentences, bar)
     report_terms([t.found for t in found], [f"line {i + 1}" for i in range(len(found))])
     lines_out = format_translations(0, found, dc.n_best, form, args.min_confidence)
     text = "".join(line + "\n" for line in lines_out)
