@@ -112,40 +112,33 @@ def run_demo(out: Path = Path("demo"), settings: DemoSettings | None = None) -> 
     """Prepare the demo's pairs (5% held out for the test), train, evaluate, translate and draw,
     all under `out`, as `settings` say."""
     out, settings = Path(out), settings or DemoSettings()
-    steps, precision, seed, device = (
-        settings.steps,
-        settings.precision,
-        settings.seed,
-        settings.device,
-    )
-    progress, numbers, multilingual = settings.progress, settings.numbers, settings.multilingual
     claim_directory(out)
     data_dir, run_dir = out / "data", out / "run"
+    multilingual, seed = settings.multilingual, settings.seed
     corpus, vocab = ("numbers-multi", MULTI_VOCAB) if multilingual else ("numbers-de", 400)
-    prepare(
-        [corpus],
-        data_dir,
-        PrepareOptions(vocab_size=vocab, numbers_size=numbers, seed=seed, progress=progress),
+    options = PrepareOptions(
+        vocab_size=vocab, numbers_size=settings.numbers, seed=seed, progress=settings.progress
     )
+    prepare([corpus], data_dir, options)
     training = MULTI_TRAINING if multilingual else TRAINING
     tc = TrainConfig(
         data=str(data_dir),
         out=str(run_dir),
-        max_steps=steps,
-        log_every=min(20, steps),
-        precision=precision,
+        max_steps=settings.steps,
+        log_every=min(20, settings.steps),
+        precision=settings.precision,
         seed=seed,
-        device=device,
+        device=settings.device,
         **training,
     )
     start = time.perf_counter()
-    result = train(tc, progress=progress)
+    result = train(tc, progress=settings.progress)
     train_seconds = time.perf_counter() - start
 
     # best/: the weights of the best validation chrF (a character score, so it works on one-word
     # targets, where word BLEU is always 0).
     run = load_run(run_dir)
-    run_on, _ = pick_device(device)
+    run_on, _ = pick_device(settings.device)
     run.model.to(run_on)
     run.precision = result.precision  # decoded as trained
     data = PreparedData(data_dir)

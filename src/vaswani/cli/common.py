@@ -257,12 +257,15 @@ def aids_of(args: argparse.Namespace, loaded: Engine, least: float | None = None
     return Aids(glossary, memory, getattr(args, "fuzzy_threshold", None), least)
 
 
-def request_of(args: argparse.Namespace, aids: Aids | None = None, n_best: int = 1) -> Request:
-    """The `Request` the flags ask for: --target, the search flags, --too-long, --no-split,
-    --source-lang, --attention-alignment (where the command has them), and `aids`."""
+def request_of(
+    args: argparse.Namespace, decoding: DecodeConfig, aids: Aids | None = None
+) -> Request:
+    """The `Request` the flags ask for: --target, --too-long, --no-split, --source-lang,
+    --attention-alignment (where the command has them), the search (`decode_config`, read before
+    the model is loaded so that a bad flag is said first) and `aids`."""
     return Request(
         target=getattr(args, "target", None),
-        decoding=decode_config(args, n_best),
+        decoding=decoding,
         too_long=args.too_long,
         split=args.split,
         language=args.source_lang,

@@ -16,6 +16,7 @@ from vaswani.cli.common import (
     add_decoding_flags,
     add_split_flags,
     aids_of,
+    decode_config,
     load_for_inference,
     request_of,
     writable_file,
@@ -126,14 +127,14 @@ def translation(args: argparse.Namespace, loaded: Engine) -> int:
             pairs, targets = data.pair_names(args.split), data.targets(args.split)
     if not sources:
         raise CliError(f"nothing to evaluate: {what} has no non-empty sentence pairs")
+    dc = decode_config(args)
     loaded.prefixes(targets, len(sources))  # a wrong or missing --target: said before decoding
     languages = [pair.split("-")[0] for pair in pairs] if pairs is not None else None
     request = dataclasses.replace(
-        request_of(args, aids_of(args, loaded)),
+        request_of(args, dc, aids_of(args, loaded)),
         target=targets,
         language=args.source_lang or languages,
     )
-    dc = request.decoding
     sentences = pipeline.sentences_of(sources, request, loaded.source_language)
     with progress_bar(total=len(sentences.flat), unit="sent", desc="translating") as bar:
         report = evaluate_translation(loaded, sentences, references, request, bar.update)

@@ -233,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_for_inference(args, TRANSLATE)
     loaded.prefixes(args.target, 0)  # a wrong or missing --target: said before any reading
     request = dataclasses.replace(
-        request_of(args, aids_of(args, loaded), args.n_best), align=args.alignments
+        request_of(args, dc, aids_of(args, loaded)), align=args.alignments
     )
 
     def translate(texts: list[str] | Sentences, bar: Any = None) -> list[Translated]:
@@ -328,13 +328,14 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
             "--min-confidence leaves entries untranslated in PO and XLIFF files; "
             f"{', '.join(sorted(formats - set(PARTIAL)))} files have no such entries"
         )
+    dc = decode_config(args)
     loaded = load_for_inference(args, TRANSLATE)
     loaded.prefixes(args.target, 0)
     translated_texts: list[list[Translation]] = []  # kept only for the glossary's report
     aids = aids_of(args, loaded, least=args.min_confidence)
     if aids.glossary is not None:
         aids = dataclasses.replace(aids, report=translated_texts.extend)
-    request = request_of(args, aids)
+    request = request_of(args, dc, aids)
     total = sum(len(text) for d in documents for text in d.texts())
     with contextlib.ExitStack() as bars:
         shown: list[Any] = []  # one bar, however many chunks the texts are translated in

@@ -345,15 +345,16 @@ async def translated(
     pivot = ["glossaries are not applied to a pair translated through a pivot"]
     pivot = pivot if request.aids.glossary and worker.aligner is None else []
     flat, todo = prepared.sentences.flat, prepared.todo
-    jobs = [(todo, checked)] if checked is not None else []
-    if checked is None:
+    if checked is not None:
+        jobs = [(todo, checked)]
+    else:
         jobs = [(todo[start : start + step], None) for start in range(0, len(todo), step)]
     answered: list[list[Translation]] = []
-    for indices, problems in jobs:
+    for indices, checks in jobs:
         chunk = [flat[i] for i in indices]
-        found, tokens = problems or worker.problems(chunk, worker.model.cfg.max_len)
-        if chunk or found or pivot:
-            answered += await worker.submit(chunk, request.decoding, found + pivot, tokens)
+        problems, tokens = checks or worker.problems(chunk, worker.model.cfg.max_len)
+        if chunk or problems or pivot:
+            answered += await worker.submit(chunk, request.decoding, problems + pivot, tokens)
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(
         None, pipeline.finish, prepared, answered, request, worker.aligner

@@ -13,6 +13,7 @@ server, in two phases around the model:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -64,7 +65,7 @@ class Prepared:
     known: dict[int, list[Translation]]
     """The memory's exact matches, by segment of `sentences.flat`."""
 
-    @property
+    @functools.cached_property
     def todo(self) -> list[int]:
         """The segments the model translates: all but the memory's."""
         return [i for i in range(len(self.sentences.flat)) if i not in self.known]
