@@ -33,9 +33,8 @@ from vaswani.run import CONFIDENCE
 from vaswani.safe_io import write_atomic
 from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, split_loss
 from vaswani.translation.engine import Engine
-from vaswani.translation.pipeline import best_texts
+from vaswani.translation.pipeline import Split, best_texts, sentences_of
 from vaswani.translation.request import Request
-from vaswani.translation.segment import Sentences
 
 
 class EvaluationError(VaswaniError):
@@ -66,20 +65,21 @@ class TranslationReport:
 
 def evaluate_translation(
     engine: Engine,
-    sources: list[str] | Sentences,
+    sources: list[str] | Split,
     references: list[str],
     request: Request | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> TranslationReport:
     """Translate `sources` with `engine` as `request` asks (texts, or `Sentences` to translate
-    sentence by sentence; each into the request's target, a multilingual model's) and score them
+    sentence by sentence, `vaswani.translation.pipeline.sentences_of`; each into the request's target, a multilingual model's) and score them
     against `references`, and how the translations' confidences rank against their sentence
     chrF."""
     if not references:
         raise EvaluationError("nothing to evaluate: no non-empty sentence pairs")
     request = request or Request()
-    if not isinstance(sources, Sentences):
-        sources = Sentences.of(sources, split=False)
+    if not isinstance(sources, Split):
+        whole = dataclasses.replace(request, split=False)
+        sources = sentences_of(sources, whole, engine.source_language)
     start = time.perf_counter()
     found = engine.translate_nbest(sources, request, progress).found
     seconds = time.perf_counter() - start

@@ -219,3 +219,32 @@ def test_int8_weights_decode_in_fp32_where_auto_would_pick_bf16(capsys, numbers_
         capsys, numbers_run, "--quantize", "int8", "--precision", "bf16", "271493"
     )
     assert code == 2 and "leave out --precision bf16" in err
+
+
+def test_code_in_a_line_reaches_the_output_once_through_a_real_model(numbers_run, capsys):
+    line = "%s 42 {name} @V@ <b>7</b>"
+    code, out, _ = translate_cli(
+        capsys,
+        numbers_run,
+        "--precision",
+        "fp32",
+        "--protect",
+        "@\\w+@",
+        "--output-format",
+        "jsonl",
+        line,
+    )
+    assert code == 0
+    record = json.loads(out)
+    for piece in ("%s", "{name}", "@V@", "<b>", "</b>"):
+        assert record["translation"].count(piece) == 1, record
+    assert "unsafe" not in record
+    _, plain, _ = translate_cli(capsys, numbers_run, "--precision", "fp32", "--no-protect", line)
+    assert plain != record["translation"] + "\n"  # the model alone does not keep them
+
+
+def test_protect_flags_that_cannot_work_are_one_line(numbers_run, capsys):
+    code, _, err = translate_cli(capsys, numbers_run, "--protect", "(", "42")
+    assert code == 2 and "--protect '('" in err and "not a regular expression" in err
+    code, _, err = translate_cli(capsys, numbers_run, "--protect", "x", "--no-protect", "42")
+    assert code == 2 and "--no-protect" in err

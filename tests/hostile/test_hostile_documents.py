@@ -110,7 +110,7 @@ def test_damaged_and_hostile_documents_are_one_clear_error_and_nothing_is_writte
 # --- What is read right is written right: markup byte for byte, targets XML can hold ----------
 
 
-def upper(texts, alignments):
+def upper(texts, alignments, code=None):
     """A stand-in translator: each text in upper case, each word aligned to itself."""
     found = [[(i, i) for i in range(len(t.split()))] if alignments else None for t in texts]
     return [t.upper() for t in texts], found
@@ -119,14 +119,14 @@ def upper(texts, alignments):
 def test_cdata_and_conditional_comments_are_written_back_byte_for_byte():
     page = "<p>a <![CDATA[<b>x</b>]]> b <![if IE]>c<![endif]> d</p>"
     document = read_document(page.encode(), "html", "page.html")
-    out = translate_documents([document], lambda t, a: (t, [None] * len(t)))[0].decode()
+    out = translate_documents([document], lambda t, a, c: (t, [None] * len(t)))[0].decode()
     assert out == page
 
 
 def test_control_characters_from_a_glossary_never_break_a_docx():
     source = docx(f"<w:p>{run('Hello world')}</w:p>")
     document = read_document(source, "docx", "a.docx")
-    out = translate_documents([document], lambda t, a: (["HALLO\x01 WELT\x0b"], [None]))[0]
+    out = translate_documents([document], lambda t, a, c: (["HALLO\x01 WELT\x0b"], [None]))[0]
     with zipfile.ZipFile(io.BytesIO(out)) as z:
         body = etree.fromstring(z.read("word/document.xml"))
     assert "".join(body.itertext()) == "HALLO WELT"
@@ -140,7 +140,9 @@ def test_a_bold_word_keeps_its_text_whatever_the_alignment():
     translation = "They got up early and sent them."
     for alignment in ([], [(0, 0), (1, 1), (2, 3), (4, 5)], [(0, 4), (1, 0), (3, 1), (4, 2)]):
         document = read_document(source, "docx", "a.docx")
-        out = translate_documents([document], lambda t, a, al=alignment: ([translation], [al]))[0]
+        out = translate_documents([document], lambda t, a, c, al=alignment: ([translation], [al]))[
+            0
+        ]
         with zipfile.ZipFile(io.BytesIO(out)) as z:
             xml = z.read("word/document.xml").decode()
         bold = xml.split("<w:b/></w:rPr>")[1].split("</w:t>")[0].split(">")[-1]
@@ -173,7 +175,7 @@ def test_xliff_units_inherit_translate_no():
 def test_xliff_2_start_codes_stay_before_their_end_codes():
     for alignment in ([(0, 3), (1, 2), (2, 1), (3, 0)], [(1, 3), (2, 0)], []):
         document = read_document(XLIFF_20.encode(), "xliff", "a.xlf")
-        out = translate_documents([document], lambda t, a, al=alignment: (["A B C D"], [al]))[
+        out = translate_documents([document], lambda t, a, c, al=alignment: (["A B C D"], [al]))[
             0
         ].decode()
         target = out.split("<target>")[1].split("</target>")[0]

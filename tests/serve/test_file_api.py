@@ -28,12 +28,14 @@ def serve(loaded, **settings) -> Server:
     return Server(app)
 
 
-def upload(server: Server, name: str, data: bytes, **fields) -> tuple[int, dict]:
-    """POST /translate_file as LibreTranslate's clients post it: multipart form data."""
+def upload(server: Server, name: str, data: bytes, query: str = "", **fields) -> tuple[int, dict]:
+    """POST /translate_file as LibreTranslate's clients post it: multipart form data (and
+    `query`, a query string, whose fields LibreTranslate reads too)."""
     boundary = uuid.uuid4().hex
+    fields = fields if query else {"source": "en", "target": "de", **fields}
     parts = [
         f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
-        for k, v in {"source": "en", "target": "de", **fields}.items()
+        for k, v in fields.items()
     ]
     parts.append(
         f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
@@ -43,7 +45,7 @@ def upload(server: Server, name: str, data: bytes, **fields) -> tuple[int, dict]
     )
     body = b"".join(parts) + f"--{boundary}--\r\n".encode()
     headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
-    return server.request("POST", "/translate_file", body, headers)
+    return server.request("POST", f"/translate_file{query}", body, headers)
 
 
 def download(server: Server, url_or_path: str) -> tuple[int, bytes]:
@@ -72,6 +74,19 @@ def test_a_file_is_uploaded_translated_and_downloaded(loaded):
         text = data.decode()
         assert status == 200 and text.startswith('<html lang="de"><p>')  # the pair's target
         assert '<script>var a = "42";</script>' in text and "<b>" in text and "271493" not in text
+    finally:
+        server.stop()
+
+
+def test_a_catalog_keeps_its_placeholders_and_takes_its_fields_from_the_query(loaded):
+    server = serve(loaded)
+    try:
+        catalog = b'#, c-format\nmsgid "Copied %s 42 <b>7</b>"\nmsgstr ""\n'
+        status, answer = upload(server, "app.po", catalog, query="?source=en&target=de")
+        assert status == 200, answer
+        status, data = download(server, answer["translatedFileUrl"])
+        msgstr = data.decode().split("msgstr ")[1]
+        assert status == 200 and msgstr.count("%s") == 1 and msgstr.count("<b>") == 1
     finally:
         server.stop()
 

@@ -64,6 +64,33 @@ def test_a_published_client_translates_detects_and_lists(server, runs):
     assert found[0]["language"] == "de" and found[0]["confidence"] > 50
 
 
+def test_deep_translators_client_posts_its_fields_in_the_query_string(server, runs):
+    deep_translator = pytest.importorskip("deep_translator")
+    client = deep_translator.LibreTranslator(
+        source="en", target="de", api_key="unused", custom_url=f"http://127.0.0.1:{server.port}/"
+    )
+    assert client.translate("271493") == expected(runs[0], ["271493"])[0]
+    # Flask's request.values, as LibreTranslate reads it: the query string first, then the form.
+    query = urllib.parse.urlencode({"q": "42", "source": "en", "target": "de"})
+    form = urllib.parse.urlencode({"q": "7", "target": "en"}).encode()
+    status, answer = server.request(
+        "POST", f"/translate?{query}", form, {"Content-Type": "application/x-www-form-urlencoded"}
+    )
+    assert status == 200, answer
+    assert answer["translatedText"] == expected(runs[0], ["42", "7"])
+
+
+def test_placeholders_and_markup_survive_the_libretranslate_api(server):
+    text = 'Copied %s to <a href="https://example.org/x">42</a> at {time}'
+    status, answer = server.request(
+        "POST", "/translate", {"q": text, "source": "en", "target": "de"}
+    )
+    assert status == 200, answer
+    out = answer["translatedText"]
+    for code in ("%s", '<a href="https://example.org/x">', "</a>", "{time}"):
+        assert out.count(code) == 1, out
+
+
 def test_mastodons_request_shape_keeps_the_html(server, runs):
     pytest.importorskip("lingua")
     body = {

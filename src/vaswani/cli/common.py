@@ -25,6 +25,7 @@ from vaswani.data.corpora import (
 )
 from vaswani.decoding.quantize import QUANTIZATIONS
 from vaswani.device import place
+from vaswani.documents.spans import NONE, ProtectError, Protection
 from vaswani.errors import VaswaniError
 from vaswani.safe_io import overlap
 from vaswani.tasks import Task
@@ -204,6 +205,19 @@ def add_split_flags(parser: argparse.ArgumentParser) -> None:
         help="the input's language, whose rules split sentences (abbreviations, ordinals); "
         "default: the model's source language when its data records it (prepare --src-lang)",
     )
+    parser.add_argument(
+        "--protect",
+        action="append",
+        metavar="REGEX",
+        help="text matching REGEX is code, kept as it is and put back by word alignment, as "
+        "placeholders (%%s, {name}, %%1), markup, URLs, paths and variables always are "
+        "(repeatable; e.g. --protect '@\\w+@' for @VERSION@)",
+    )
+    parser.add_argument(
+        "--no-protect",
+        action="store_true",
+        help="let the model translate every character, placeholders and markup included",
+    )
 
 
 def add_aid_flags(parser: argparse.ArgumentParser, memory: bool = True) -> None:
@@ -270,8 +284,22 @@ def request_of(
         split=args.split,
         language=args.source_lang,
         alignment=AlignSettings(guided=not getattr(args, "attention_alignment", False)),
+        protect=protection_of(args),
         aids=aids or Aids(),
     )
+
+
+def protection_of(args: argparse.Namespace) -> Protection:
+    """What --protect and --no-protect ask to keep out of the model's reach."""
+    patterns, off = getattr(args, "protect", None), getattr(args, "no_protect", False)
+    if off and patterns:
+        raise CliError("--no-protect protects nothing: give it or --protect, not both")
+    if off:
+        return NONE
+    try:
+        return Protection(patterns=tuple(patterns or ()))
+    except ProtectError as error:
+        raise CliError(str(error)) from None
 
 
 def add_input_flags(parser: argparse.ArgumentParser) -> None:

@@ -51,7 +51,7 @@ from vaswani.tasks import TRANSLATE
 from vaswani.translation import pipeline
 from vaswani.translation.align import Alignment, pharaoh
 from vaswani.translation.documents import document_translator, fuzzy_record, terms_record
-from vaswani.translation.segment import Sentences
+from vaswani.translation.pipeline import Split
 
 HELP = "translate text with a trained model (arguments, a file, or stdin)"
 
@@ -181,7 +181,8 @@ def record(translated: Translated, least: float | None = None) -> dict[str, Any]
 
 
 def extras(best: Translation) -> dict[str, Any]:
-    """What a translation's JSON says beyond its text: memory, fuzzy match, glossary terms."""
+    """What a translation's JSON says beyond its text: memory, fuzzy match, glossary terms,
+    the check it failed (its text is then the source as it was)."""
     out: dict[str, Any] = {}
     if best.origin != "model":
         out["origin"] = best.origin
@@ -189,22 +190,56 @@ def extras(best: Translation) -> dict[str, Any]:
         out["fuzzy_match"] = fuzzy_record(best)
     if best.terms:
         out["terms"] = terms_record(best)
+    if best.unsafe:
+        out["unsafe"] = best.unsafe
     return out
 
 
-def report_terms(found: list[list[Translation]], labels: list[str]) -> None:
-    """Say on stderr how many glossary terms were put in, and which could not be."""
-    terms = [
-        (label, term) for f, label in zip(found, labels, strict=True) if f for term in f[0].terms
-    ]
-    if not terms:
-        return
-    missed = [f"{source!r} ({label})" for label, (source, _, placed) in terms if not placed]
-    print(
-        f"glossary: {len(terms) - len(missed)} of {len(terms)} terms put in"
-        + (f"; not placed (no word aligned to them): {', '.join(missed[:10])}" if missed else ""),
-        file=sys.stderr,
-    )
+@dataclass
+class Report:
+    """What translating says on stderr at the end: the glossary's terms put in and those that
+    could not be, the texts kept as they were because their translation failed a check (a
+    placeholder, the accelerator, a line break). Told each batch's translations in order."""
+
+    what: str
+    """How a text is named: "line", "text"."""
+    count: int = 0
+    terms: list[tuple[str, tuple[str, str, bool]]] = dataclasses.field(default_factory=list)
+    kept: Counter = dataclasses.field(default_factory=Counter)
+    kept_where: list[str] = dataclasses.field(default_factory=list)
+    """The first texts kept (for the message)."""
+
+    def add(self, found: list[list[Translation]]) -> None:
+        for mine in found:
+            self.count += 1
+            label = f"{self.what} {self.count}"
+            if not mine:
+                continue
+            self.terms += [(label, term) for term in mine[0].terms]
+            if mine[0].unsafe:
+                self.kept[mine[0].unsafe] += 1
+                if len(self.kept_where) < 10:
+                    self.kept_where.append(label)
+
+    def say(self) -> None:
+        if self.terms:
+            missed = [f"{source!r} ({where})" for where, (source, _, put) in self.terms if not put]
+            print(
+                f"glossary: {len(self.terms) - len(missed)} of {len(self.terms)} terms put in"
+                + (
+                    f"; not placed (no word aligned to them): {', '.join(missed[:10])}"
+                    if missed
+                    else ""
+                ),
+                file=sys.stderr,
+            )
+        if self.kept:
+            checks = ", ".join(f"{name} {n}" for name, n in self.kept.most_common())
+            print(
+                f"checks: {sum(self.kept.values())} of {self.count} {self.what}s kept as they were, "
+                f"their translation failed a check ({checks}): {', '.join(self.kept_where)}",
+                file=sys.stderr,
+            )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -236,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
         request_of(args, dc, aids_of(args, loaded)), align=args.alignments
     )
 
-    def translate(texts: list[str] | Sentences, bar: Any = None) -> list[Translated]:
+    def translate(texts: list[str] | Split, bar: Any = None) -> list[Translated]:
         done = loaded.translate_nbest(texts, request, bar.update if bar else None)
         return [Translated(f, a) for f, a in zip(done.found, done.alignments, strict=True)]
 
@@ -252,7 +287,9 @@ def run(args: argparse.Namespace) -> int:
     total, enabled = len(sentences.flat), bool(inputs)
     with progress_bar(total=total, unit="sent", desc="translating", enabled=enabled) as bar:
         found = translate(sentences, bar)
-    report_terms([t.found for t in found], [f"line {i + 1}" for i in range(len(found))])
+    report = Report("line")
+    report.add([t.found for t in found])
+    report.say()
     lines_out = format_translations(0, found, dc.n_best, form, args.min_confidence)
     text = "".join(line + "\n" for line in lines_out)
     if args.output is not None:
@@ -331,10 +368,8 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
     dc = decode_config(args)
     loaded = load_for_inference(args, TRANSLATE)
     loaded.prefixes(args.target, 0)
-    translated_texts: list[list[Translation]] = []  # kept only for the glossary's report
-    aids = aids_of(args, loaded, least=args.min_confidence)
-    if aids.glossary is not None:
-        aids = dataclasses.replace(aids, report=translated_texts.extend)
+    report = Report("text")
+    aids = dataclasses.replace(aids_of(args, loaded, least=args.min_confidence), report=report.add)
     request = request_of(args, dc, aids)
     total = sum(len(text) for d in documents for text in d.texts())
     with contextlib.ExitStack() as bars:
@@ -351,7 +386,7 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
 
         translate = document_translator(loaded, request, progress)
         results = translate_documents(documents, translate, args.target or loaded.target_language)
-    report_terms(translated_texts, [f"text {i + 1}" for i in range(len(translated_texts))])
+    report.say()
     if outputs == [None]:
         sys.stdout.write(results[0].decode("utf-8"))
         return 0

@@ -87,11 +87,14 @@ class Translation:
     assessed: float | None = None
     """Its confidence by a `Calibration` (or another map of its signals)."""
     origin: str = "model"
-    """Who translated it: "model", or "memory" (an exact match in a translation memory)."""
+    """Who translated it: "model", "memory" (an exact match in a translation memory), or "kept"
+    (a text of nothing but code, such as `%s: %s`, kept as it is)."""
     terms: list[tuple[str, str, bool]] = dataclasses.field(default_factory=list)
     """The glossary's terms found in its source: (source, target, whether the target is in it)."""
     fuzzy: tuple[float, str, str] | None = None
     """The translation memory's best fuzzy match: (score 0-100, its source, its target)."""
+    unsafe: str | None = None
+    """The check its text failed (`vaswani.documents.protect`): it is then the source as it was."""
 
     @property
     def confidence(self) -> float:

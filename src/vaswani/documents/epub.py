@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vaswani.documents.formats import DocumentError, DocumentOptions, decoded
+from vaswani.documents.formats import Document, DocumentError, DocumentOptions, decoded
 from vaswani.documents.html import HtmlDocument, HtmlError
 from vaswani.documents.markup import Alignment
 from vaswani.documents.office import Zipped
@@ -15,7 +15,7 @@ CHAPTERS = (".xhtml", ".html", ".htm")
 
 
 @dataclass
-class Book:
+class Book(Document):
     zipped: Zipped
     chapters: dict[str, HtmlDocument]
     markup = True

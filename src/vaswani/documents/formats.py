@@ -16,6 +16,7 @@ from typing import Protocol
 
 from vaswani.data.corpora import DEFAULT_MAX_LINE_BYTES
 from vaswani.documents.markup import Alignment, Links, MarkupError
+from vaswani.documents.spans import Protection
 from vaswani.errors import VaswaniError
 
 
@@ -43,8 +44,19 @@ class DocumentOptions:
 
 
 class Document(Protocol):
+    """A file as its texts to translate and the way back. Formats subclass it explicitly, for
+    the defaults of `partial` and `protections`."""
+
     markup: bool
     """Whether rebuilding places inline markup (and so needs word alignments)."""
+    partial: bool = False
+    """Whether an entry may stay untranslated (a catalog's, for a translator to do); a text
+    of another format that cannot be translated (None) is kept as it was."""
+
+    def protections(self) -> list[Protection | None] | None:
+        """The code in each text (`vaswani.documents.protect`) where the format says it (a
+        PO entry's `c-format`); None in a place (or for all): the request's."""
+        return None
 
     def texts(self) -> list[str]: ...
 
@@ -54,7 +66,7 @@ class Document(Protocol):
 
 
 @dataclass
-class TextDocument:
+class TextDocument(Document):
     """Plain text: lines and paragraphs, each line's sentences translated."""
 
     text: str
@@ -70,7 +82,7 @@ class TextDocument:
 
 
 @dataclass
-class HtmlFile:
+class HtmlFile(Document):
     """An HTML page (`vaswani.documents.html`)."""
 
     document: object
@@ -220,9 +232,12 @@ def read_document(
     return document
 
 
-Translator = Callable[[list[str], bool], tuple[list[str | None], list[Alignment | None]]]
-"""Texts -> their translations and (when the flag asks) word alignments. A translation is None
-where it fell below a minimum confidence: the formats that can (`PARTIAL`) leave it out."""
+Translator = Callable[
+    [list[str], bool, list[Protection | None]], tuple[list[str | None], list[Alignment | None]]
+]
+"""Texts (with the code in each, None: the request's) -> their translations and (when the flag
+asks) word alignments. A translation is None where it failed a check or fell below a minimum
+confidence: the formats that can (`Document.partial`) leave it out, the others keep the text."""
 PARTIAL = ("po", "xliff")
 """Formats whose entries may stay untranslated (for a translator to do)."""
 
@@ -240,16 +255,28 @@ def translate_documents(
     allows; `language`: the target's code, for the formats that record it."""
     texts = [document.texts() for document in documents]
     flat = [text for mine in texts for text in mine]
+    code = [p for d, mine in zip(documents, texts, strict=True) for p in _protections(d, mine)]
     markup = any(d.markup for d in documents)
     translations: list[str | None] = []
     alignments: list[Alignment | None] = []
     for start in range(0, max(len(flat), 1), CHUNK_TEXTS):
-        found, aligned = translate(flat[start : start + CHUNK_TEXTS], markup)
+        chunk = slice(start, start + CHUNK_TEXTS)
+        found, aligned = translate(flat[chunk], markup, code[chunk])
         translations += found
         alignments += [None if a is None else Links(a) for a in aligned]  # held to the end
     out, start = [], 0
     for document, mine in zip(documents, texts, strict=True):
         end = start + len(mine)
-        out.append(document.rebuild(translations[start:end], alignments[start:end], language))
+        done = translations[start:end]
+        if not document.partial:  # a text that cannot be translated is kept as it was
+            done = [text if t is None else t for text, t in zip(mine, done, strict=True)]
+        out.append(document.rebuild(done, alignments[start:end], language))
         start = end
     return out
+
+
+def _protections(document: Document, texts: list[str]) -> list[Protection | None]:
+    found = document.protections()
+    if found is not None and len(found) != len(texts):
+        raise ValueError(f"{len(found)} protections for {len(texts)} texts")
+    return [None] * len(texts) if found is None else found

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from vaswani.documents.formats import DocumentError, DocumentOptions, decoded
+from vaswani.documents.formats import Document, DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment, Element, Tagged, place
 
 _ENDING = re.compile(
@@ -104,7 +104,7 @@ class _Place:
 
 
 @dataclass
-class Markdown:
+class Markdown(Document):
     lines: list[str]
     places: list[_Place]
     markup = True

@@ -25,7 +25,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from vaswani.documents.formats import DocumentError, DocumentOptions
+from vaswani.documents.formats import Document, DocumentError, DocumentOptions
 from vaswani.documents.markup import PARTS, Alignment, Element, Tagged, units
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -301,7 +301,7 @@ def odt_slots(node: Any, paragraph: Paragraph) -> None:
 
 
 @dataclass
-class Office:
+class Office(Document):
     """A .docx or .odt: its XML parts with paragraphs, inside its zip."""
 
     zipped: Zipped

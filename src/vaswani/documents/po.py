@@ -1,65 +1,157 @@
 """Gettext catalogs (.po, .pot), read and written with polib: msgctxt, msgid, comments and flags
-kept; each empty msgstr filled with the translation of its msgid (plural forms: msgstr[0] from
-msgid, the others from msgid_plural); the entries filled marked `fuzzy`, so that translators
-review them, unless fuzzy is off; translations already there kept unless overwrite is on.
-The header (msgid "") and obsolete entries are not translated; an empty Language in the header
-is set to the target language.
+kept; each empty msgstr filled with the translation of its msgid; the entries filled marked
+`fuzzy`, so that translators review them, unless fuzzy is off; translations already there kept
+unless overwrite is on. The header (msgid "") and obsolete entries are not translated.
+
+What a catalog's tools check is kept by construction: the code in each msgid (its flags say
+which: `c-format`, `python-format`, `qt-format`...; `vaswani.documents.protect`) and the
+catalog's keyboard accelerator marker (`_`, `&` or `~`, found among its msgids) are protected; a
+plural entry gets as many forms as the target language has (CLDR's rules, as babel ships them,
+unless the header's own Plural-Forms says otherwise), msgstr[0] from msgid and the others from
+msgid_plural (a language of one form: from msgid_plural); the header's Language, Plural-Forms and
+charset are set where a template leaves them open. An entry any of whose translations failed a
+check is left untranslated, whole.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass
 
 from vaswani.data.corpora import DataError
 from vaswani.data.formats.gettext import read_catalog
-from vaswani.documents.formats import DocumentError, DocumentOptions, decoded
+from vaswani.documents.formats import Document, DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment
+from vaswani.documents.spans import ACCELERATORS, DEFAULT, Protection
+
+FLAG_SYNTAXES = {
+    "c-format": {"printf"},
+    "objc-format": {"printf"},
+    "php-format": {"printf"},
+    "python-format": {"python"},
+    "python-brace-format": {"brace"},
+    "qt-format": {"qt"},
+    "kde-format": {"qt"},
+    "qt-plural-format": {"qt"},
+    "sh-format": {"shell"},
+    "perl-format": {"printf", "shell"},
+    "boost-format": {"qt", "printf"},
+}
+"""The syntaxes each gettext format flag adds to `DEFAULT`."""
+_TEMPLATE = re.compile(r"INTEGER|EXPRESSION|CHARSET")
 
 
 @dataclass
-class Catalog:
+class Catalog(Document):
     catalog: object  # polib.POFile
     options: DocumentOptions
     markup = False
+    partial = True
 
     def todo(self) -> list[tuple[object, str]]:
-        """(entry, field) to fill, in order: "msgstr", or a plural form's index as text."""
+        """(entry, field) to fill, in order: "msgstr"; a plural entry's "singular" and
+        "plural" (msgid and msgid_plural, translated once each)."""
         found = []
         for entry in self.catalog:
             if entry.obsolete or not entry.msgid:
                 continue
             if entry.msgid_plural:
-                forms = entry.msgstr_plural or {0: "", 1: ""}
-                if self.options.overwrite or not any(forms.values()):
-                    found += [(entry, str(k)) for k in sorted(forms)]
+                if self.options.overwrite or not any(entry.msgstr_plural.values()):
+                    found += [(entry, "singular"), (entry, "plural")]
             elif self.options.overwrite or not entry.msgstr:
                 found.append((entry, "msgstr"))
         return found
 
     def texts(self) -> list[str]:
-        return [
-            entry.msgid if field in ("msgstr", "0") else entry.msgid_plural
-            for entry, field in self.todo()
-        ]
+        return [entry.msgid_plural if f == "plural" else entry.msgid for entry, f in self.todo()]
+
+    def protections(self) -> list[Protection | None]:
+        """Each text's code: the default's, what its entry's format flags add (`no-c-format`
+        takes printf away), the catalog's accelerator."""
+        marker = accelerator_of([entry.msgid for entry in self.catalog if entry.msgid])
+        found = []
+        for entry, _ in self.todo():
+            syntaxes = set(DEFAULT)
+            for flag in entry.flags:
+                syntaxes |= FLAG_SYNTAXES.get(flag, set())
+                if flag.startswith("no-") and flag.endswith("-format"):
+                    syntaxes -= FLAG_SYNTAXES.get(flag[3:], set()) | {"printf-prose"}
+            found.append(Protection(frozenset(syntaxes), accelerator=marker))
+        return found
 
     def rebuild(
         self, translations: list[str], alignments: list[Alignment | None], language: str | None
     ) -> bytes:
-        todo = self.todo()
-        for (entry, field), translation in zip(todo, translations, strict=True):
-            if translation is None:  # below --min-confidence: left for a translator
+        metadata = self.catalog.metadata
+        language = language or metadata.get("Language") or None
+        if language and not metadata.get("Language"):
+            metadata["Language"] = language
+        forms = self.plural_forms(language)
+        done: dict[int, dict[str, str | None]] = {}
+        for (entry, field), translation in zip(self.todo(), translations, strict=True):
+            done.setdefault(id(entry), {})[field] = translation
+        for entry, _ in self.todo():
+            mine = done.pop(id(entry), None)
+            if mine is None or None in mine.values():  # failed a check: left for a translator
                 continue
-            if field == "msgstr":
-                entry.msgstr = translation
+            if "msgstr" in mine:
+                entry.msgstr = mine["msgstr"]
             else:
-                forms = entry.msgstr_plural or {0: "", 1: ""}
-                entry.msgstr_plural = {**forms, int(field): translation}
+                one = [mine["plural"]] if forms == 1 else [mine["singular"]]
+                entry.msgstr_plural = dict(enumerate(one + [mine["plural"]] * (forms - 1)))
             if self.options.fuzzy and "fuzzy" not in entry.flags:
                 entry.flags.append("fuzzy")
-        if language and not self.catalog.metadata.get("Language"):
-            self.catalog.metadata["Language"] = language
         text = str(self.catalog).translate(C_ESCAPES)
         return (text if text.endswith("\n") else text + "\n").encode("utf-8")
+
+    def plural_forms(self, language: str | None) -> int:
+        """How many plural forms the catalog's entries take: its header's, else the
+        language's by CLDR (written into the header), else 2. The charset becomes UTF-8, in
+        which the catalog is written."""
+        metadata = self.catalog.metadata
+        content = metadata.get("Content-Type", "")
+        if "charset=" in content and not re.search(r"charset=utf-?8\b", content, re.I):
+            metadata["Content-Type"] = "text/plain; charset=UTF-8"
+        header = metadata.get("Plural-Forms", "")
+        stated = re.search(r"nplurals\s*=\s*(\d+)", header)
+        if stated and not _TEMPLATE.search(header):
+            return max(int(stated.group(1)), 1)
+        rule = plural_rule(language) if language else None
+        if rule is None:
+            if header:  # a template's placeholder, with no language to fill it: one msgfmt reads
+                metadata["Plural-Forms"] = "nplurals=2; plural=(n != 1);"
+            return 2
+        metadata["Plural-Forms"] = rule[1]
+        return rule[0]
+
+
+def plural_rule(language: str) -> tuple[int, str] | None:
+    """A language's plural forms by CLDR: their number and the Plural-Forms header
+    (`nplurals=3; plural=...;`); None for a language babel does not know."""
+    from babel.core import UnknownLocaleError
+    from babel.messages.plurals import get_plural
+
+    try:
+        rule = get_plural(re.sub(r"-", "_", language.strip()))
+    except (UnknownLocaleError, ValueError, TypeError):
+        return None
+    return rule.num_plurals, str(rule)
+
+
+def accelerator_of(msgids: list[str]) -> str | None:
+    """The catalog's keyboard accelerator marker: the one of `ACCELERATORS` that most msgids
+    use before a letter at the start of a word, once (`_Open`, `Save _As`), if two or more do."""
+    counts = Counter(
+        marker
+        for msgid in msgids
+        for marker in ACCELERATORS
+        if msgid.count(marker) == 1 and re.search(rf"(?:^|\s){re.escape(marker)}\w", msgid)
+    )
+    if not counts:
+        return None
+    marker, count = counts.most_common(1)[0]
+    return marker if count >= 2 else None
 
 
 def read_po(data: bytes, name: str, options: DocumentOptions) -> Catalog:

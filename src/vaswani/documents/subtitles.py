@@ -17,7 +17,7 @@ import re
 from array import array
 from dataclasses import dataclass, field
 
-from vaswani.documents.formats import DocumentError, DocumentOptions, decoded
+from vaswani.documents.formats import Document, DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment, Element, Tagged, place
 
 _BLOCKS = re.compile(r"(?:\r?\n){2,}")
@@ -29,7 +29,7 @@ _ENDS_SENTENCE = re.compile(r"""[.!?…。！？]["'»”’)\]]*$""")
 
 
 @dataclass
-class Subtitles:
+class Subtitles(Document):
     """A subtitle file's text and where its cues lie in it (a cue: its lines up to its timing
     line, then its text lines), as offsets, so that a million cues cost their text and a few
     numbers each; `markup`: alignments share sentences out."""

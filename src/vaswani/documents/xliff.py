@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape
 
-from vaswani.documents.formats import DocumentError, DocumentOptions, decoded
+from vaswani.documents.formats import Document, DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment, Element, Tagged, place
 from vaswani.documents.office import parse_xml, serialize, xml_text
 
@@ -89,11 +89,12 @@ class Unit:
 
 
 @dataclass
-class Xliff:
+class Xliff(Document):
     root: Any
     units: list[Unit]
     version: str
     markup = True
+    partial = True
 
     def texts(self) -> list[str]:
         return [tagged_source(unit.source).text for unit in self.units]

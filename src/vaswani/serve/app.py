@@ -278,6 +278,9 @@ async def native_translate(
         origins=[t.origin if t else "model" for t in best] if aids and aids.memory else None,
         fuzzy_matches=[fuzzy_record(t) for t in best] if aids and aids.fuzzy_threshold else None,
         terms=[terms_record(t) for t in best] if request.aids.glossary else None,
+        unsafe=[t.unsafe if t else None for t in best]
+        if any(t and t.unsafe for t in best)
+        else None,
         beam_size=beam,
         seconds=time.perf_counter() - start,
     )

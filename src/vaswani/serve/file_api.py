@@ -37,6 +37,7 @@ from vaswani.serve.libre import (
     client_of,
     language_name,
     string_fields,
+    values,
 )
 from vaswani.serve.worker import Route, prepared_for, translated, with_aids
 from vaswani.translation.pipeline import best_texts
@@ -98,7 +99,8 @@ class FileService:
             form = await request.form(max_files=1, max_fields=16)
         except Exception as error:  # a body that is not multipart form data
             raise LibreError(400, f"Invalid request: {error}") from None
-        fields = string_fields({k: form.get(k) for k in ("source", "target", "api_key")})
+        given = values(request.query_params, form)
+        fields = string_fields({k: given.get(k) for k in ("source", "target", "api_key")})
         self.libre.access.check(fields.get("api_key"), client_of(request))
         upload = form.get("file")
         if not isinstance(upload, UploadFile) and not hasattr(upload, "read"):

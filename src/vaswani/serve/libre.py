@@ -202,7 +202,10 @@ def string_fields(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 async def request_fields(request: Request, body: bytes) -> dict[str, Any]:
-    """A LibreTranslate request's fields, from JSON or form data; q may repeat in a form."""
+    """A LibreTranslate request's fields, where LibreTranslate reads them: a JSON body, or else
+    the query string and form data together (Flask's `request.values`: a field of the query
+    string first; q may repeat). deep-translator's client posts its fields in the query
+    string."""
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("application/json"):
         try:
@@ -212,10 +215,17 @@ async def request_fields(request: Request, body: bytes) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise LibreError(400, "Invalid request: expected a JSON object")
         return string_fields(data)
-    form = await request.form()
+    return values(request.query_params, await request.form())
+
+
+def values(query: Any, form: Any) -> dict[str, Any]:
+    """Fields of the query string and of a form (Starlette's multi-dicts) as one: the query
+    string's first where both have one, every q of both where q repeats."""
     fields: dict[str, Any] = {key: form.get(key) for key in form}
-    if len(form.getlist("q")) > 1:
-        fields["q"] = form.getlist("q")
+    fields.update({key: query.get(key) for key in query})
+    every_q = query.getlist("q") + form.getlist("q")
+    if len(every_q) > 1:
+        fields["q"] = every_q
     return fields
 
 

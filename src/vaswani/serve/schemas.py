@@ -73,6 +73,9 @@ class TranslateResponse(BaseModel):
     """With a fuzzy threshold: each text's best fuzzy match in the memory (score, source, target)."""
     terms: list[list[dict[str, Any]]] | None = None
     """With a glossary: each text's terms (source, target, placed)."""
+    unsafe: list[str | None] | None = None
+    """Where a translation failed a check (a placeholder, markup, the accelerator, a line
+    break: the name of the check), which text came back as it was; absent when none did."""
     beam_size: int
     seconds: float
     pivot: str | None = None

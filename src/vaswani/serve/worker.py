@@ -316,11 +316,9 @@ Route = Worker | Targeted | Pivot
 def prepared_for(worker: Route, texts: list[str], request: Request) -> Prepared:
     """A request's texts as `worker` translates them (the pipeline's first phase): split as the
     request says, led by the worker's prefix, with the request's aids."""
-    sentences = pipeline.sentences_of(texts, request, worker.language)
+    split = pipeline.sentences_of(texts, request, worker.language)
     prefix = worker.prefix
-    return pipeline.prepare(
-        sentences, request.aids, None if prefix is None else [prefix] * len(texts)
-    )
+    return pipeline.prepare(split, request.aids, None if prefix is None else [prefix] * len(texts))
 
 
 def with_aids(worker: Route, request: Request, glossary: Glossary | None = None) -> Request:

@@ -11,6 +11,7 @@ from typing import Any
 
 from vaswani.decoding.text import Translation
 from vaswani.documents.formats import Translator, format_of, read_document, translate_documents
+from vaswani.documents.spans import Protection
 from vaswani.safe_io import write_atomic
 from vaswani.translation import pipeline
 from vaswani.translation.pipeline import Translating
@@ -23,14 +24,21 @@ def document_translator(
     progress: Callable[[int], Callable[[int], None] | None] | None = None,
 ) -> Translator:
     """A `Translator` over `engine`: texts split into sentences and translated as `request`
-    asks; `progress(total)` gives a callable told of each batch's sentences. A text whose
-    confidence is under `request.aids.min_confidence` is answered None (left untranslated)."""
+    asks (the code in each as its format says, else as the request does); `progress(total)`
+    gives a callable told of each batch's sentences. A text whose translation failed a check, or
+    whose confidence is under `request.aids.min_confidence`, is answered None."""
     request = request or Request()
+    base = request.protect
+    if isinstance(base, list):
+        raise ValueError("a document's texts are protected as its format says: give one Protection")
 
-    def translate(texts: list[str], alignments: bool) -> tuple[list[str | None], list[Any]]:
-        sentences = pipeline.sentences_of(texts, request, engine.source_language)
+    def translate(
+        texts: list[str], alignments: bool, code: list[Protection | None]
+    ) -> tuple[list[str | None], list[Any]]:
+        protect = [mine or base for mine in code]
+        asked = dataclasses.replace(request, align=alignments, protect=protect)
+        sentences = pipeline.sentences_of(texts, asked, engine.source_language)
         update = progress(len(sentences.flat)) if progress is not None else None
-        asked = dataclasses.replace(request, align=alignments)
         done = pipeline.translate(engine, sentences, asked, update)
         least = request.aids.min_confidence
         return [pipeline.confident(f, least) for f in done.found], done.alignments

@@ -44,8 +44,8 @@ from vaswani.translation import pipeline
 from vaswani.translation import precision as measured
 from vaswani.translation.align import Alignment, AlignSettings, align
 from vaswani.translation.documents import translate_file
+from vaswani.translation.pipeline import Split
 from vaswani.translation.request import Request
-from vaswani.translation.segment import Sentences
 
 
 class EngineError(VaswaniError):
@@ -184,7 +184,7 @@ class Engine(TextModel):
 
     def translate_nbest(
         self,
-        texts: list[str] | Sentences,
+        texts: list[str] | Split,
         request: Request | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> pipeline.Finished:

@@ -78,6 +78,10 @@ class Memory:
         )
         return Sentences(texts)
 
+    def holds(self, text: str) -> bool:
+        """Whether the memory holds `text` whole."""
+        return key_of(text) in self.entries
+
     def exact(self, segments: list[str]) -> dict[int, list[Translation]]:
         """The segments the memory holds, by index: its target as their one translation."""
         known = {}

@@ -1,24 +1,30 @@
 """The steps from texts to translations, written once for the CLI, Python, evaluation and the
 server, in two phases around the model:
 
-    prepare: split into sentences (`Sentences`), take the texts a translation memory holds whole
-             as one segment, look up the memory's exact matches, the target's prefix ids
+    prepare: take the code out of each text (placeholders, markup, URLs, accelerators:
+             `vaswani.documents.protect`), split into sentences (`Sentences`), take the texts a
+             translation memory holds whole as one segment, look up the memory's exact matches,
+             the target's prefix ids
     -> the segments still to translate go to the model: `Engine.segments` here, the server's
        batching worker there (`vaswani.serve.worker`)
-    finish:  fuzzy matches, the glossary's terms put in by word alignment, the texts' word
-             alignments, sentences joined back into texts
+    finish:  fuzzy matches, the glossary's terms put in by word alignment, sentences joined
+             back into texts, the code put back by word alignment and each text checked (one
+             that fails is answered with its source, marked `unsafe`), the texts' alignments
 
 `translate` runs the three in a row; the server awaits its worker between `prepare` and `finish`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from vaswani.decoding.text import Segments, Translation
+from vaswani.documents.protect import Protected, keep, protect
+from vaswani.documents.spans import Protection, without_code
 from vaswani.translation.align import Alignment, AlignSettings, join_alignments
 from vaswani.translation.glossary import enforce
 from vaswani.translation.request import Aids, Request
@@ -54,11 +60,25 @@ class Translating(Aligner, Protocol):
     ) -> list[list[Translation]]: ...
 
 
+@dataclass(frozen=True)
+class Split:
+    """Texts as the model sees them: each with its code taken out (`protected`), split into
+    segments (`sentences`)."""
+
+    protected: list[Protected]
+    sentences: Sentences
+
+    @property
+    def flat(self) -> list[str]:
+        return self.sentences.flat
+
+
 @dataclass
 class Prepared:
     """A request's texts ready for the model: its segments, their prefixes, and the answers the
     translation memory already holds."""
 
+    protected: list[Protected]
     sentences: Sentences
     prefixes: list[list[int]] | None
     """Ids before each text (a multilingual model's target-language token), or None."""
@@ -95,18 +115,28 @@ class Finished:
         return [options[0] if options else None for options in self.found]
 
 
-def sentences_of(texts: list[str], request: Request, language: str | None) -> Sentences:
-    """`texts` as segments by `request` (split by the rules of its language, by default
-    `language`, the model's source language)."""
-    return Sentences.of(texts, request.language or language, request.split)
+def sentences_of(texts: list[str], request: Request, language: str | None) -> Split:
+    """`texts` as segments by `request`: their code taken out as `request.protect` says (not
+    from a text a translation memory holds whole, which it answers as it is), split by the rules
+    of its language (by default `language`, the model's source language)."""
+    each = request.protect
+    each = each if isinstance(each, list) else [each] * len(texts)
+    memory = request.aids.memory
+    protected = [
+        keep(text, protection) if memory and memory.holds(text) else protect(text, protection)
+        for text, protection in zip(texts, each, strict=True)
+    ]
+    plain = [p.text for p in protected]
+    return Split(protected, Sentences.of(plain, request.language or language, request.split))
 
 
-def prepare(sentences: Sentences, aids: Aids, prefixes: list[list[int]] | None) -> Prepared:
+def prepare(split: Split, aids: Aids, prefixes: list[list[int]] | None) -> Prepared:
     """The first phase: texts a memory holds whole made one segment, its exact matches taken."""
+    sentences = split.sentences
     if aids.memory:
         sentences = aids.memory.unsplit(sentences)
     known = aids.memory.exact(sentences.flat) if aids.memory else {}
-    return Prepared(sentences, prefixes, known)
+    return Prepared(split.protected, sentences, prefixes, known)
 
 
 def finish(
@@ -120,8 +150,10 @@ def finish(
     for, sentences joined back into texts."""
     flat, aids = prepared.sentences.flat, request.aids
     found: list[list[Translation]] = [prepared.known.get(i, []) for i in range(len(flat))]
+    owners = [owner for owner, _ in prepared.sentences.owners()]
     for i, mine in zip(prepared.todo, answered, strict=True):
-        found[i] = mine
+        protection = prepared.protected[owners[i]].protection
+        found[i] = [cleaned(t, protection) for t in mine]
     if aids.memory and aids.fuzzy_threshold is not None:
         aids.memory.mark_fuzzy(flat, found, aids.fuzzy_threshold)
     if aids.glossary and aligner is not None:
@@ -131,10 +163,15 @@ def finish(
             return aligner.align(prepared.segments(indices), best, request.alignment)
 
         enforce(aids.glossary, flat, found, aligned)
-    alignments: list[Alignment | None] = [None] * len(prepared.sentences.texts)
-    if request.align and aligner is not None:
-        alignments = list(texts_aligned(prepared, found, request.alignment, aligner))
+    texts = range(len(prepared.sentences.texts))
+    wanted = [i for i in texts if request.align or prepared.protected[i].placing]
+    aligned = texts_aligned(prepared, found, wanted, request, aligner)
+    aligned = dict(zip(wanted, aligned, strict=True))
     joined = join_nbest(prepared.sentences, found)
+    alignments: list[Alignment | None] = [None] * len(joined)
+    for i, protected in enumerate(prepared.protected):
+        joined[i], alignment = restored(protected, joined[i], aligned.get(i))
+        alignments[i] = alignment if request.align else None
     if aids.report is not None:
         aids.report(joined)
     return Finished(joined, alignments)
@@ -143,24 +180,66 @@ def finish(
 def texts_aligned(
     prepared: Prepared,
     found: list[list[Translation]],
-    settings: AlignSettings | None,
-    aligner: Aligner,
-) -> list[Alignment]:
-    """The alignment of each text with its joined best translation, from its segments'."""
+    wanted: list[int],
+    request: Request,
+    aligner: Aligner | None,
+) -> list[Alignment | None]:
+    """The alignment of each text `wanted` with its joined best translation, from its
+    segments' (None each without an aligner: a pivot's)."""
+    if aligner is None or not wanted:
+        return [None] * len(wanted)
     sentences = prepared.sentences
-    best = [mine[0].text if mine else "" for mine in found]
-    each = aligner.align(prepared.segments(list(range(len(best)))), best, settings)
+    chosen = set(wanted)
+    todo = [k for k, (owner, _) in enumerate(sentences.owners()) if owner in chosen]
+    best = [found[k][0].text if found[k] else "" for k in todo]
+    each = iter(aligner.align(prepared.segments(todo), best, request.alignment))
+    best_of = iter(best)
     return [
-        join_alignments(text, translations, alignments)
-        for text, translations, alignments in zip(
-            sentences.texts, sentences.per_text(best), sentences.per_text(each), strict=True
+        join_alignments(
+            sentences.texts[i],
+            [next(best_of) for _ in sentences.texts[i].sentences],
+            [next(each) for _ in sentences.texts[i].sentences],
         )
+        for i in wanted
     ]
+
+
+def cleaned(translation: Translation, protection: Protection) -> Translation:
+    """The model's `translation` of a segment without the code it made up (its source had none:
+    it was taken out), before any word of it is aligned."""
+    text = without_code(translation.text, protection)
+    return translation if text == translation.text else dataclasses.replace(translation, text=text)
+
+
+def restored(
+    protected: Protected, found: list[Translation], alignment: Alignment | None
+) -> tuple[list[Translation], Alignment | None]:
+    """A text's n-best translations with its code put back (the best by `alignment`, the others
+    by relative position) and checked, and its alignment as one of the text as it was. A
+    translation that fails a check is the source as it was, marked `unsafe` with the check's
+    name; a text of nothing but code is kept as it is."""
+    same = None if alignment is None else [(i, i) for i in range(len(protected.source.split()))]
+    if not found and not protected.changed:  # a blank text
+        return [], alignment
+    if not found:
+        return [Translation(protected.source, 0.0, 0.0, origin="kept")], same
+    out, placed = [], []
+    for k, translation in enumerate(found):
+        mine = protected.place(translation.text, (alignment or []) if k == 0 else [])
+        check = protected.check(mine.text)
+        text = protected.source if check else mine.text
+        out.append(dataclasses.replace(translation, text=text, unsafe=check))
+        placed.append(mine)
+    if out[0].unsafe:  # the source as it was, word for word
+        return out, same
+    if alignment is not None and protected.changed:
+        alignment = protected.aligned(alignment, placed[0])
+    return out, alignment
 
 
 def translate(
     engine: Translating,
-    texts: list[str] | Sentences,
+    texts: list[str] | Split,
     request: Request | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Finished:
@@ -168,9 +247,9 @@ def translate(
     batch, with its aids): its n-best translations and, with `request.align`, its word
     alignment. `progress` is told of the segments each batch finished."""
     request = request or Request()
-    if not isinstance(texts, Sentences):
+    if not isinstance(texts, Split):
         texts = sentences_of(texts, request, engine.source_language)
-    prepared = prepare(texts, request.aids, engine.prefixes(request.target, len(texts.texts)))
+    prepared = prepare(texts, request.aids, engine.prefixes(request.target, len(texts.protected)))
     if prepared.known and progress is not None:
         progress(len(prepared.known))
     answered = engine.segments(prepared.segments(), request, progress)
@@ -219,8 +298,10 @@ def best_texts(nbest: list[list[Translation]]) -> list[str]:
 
 
 def confident(found: list[Translation], least: float | None) -> str | None:
-    """The best translation's text ("" for a blank text), None where its confidence is under
-    `least`."""
+    """The best translation's text ("" for a blank text), None where it failed a check or its
+    confidence is under `least`."""
     if not found:
         return ""
-    return None if least is not None and found[0].confidence < least else found[0].text
+    if found[0].unsafe or (least is not None and found[0].confidence < least):
+        return None
+    return found[0].text

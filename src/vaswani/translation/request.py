@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from vaswani.config import DecodeConfig
 from vaswani.decoding.text import Translation
+from vaswani.documents.spans import Protection
 from vaswani.translation.align import AlignSettings
 from vaswani.translation.glossary import Glossary
 from vaswani.translation.memory import Memory
@@ -50,4 +51,7 @@ class Request:
     """Also give each text's word alignment with its translation."""
     alignment: AlignSettings | None = None
     """Where word alignments are read from (by default the model's own choice)."""
+    protect: Protection | list[Protection] = field(default_factory=Protection)
+    """The code taken out of each text before translation and put back after (placeholders,
+    markup, URLs, accelerators: `vaswani.documents.protect`): one for all texts, or one each."""
     aids: Aids = field(default_factory=Aids)

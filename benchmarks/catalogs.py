@@ -1,0 +1,159 @@
+"""Real software catalogs translated as a localisation engineer does it, and checked as their
+tools check them: `vaswani translate --input X.pot --output X.po` on catalogs the model never saw
+(held out by catalog), then for each output
+
+- `msgfmt -c` errors (a catalog that does not build),
+- translate-toolkit's pofilter checks (printf, python brace format, variables, xmltags,
+  escapes, newlines, brackets) failed by the units written as translated, beside the same checks
+  on the human translators' own catalog (REFERENCE/X.po),
+- units with printf directives whose directives survived (pofilter's printf check), and units
+  with one keyboard accelerator (`_`) that kept exactly one,
+- units left untranslated (vaswani's check refused them), and chrF against the translators'
+  msgstr: of the units translated (`chrf`), and of all (`chrf_all`, a unit left untranslated
+  scoring as empty).
+
+    python benchmarks/catalogs.py --checkpoint RUN --catalogs DIR [--src SRC] [--out DIR]
+        [--too-long truncate]
+
+DIR holds X.pot (msgstr empty) and X.po (the translators') for each catalog. `--src` runs
+another checkout's vaswani (its `src/`), to compare before and after a change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CHECKS = ("printf", "pythonbraceformat", "variables", "xmltags", "escapes", "newlines", "brackets")
+
+
+def failures(checker, source: str, target: str) -> list[str]:
+    """The pofilter checks `target` fails as a translation of `source`."""
+    failed = []
+    for name in CHECKS:
+        try:
+            if not getattr(checker, name)(source, target):
+                failed.append(name)
+        except Exception:  # pofilter signals a failure by raising FilterFailure
+            failed.append(name)
+    return failed
+
+
+def accelerator(text: str) -> int:
+    return len(re.findall(r"_\w", text))
+
+
+def counted(entry, human) -> bool:
+    """Whether a unit is scored: one message (not plural) that the translators translated."""
+    return not entry.msgid_plural and human is not None and bool(human.msgstr)
+
+
+def score(pot: Path, out: Path, reference: Path) -> dict:
+    import polib
+    import sacrebleu
+    from translate.filters import checks
+
+    checker = checks.StandardChecker()
+    mine = {(e.msgctxt, e.msgid): e for e in polib.pofile(str(out)) if e.msgid}
+    human = {(e.msgctxt, e.msgid): e for e in polib.pofile(str(reference)) if e.msgid}
+    stats = dict.fromkeys(
+        ["units", "translated", "left", "printf_units", "printf_kept", "accel_units"], 0
+    )
+    stats |= {"accel_kept": 0, "failed": {}, "human_failed": {}}
+    hyps, refs, everything = [], [], []
+    for key, entry in mine.items():
+        if not counted(entry, human.get(key)):
+            continue
+        stats["units"] += 1
+        printf = re.search(r"%[-+ #0'\d.*$lhqjztL]*[diouxXeEfFgGaAcsp]", entry.msgid)
+        accel = entry.msgid.count("_") == 1 and accelerator(entry.msgid) == 1
+        for name in failures(checker, entry.msgid, human[key].msgstr):
+            stats["human_failed"][name] = stats["human_failed"].get(name, 0) + 1
+        if not entry.msgstr:
+            stats["left"] += 1
+            everything.append("")  # a unit left untranslated scores as empty
+            continue
+        stats["translated"] += 1
+        failed = failures(checker, entry.msgid, entry.msgstr)
+        for name in failed:
+            stats["failed"][name] = stats["failed"].get(name, 0) + 1
+        if printf:
+            stats["printf_units"] += 1
+            stats["printf_kept"] += "printf" not in failed
+        if accel:
+            stats["accel_units"] += 1
+            stats["accel_kept"] += accelerator(entry.msgstr) == 1
+        hyps.append(entry.msgstr)
+        refs.append(human[key].msgstr)
+        everything.append(entry.msgstr)
+    stats["chrf"] = sacrebleu.corpus_chrf(hyps, [refs]).score if hyps else 0.0
+    references = [human[k].msgstr for k, e in mine.items() if counted(e, human.get(k))]
+    stats["chrf_all"] = sacrebleu.corpus_chrf(everything, [references]).score if hyps else 0.0
+    stats["pairs"] = list(zip(everything, references, strict=True))
+    msgfmt = subprocess.run(
+        ["msgfmt", "-c", "-o", os.devnull, str(out)], capture_output=True, text=True
+    )
+    stats["msgfmt_errors"] = sum(
+        1
+        for line in msgfmt.stderr.splitlines()
+        if re.match(r".*:\d+: ", line) and ": warning: " not in line
+    )
+    stats["msgfmt_fatal"] = msgfmt.returncode != 0
+    return stats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--catalogs", type=Path, required=True)
+    parser.add_argument("--src", type=Path, help="the src/ of the vaswani to run")
+    parser.add_argument("--out", type=Path, default=Path("catalogs-out"))
+    parser.add_argument(
+        "--too-long", default="error", help="translate's --too-long (a toy model's 64 positions)"
+    )
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    if args.src is not None:
+        env["PYTHONPATH"] = str(args.src.resolve())
+    total: dict = {}
+    seconds, pairs = 0.0, []
+    for pot in sorted(args.catalogs.glob("*.pot")):
+        out = args.out / f"{pot.stem}.po"
+        out.unlink(missing_ok=True)
+        command = [sys.executable, "-m", "vaswani", "translate", "--checkpoint", args.checkpoint]
+        start = time.perf_counter()
+        subprocess.run(
+            [*command, "--input", str(pot), "--output", str(out), "--too-long", args.too_long],
+            check=True,
+            env=env,
+            stderr=subprocess.DEVNULL,
+        )
+        seconds += time.perf_counter() - start
+        stats = score(pot, out, pot.with_suffix(".po"))
+        pairs += stats.pop("pairs")
+        print(pot.stem, json.dumps(stats), flush=True)
+        for key, value in stats.items():
+            if isinstance(value, dict):
+                for name, n in value.items():
+                    total.setdefault(key, {})[name] = total.get(key, {}).get(name, 0) + n
+            elif not key.startswith("chrf"):
+                total[key] = total.get(key, 0) + value
+        total.setdefault("chrf_by_catalog", {})[pot.stem] = round(stats["chrf"], 1)
+        total.setdefault("chrf_all_by_catalog", {})[pot.stem] = round(stats["chrf_all"], 1)
+    total["seconds"] = round(seconds, 1)
+    import sacrebleu
+
+    hyps, refs = zip(*pairs, strict=True) if pairs else ((), ())
+    total["chrf_all_catalogs"] = round(sacrebleu.corpus_chrf(list(hyps), [list(refs)]).score, 2)
+    print("total", json.dumps(total, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+"""The code inside software strings, found by syntax: printf, Python, Qt, ICU MessageFormat,
+shell and template variables, URLs, e-mail addresses, paths, inline code, escapes, HTML/XML
+markup (`SYNTAXES`), and keyboard accelerators. A `Protection` says which syntaxes a string is
+written in (a format knows: a PO entry's `c-format` flag; otherwise `DEFAULT`, which leaves
+prose alone: `50% off` is not printf, and `50 % of` would be with printf's space flag, so
+`DEFAULT` reads printf without it). `vaswani.documents.protect` takes what is found out of the
+model's reach and puts it back.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+from dataclasses import dataclass
+
+from vaswani.errors import VaswaniError
+
+
+class ProtectError(VaswaniError, ValueError):
+    """A pattern given to protect that is not a valid regular expression."""
+
+
+_FLAGS = r"[-+0#']*"
+_WIDTH = r"(?:\*(?:\d+\$)?|\d+)?(?:\.(?:\*(?:\d+\$)?|\d+))?"
+_LENGTH = r"(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32|I)?"
+PRINTF = rf"%(?:\d+\$)?{_FLAGS}{_WIDTH}{_LENGTH}[diouxXeEfFgGaAcspn]|%%|%<PRI\w+>"
+SYNTAXES = {
+    "url": r"\b(?:https?|ftp|file)://[^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]]|\bwww\.[\w-]+\.[\w.-]*\w",
+    "email": r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
+    "path": r"(?<![\w.:/])(?:~|\.\.?)?/[\w.-]*[\w-](?:/[\w.-]*[\w-])+/?|(?<!\w)[A-Z]:\\[\w.\\-]*[\w\\-]",
+    "code": r"`[^`'\n]+`",
+    "template": r"\{\{.{0,200}?\}\}|\{%.{0,200}?%\}",
+    "markup": r"</?[A-Za-z][\w:.-]*(?:\s[^<>]{0,2000})?/?>|<!--.{0,2000}?-->"
+    r"|&(?:[A-Za-z]\w*|#\d+|#x[\da-fA-F]+);",
+    "metavar": r"<[A-Za-z][^<>\s]{0,60}>",
+    "shell": r"\$\{[^{}\s]+\}|\$\([^()\s]+\)|\$[A-Za-z_]\w*",
+    "variables": r"\$\{[^{}\s]+\}|\$\([^()\s]+\)|\$[A-Z_][A-Z0-9_]*\b|%[A-Z][A-Z0-9_]{2,}%?",
+    "python": rf"%\([^()\s]+\){_FLAGS}{_WIDTH}[diouxXeEfFgGcrsa]|{PRINTF.replace(_FLAGS, '[-+ 0#]*')}",
+    "brace": r"\{\{|\}\}|\{[\w.\[\]]*(?:![rsa])?(?::[^{}\s]*)?\}",
+    "printf": PRINTF.replace(_FLAGS, r"[-+ 0#']*"),
+    "printf-prose": PRINTF,
+    "strftime": r"%[-_0^#]?[aAbBcCdDeFgGhHIjklmMnpPrRsStTuUVwWxXyYzZ+]",
+    "qt": r"%L?\d{1,2}",
+    "icu": r"(?!)",  # read by `icu_spans`, not by a pattern
+    "escapes": r"\\(?:[abfnrtv\\\"']|u[\da-fA-F]{4}|x[\da-fA-F]{2}|[0-7]{1,3})",
+}
+"""Each syntax's spans; earlier syntaxes win where two would match at one place. What a span
+may hold is bounded (a tag's attributes, a comment), so that a string of ten thousand `<!--`
+never closed is read in linear time."""
+ORDERED = frozenset({"printf", "printf-prose", "python"})
+"""Syntaxes whose unnamed spans (`%s`, not `%1$s` or `%(name)s`) are consumed in order: they
+come back in their order, wherever the words take them."""
+DEFAULT = frozenset(
+    {"url", "email", "path", "code", "template", "markup", "metavar", "variables", "brace"}
+    | {"qt", "icu"}
+    | {"printf-prose", "strftime", "escapes"}
+)
+"""What a string of unknown origin is protected from: code that prose does not contain."""
+ACCELERATORS = "_&~"
+"""Keyboard accelerator markers: GNOME's `_`, KDE's and Windows' `&`, LibreOffice's `~`."""
+
+
+@dataclass(frozen=True)
+class Protection:
+    """What to protect in strings: `syntaxes` (names in `SYNTAXES`), extra `patterns` (regular
+    expressions, `--protect`), and a keyboard `accelerator` marker (one of `ACCELERATORS`)."""
+
+    syntaxes: frozenset[str] = DEFAULT
+    patterns: tuple[str, ...] = ()
+    accelerator: str | None = None
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.syntaxes) - set(SYNTAXES))
+        if unknown:
+            raise ProtectError(f"unknown syntax {unknown[0]}: choose from {', '.join(SYNTAXES)}")
+        for pattern in self.patterns:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ProtectError(
+                    f"--protect {pattern!r}: not a regular expression ({error})"
+                ) from None
+
+    def finder(self) -> re.Pattern:
+        """One pattern of every syntax (a group each, by name), user patterns first."""
+        return _finder(self.patterns, tuple(s for s in SYNTAXES if s in self.syntaxes))
+
+
+NONE = Protection(frozenset())
+"""Nothing protected: every character goes to the model."""
+
+
+@functools.lru_cache(maxsize=64)
+def _finder(patterns: tuple[str, ...], syntaxes: tuple[str, ...]) -> re.Pattern:
+    parts = [f"(?P<user{k}>{p})" for k, p in enumerate(patterns)]
+    parts += [f"(?P<{name.replace('-', '_')}>{SYNTAXES[name]})" for name in syntaxes]
+    return re.compile("|".join(parts) or r"(?!)", re.S)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A piece of code in the original string: characters `start` .. `end`, its text, whether
+    its place in the order of its kind is fixed (`ordered`)."""
+
+    start: int
+    end: int
+    text: str
+    syntax: str
+    ordered: bool = False
+    partner: int | None = None
+    """Where the span that closes this one starts (an ICU message's `}`)."""
+
+
+def spans(text: str, protection: Protection) -> list[Span]:
+    """The spans of `text` in `protection`'s syntaxes, in order, none empty."""
+    found = icu_spans(text) if "icu" in protection.syntaxes else []
+    taken = [(s.start, s.end) for s in found]
+    for match in protection.finder().finditer(text):
+        if match.end() > match.start() and not _inside(taken, match.start(), match.end()):
+            syntax = match.lastgroup.replace("_", "-")
+            ordered = syntax in ORDERED and _unnamed(match.group())
+            found.append(Span(match.start(), match.end(), match.group(), syntax, ordered))
+    return sorted(found, key=lambda s: s.start) if taken else found
+
+
+def _inside(taken: list[tuple[int, int]], start: int, end: int) -> bool:
+    """Whether start .. end overlaps one of `taken` (sorted, not overlapping)."""
+    k = bisect.bisect_right(taken, (start, float("inf"))) - 1
+    before = k >= 0 and taken[k][1] > start
+    after = k + 1 < len(taken) and taken[k + 1][0] < end
+    return before or after
+
+
+_ICU = re.compile(r"\{\s*[\w.]+\s*,\s*(plural|selectordinal|select)\s*,(?:\s*offset:\d+)?")
+_ARM = re.compile(r"(\s*)(?:=\d+|[\w-]+)\s*\{")
+MAX_ICU_DEPTH = 20
+"""The deepest ICU messages are read nested (real ones nest two or three)."""
+
+
+def icu_spans(text: str) -> list[Span]:
+    """The syntax of ICU MessageFormat's plural and select messages (`{count, plural, one {# file}
+    other {# files}}`): each message's head and `}`, each arm's `one {` and `}` (pairs, so
+    that the arms' words are translated inside them), and `#` in a plural's arms. A message whose
+    braces do not balance, or nested over MAX_ICU_DEPTH, is left as text."""
+    if "{" not in text:
+        return []
+    closing, stack = {}, []
+    for k, char in enumerate(text):  # every brace's partner, once: linear time
+        if char == "{":
+            stack.append(k)
+        elif char == "}" and stack:
+            closing[stack.pop()] = k
+    found: list[Span] = []
+    depth: list[int] = []  # the ends of the messages around the place read
+    for head in _ICU.finditer(text):
+        end = closing.get(head.start())
+        while depth and depth[-1] < head.start():
+            depth.pop()
+        if end is None or len(depth) >= MAX_ICU_DEPTH:
+            continue
+        arms, at = [], head.end()
+        while (arm := _ARM.match(text, at)) is not None and arm.end() - 1 in closing:
+            arms.append((arm.end(1), arm.end(), closing[arm.end() - 1]))  # spaces are text
+            at = closing[arm.end() - 1] + 1
+        if not arms or not re.fullmatch(r"\s*", text[at:end]):
+            continue
+        depth.append(end)
+        found.append(Span(head.start(), head.end(), head.group(), "icu", partner=end))
+        for start, opened, closed in arms:
+            found.append(Span(start, opened, text[start:opened], "icu", partner=closed))
+            if head.group(1) != "select":  # a plural's number, wherever it is in the arm
+                found += [
+                    Span(k, k + 1, "#", "icu") for k in range(opened, closed) if text[k] == "#"
+                ]
+            found.append(Span(closed, closed + 1, "}", "icu"))
+        found.append(Span(end, end + 1, "}", "icu"))
+    unique = {span.start: span for span in reversed(found)}  # a nested plural's # once
+    return sorted(unique.values(), key=lambda s: s.start)
+
+
+def _unnamed(span: str) -> bool:
+    return span != "%%" and "$" not in span and "(" not in span
+
+
+def accelerator_at(text: str, marker: str, found: list[Span] = ()) -> int:
+    """Where the one accelerator `marker` of `text` outside its spans is (-1: none, more than
+    one, or one before no letter; `&amp;` is not one)."""
+    inside = [(s.start, s.end) for s in found]
+    at = [
+        m.start()
+        for m in re.finditer(re.escape(marker), text)
+        if not any(start <= m.start() < end for start, end in inside)
+    ]
+    if len(at) != 1 or at[0] + 1 >= len(text) or not text[at[0] + 1].isalnum():
+        return -1
+    return at[0]
+
+
+def without_code(text: str, protection: Protection) -> str:
+    """`text` without the spans `protection` finds in it, a space where one parted them from
+    the words on both sides: what a model's answer is cleaned of, since the text it was given
+    had none (a small model trained on catalogs adds a `%s` to many a long sentence)."""
+    found = spans(text, protection)
+    if not found:
+        return text
+    ends = [0] + [span.end for span in found]
+    between = [text[end : span.start] for span, end in zip(found, ends, strict=False)]
+    out = ""
+    for piece in [*between, text[ends[-1] :]]:
+        if out.endswith((" ", "\t")) and piece[:1] in (" ", "\t"):
+            piece = piece[1:]
+        out += piece
+    return out.strip(" ")
+
+
+def check(source: str, result: str, protection: Protection, found: list[Span]) -> str | None:
+    """The first check `result` fails as a translation of `source`, whose spans are `found`
+    (None: it passes): the same spans (`placeholders`; in order where order matters), as many
+    `%` and braces as where those syntaxes are read (a `%q` that no syntax names is still not
+    written), the accelerator marker once (`accelerator`), as many line breaks (`newlines`)."""
+    mine = spans(result, protection)
+    if sorted(s.text for s in mine) != sorted(s.text for s in found):
+        return "placeholders"
+    if [s.text for s in mine if s.ordered] != [s.text for s in found if s.ordered]:
+        return "placeholder order"
+    counted = "%" * bool(protection.syntaxes & PERCENT) + "{}" * bool(protection.syntaxes & BRACES)
+    if any(result.count(char) != source.count(char) for char in counted):
+        return "placeholders"
+    marker = protection.accelerator
+    if marker is not None and accelerator_at(source, marker, found) >= 0:
+        marked = re.compile(re.escape(marker) + r"\w")
+        if len(marked.findall(result)) != len(marked.findall(source)):
+            return "accelerator"
+    if result.count("\n") != source.count("\n"):
+        return "newlines"
+    return None
+
+
+PERCENT = frozenset({"printf", "printf-prose", "python", "qt", "strftime"})
+BRACES = frozenset({"brace", "icu"})
+"""The syntaxes in which a lone `%` or brace the model made up would be read as code."""

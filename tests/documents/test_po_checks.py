@@ -1,0 +1,144 @@
+"""A translated catalog builds: its placeholders, markup and accelerators kept by construction,
+its plural forms those of the target language, its header filled, checked by gettext's own
+`msgfmt -c` and translate-toolkit's pofilter checks; an entry that fails is left untranslated."""
+
+import shutil
+import subprocess
+
+import polib
+import pytest
+from test_protect import Mirror
+
+from vaswani.documents.formats import read_document, translate_documents
+from vaswani.documents.po import accelerator_of, plural_rule
+from vaswani.translation.documents import document_translator
+
+TEMPLATE = r"""# A template as xgettext writes it.
+msgid ""
+msgstr ""
+"Project-Id-Version: demo 1.0\n"
+"Report-Msgid-Bugs-To: \n"
+"POT-Creation-Date: 2026-11-26 10:00+0000\n"
+"PO-Revision-Date: YEAR-MO-DA HO:MI+ZONE\n"
+"Last-Translator: FULL NAME <EMAIL@ADDRESS>\n"
+"Language-Team: LANGUAGE <LL@li.org>\n"
+"Language: \n"
+"MIME-Version: 1.0\n"
+"Content-Type: text/plain; charset=CHARSET\n"
+"Content-Transfer-Encoding: 8bit\n"
+"Plural-Forms: nplurals=INTEGER; plural=EXPRESSION;\n"
+
+#: src/main.c:10
+#, c-format
+msgid "Invalid time period %s"
+msgstr ""
+
+#, c-format
+msgid "%s (%s) - %s saved [%s/%s]\n"
+msgstr ""
+
+#, c-format
+msgid "%-*s %d files"
+msgstr ""
+
+#, python-format
+msgid "Hello %(name)s, you have %(count)d new messages"
+msgstr ""
+
+#, python-brace-format
+msgid "Hello {name}, you have {count} new messages"
+msgstr ""
+
+msgid "Visit <a href=\"https://example.org\">our site</a> for help."
+msgstr ""
+
+msgid "_Open"
+msgstr ""
+
+msgid "Save _As…"
+msgstr ""
+
+msgid "_Quit"
+msgstr ""
+
+#, c-format
+msgid "%s"
+msgstr ""
+
+#, no-c-format
+msgid "100% sure"
+msgstr ""
+
+#, c-format
+msgid "%d file copied"
+msgid_plural "%d files copied"
+msgstr[0] ""
+msgstr[1] ""
+"""
+
+
+def translate_catalog(text, language, model=None):
+    document = read_document(text.encode(), "po", "demo.pot")
+    translate = document_translator(model or Mirror())
+    return translate_documents([document], translate, language)[0]
+
+
+def entries(data):
+    return {e.msgid: e for e in polib.pofile(data.decode())}
+
+
+@pytest.mark.parametrize(("language", "forms"), [("ru", 3), ("ar", 6), ("ja", 1), ("de", 2)])
+def test_plural_forms_of_the_target_and_a_filled_header(language, forms, tmp_path):
+    data = translate_catalog(TEMPLATE, language)
+    catalog = polib.pofile(data.decode())
+    assert catalog.metadata["Language"] == language
+    assert catalog.metadata["Plural-Forms"] == plural_rule(language)[1]
+    assert "CHARSET" not in catalog.metadata["Content-Type"]
+    plural = entries(data)["%d file copied"]
+    assert sorted(plural.msgstr_plural) == list(range(forms))
+    assert all(form.count("%d") == 1 for form in plural.msgstr_plural.values())
+    if forms == 1:  # one form for every number: the plural's translation
+        assert plural.msgstr_plural[0] == "COPIED %d FILES"  # before the word "files" was
+    msgfmt = shutil.which("msgfmt")
+    if msgfmt is not None:
+        path = tmp_path / "out.po"
+        path.write_bytes(data)
+        done = subprocess.run([msgfmt, "-c", "-o", "/dev/null", str(path)], capture_output=True)
+        assert done.returncode == 0, done.stderr.decode()
+
+
+def test_what_the_tools_check_is_kept_and_nothing_else_changes():
+    data = translate_catalog(TEMPLATE, "fr")
+    found = entries(data)
+    assert found["Invalid time period %s"].msgstr == "PERIOD %s TIME INVALID"  # after "period"
+    assert found["%s (%s) - %s saved [%s/%s]\n"].msgstr == "%s (%s) - %s SAVED [%s/%s]\n"
+    assert found["%-*s %d files"].msgstr.split().count("%-*s") == 1
+    assert "%(name)s" in found["Hello %(name)s, you have %(count)d new messages"].msgstr
+    link = found['Visit <a href="https://example.org">our site</a> for help.'].msgstr
+    assert '<a href="https://example.org">' in link and link.count("</a>") == 1
+    assert [found[k].msgstr for k in ("_Open", "_Quit", "%s")] == ["_OPEN", "_QUIT", "%s"]
+    assert found["Save _As…"].msgstr.count("_") == 1
+    assert found["100% sure"].msgstr == "SURE 100%"  # no-c-format: the % is text
+    assert all("fuzzy" in e.flags for e in found.values() if e.msgid)
+    checks = pytest.importorskip("translate.filters.checks")
+    checker = checks.GnomeChecker()
+    for entry in found.values():
+        if entry.msgid and not entry.msgid_plural:
+            for name in ("printf", "pythonbraceformat", "xmltags", "accelerators", "newlines"):
+                assert getattr(checker, name)(entry.msgid, entry.msgstr), (name, entry.msgstr)
+
+
+def test_an_entry_that_fails_a_check_is_left_untranslated_whole():
+    model = Mirror()
+    model.extra = " %q"  # a model that invents what no syntax reads but printf would
+    found = entries(translate_catalog(TEMPLATE, "de", model))
+    assert found["Invalid time period %s"].msgstr == ""
+    assert found["Invalid time period %s"].flags == ["c-format"]  # not marked fuzzy either
+    assert set(found["%d file copied"].msgstr_plural.values()) == {""}
+
+
+def test_the_catalogs_accelerator_is_the_marker_its_labels_use():
+    assert accelerator_of(["_Open", "Save _As", "file_name", "R&D"]) == "_"
+    assert accelerator_of(["&Open", "Save &As", "snake_case"]) == "&"
+    assert accelerator_of(["file_name", "plain text"]) is None
+    assert plural_rule("xx-unknown") is None
