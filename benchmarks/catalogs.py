@@ -2,7 +2,8 @@
 tools check them: `vaswani translate --input X.pot --output X.po` on catalogs the model never saw
 (held out by catalog), then for each output
 
-- `msgfmt -c` errors (a catalog that does not build),
+- `msgfmt -c --use-fuzzy` errors (a catalog that does not build once its fuzzy entries are
+  accepted; msgfmt skips fuzzy entries otherwise, and vaswani marks what it fills fuzzy),
 - translate-toolkit's pofilter checks (printf, python brace format, variables, xmltags,
   escapes, newlines, brackets) failed by the units written as translated, beside the same checks
   on the human translators' own catalog (REFERENCE/X.po),
@@ -15,8 +16,10 @@ tools check them: `vaswani translate --input X.pot --output X.po` on catalogs th
     python benchmarks/catalogs.py --checkpoint RUN --catalogs DIR [--src SRC] [--out DIR]
         [--too-long truncate]
 
-DIR holds X.pot (msgstr empty) and X.po (the translators') for each catalog. `--src` runs
-another checkout's vaswani (its `src/`), to compare before and after a change.
+DIR holds X.pot (msgstr empty) and X.po (the translators') for each catalog (`msgunfmt` makes a
+PO of an installed .mo, without its `c-format` flags: add them as xgettext would, to a message
+with a printf directive, for msgfmt to check formats). `--src` runs another checkout's vaswani
+(its `src/`), to compare before and after a change.
 """
 
 from __future__ import annotations
@@ -97,7 +100,7 @@ def score(pot: Path, out: Path, reference: Path) -> dict:
     stats["chrf_all"] = sacrebleu.corpus_chrf(everything, [references]).score if hyps else 0.0
     stats["pairs"] = list(zip(everything, references, strict=True))
     msgfmt = subprocess.run(
-        ["msgfmt", "-c", "-o", os.devnull, str(out)], capture_output=True, text=True
+        ["msgfmt", "-c", "--use-fuzzy", "-o", os.devnull, str(out)], capture_output=True, text=True
     )
     stats["msgfmt_errors"] = sum(
         1

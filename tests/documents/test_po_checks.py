@@ -11,6 +11,8 @@ from test_protect import Mirror
 
 from vaswani.documents.formats import read_document, translate_documents
 from vaswani.documents.po import accelerator_of, plural_rule
+from vaswani.documents.protect import protect
+from vaswani.documents.spans import DEFAULT, Protection
 from vaswani.translation.documents import document_translator
 
 TEMPLATE = r"""# A template as xgettext writes it.
@@ -142,3 +144,36 @@ def test_the_catalogs_accelerator_is_the_marker_its_labels_use():
     assert accelerator_of(["&Open", "Save &As", "snake_case"]) == "&"
     assert accelerator_of(["file_name", "plain text"]) is None
     assert plural_rule("xx-unknown") is None
+
+
+HOSTILE = [
+    "{",
+    "}{ %s {{{x}}} %(",
+    "{n, plural, one {{m, select, x {# {n, plural, other {deep}}}}} other {#}}",
+    "{n, plural, one {unclosed}",
+    "%s",
+    "<b><i>crossed</b></i> %d",
+    " ".join(f"w{k} %s" for k in range(5000)),
+]
+
+
+def test_hostile_messages_give_a_catalog_that_builds(tmp_path):
+    entries_text = "".join(
+        f'#, c-format\nmsgid "{message}"\nmsgstr ""\n\n' for message in HOSTILE
+    ).replace('#, c-format\nmsgid "{', 'msgid "{')
+    data = translate_catalog(entries_text, "de")
+    found = entries(data)
+    for message in HOSTILE:
+        out = found[message].msgstr
+        assert out == "" or protect_check(message, out), (message[:40], out[:80])
+    assert found["%s"].msgstr == "%s"  # nothing but code: kept
+    msgfmt = shutil.which("msgfmt")
+    if msgfmt is not None:
+        path = tmp_path / "hostile.po"
+        path.write_bytes(data)
+        done = subprocess.run([msgfmt, "-c", "-o", "/dev/null", str(path)], capture_output=True)
+        assert done.returncode == 0, done.stderr.decode()[:500]
+
+
+def protect_check(source, result):
+    return protect(source, Protection(DEFAULT | {"printf"})).check(result) is None

@@ -24,7 +24,8 @@ class ProtectError(VaswaniError, ValueError):
 _FLAGS = r"[-+0#']*"
 _WIDTH = r"(?:\*(?:\d+\$)?|\d+)?(?:\.(?:\*(?:\d+\$)?|\d+))?"
 _LENGTH = r"(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32|I)?"
-PRINTF = rf"%(?:\d+\$)?{_FLAGS}{_WIDTH}{_LENGTH}[diouxXeEfFgGaAcspn]|%%|%<PRI\w+>"
+# C's conversions, glibc's %m (the error's text) and the wide %C and %S
+PRINTF = rf"%(?:\d+\$)?{_FLAGS}{_WIDTH}{_LENGTH}[diouxXeEfFgGaAcspnmCS]|%%|%<PRI\w+>"
 SYNTAXES = {
     "url": r"\b(?:https?|ftp|file)://[^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]]|\bwww\.[\w-]+\.[\w.-]*\w",
     "email": r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+",

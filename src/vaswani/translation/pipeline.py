@@ -146,8 +146,9 @@ def finish(
     aligner: Aligner | None,
 ) -> Finished:
     """The second phase, given the model's n-best lists of `prepared.todo` (`answered`, in
-    order): the memory's answers and fuzzy matches, the glossary's terms, the alignments asked
-    for, sentences joined back into texts."""
+    order): code the model made up dropped, the memory's answers and fuzzy matches, the
+    glossary's terms, sentences joined back into texts, their code put back and checked, the
+    alignments asked for."""
     flat, aids = prepared.sentences.flat, request.aids
     found: list[list[Translation]] = [prepared.known.get(i, []) for i in range(len(flat))]
     owners = [owner for owner, _ in prepared.sentences.owners()]
@@ -165,12 +166,12 @@ def finish(
         enforce(aids.glossary, flat, found, aligned)
     texts = range(len(prepared.sentences.texts))
     wanted = [i for i in texts if request.align or prepared.protected[i].placing]
-    aligned = texts_aligned(prepared, found, wanted, request, aligner)
-    aligned = dict(zip(wanted, aligned, strict=True))
+    by_text = texts_aligned(prepared, found, wanted, request, aligner)
+    by_text = dict(zip(wanted, by_text, strict=True))
     joined = join_nbest(prepared.sentences, found)
     alignments: list[Alignment | None] = [None] * len(joined)
     for i, protected in enumerate(prepared.protected):
-        joined[i], alignment = restored(protected, joined[i], aligned.get(i))
+        joined[i], alignment = restored(protected, joined[i], by_text.get(i))
         alignments[i] = alignment if request.align else None
     if aids.report is not None:
         aids.report(joined)
