@@ -12,8 +12,9 @@ from test_protect import Mirror
 from vaswani.documents.formats import read_document, translate_documents
 from vaswani.documents.po import accelerator_of, plural_rule
 from vaswani.documents.protect import protect
-from vaswani.documents.spans import DEFAULT, Protection
+from vaswani.documents.spans import DEFAULT, NONE, Protection
 from vaswani.translation.documents import document_translator
+from vaswani.translation.request import Request
 
 TEMPLATE = r"""# A template as xgettext writes it.
 msgid ""
@@ -177,3 +178,16 @@ def test_hostile_messages_give_a_catalog_that_builds(tmp_path):
 
 def protect_check(source, result):
     return protect(source, Protection(DEFAULT | {"printf"})).check(result) is None
+
+
+def test_a_catalogs_code_and_the_users_own_patterns_together():
+    catalog = '#, c-format\nmsgid "Version @V@ of %s"\nmsgstr ""\n'
+    mine = Protection(patterns=(r"@\w+@",))
+    document = read_document(catalog.encode(), "po", "own.po")
+    translate = document_translator(Mirror(), Request(protect=mine))
+    out = entries(translate_documents([document], translate, "de")[0])["Version @V@ of %s"]
+    assert out.msgstr.count("@V@") == 1 and out.msgstr.count("%s") == 1
+    document = read_document(catalog.encode(), "po", "own.po")  # the first was filled
+    translate = document_translator(Mirror(), Request(protect=NONE))
+    out = entries(translate_documents([document], translate, "de")[0])["Version @V@ of %s"]
+    assert out.msgstr == "%S OF @V@ VERSION"  # --no-protect: every character to the model

@@ -132,6 +132,15 @@ def test_a_line_of_nothing_but_code_and_the_alignment_of_the_text_as_it_was():
     assert done.alignments[0] == [(0, 0), (3, 4), (4, 3)]  # "%d" and "%s" are words of their own
 
 
+def test_quotes_are_the_languages_and_a_span_goes_back_inside_them():
+    protected = protect("Member '%s' does not exist in '%s'", C)
+    assert protected.text == "Member '' does not exist in ''"  # the model sees the quotes
+    french = "le membre «\xa0\xa0» n'existe pas dans «\xa0\xa0»"
+    links = [(0, 1), (1, 2), (2, 3), (3, 5), (4, 6), (5, 7), (6, 8)]
+    out = protected.place(french, links).text
+    assert out == "le membre «\xa0%s\xa0» n'existe pas dans «\xa0%s\xa0»"
+
+
 def test_code_stays_on_its_line():
     text = "Batch file contents:%s\n\t%s\n"
     out = translated([text], C)[0]

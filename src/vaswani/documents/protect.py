@@ -20,18 +20,13 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from vaswani.documents.markup import Alignment, Element, Tagged, place, words
+from vaswani.documents.markup import Alignment, Tagged, place, words
+from vaswani.documents.plain import CLOSING, OPENING, SENTINEL, Builder, word_char
 from vaswani.documents.spans import Protection, Span, accelerator_at, check, spans
 
-OPENING, CLOSING = "([{\"'«“‘„<", ")]}\"'»”’“>"
-_TAG = re.compile(r"<(/?)([A-Za-z][\w:.-]*)[^<>]*?(/?)>")
-_VOID_TAGS = frozenset({"br", "img", "hr", "input", "wbr", "meta", "link", "area", "col"})
-_SENTINEL = 0x100000
-"""Elements travel through placement as characters of Unicode's private use plane 16, one
-each, so that where each lands can be read back (and ordered spans reordered)."""
+_EMPTY_QUOTES = re.compile(r"([\"'«“‘„‹])(\s*)([\"'»”’“›])")
 
 
 @dataclass
@@ -50,9 +45,12 @@ class Line:
     accelerator: tuple[str, int] | None = None
     index: list[int] | None = None
     """Where each character of `text` is in `source` (None: the same place)."""
+    quoted: frozenset[str] = frozenset()
+    """The empty elements whose code was alone inside quotes (`'%s'`): put back inside the
+    quotes the translation has there."""
     apart: dict[str, tuple[str, str]] = field(default_factory=dict)
     """What each empty element's code had beside it in the source (before, after): "word",
-    "space" or "other" (`_kind`). What it gets beside it in the translation must not join
+    "space" or "other" (`vaswani.documents.plain.kind`). What it gets beside it in the translation must not join
     it to a word it was apart from (`$HOME` and `NEW` would read as `$HOMENEW`)."""
 
     @property
@@ -73,15 +71,15 @@ class Line:
     def place(self, translation: str, alignment: Alignment) -> Placed:
         """`translation` (of `text`) with the spans put back by `alignment` (source word -
         translated word) and the accelerator on the letter of the aligned word."""
-        translation = "".join(c for c in translation if ord(c) < _SENTINEL)
+        translation = "".join(c for c in translation if ord(c) < SENTINEL)
         if not self.changed:
             return Placed(translation, translation, list(range(len(translation))))
         if not self.text.strip():  # nothing but code: kept as it is
             return Placed(translation, self.source, [0] * len(translation))
-        placed = place(self.tagged, translation, alignment)
+        placed = _into_quotes(place(self.tagged, translation, alignment), self.quoted)
         pieces = self.pieces
         if self.accelerator is not None:
-            mark = chr(_SENTINEL + len(pieces))
+            mark = chr(SENTINEL + len(pieces))
             pieces = {**pieces, mark: self.accelerator[0]}
             placed = _with_accelerator(self, translation, placed, alignment, mark)
         slots, ordered = iter(self.ordered), set(self.ordered)
@@ -231,7 +229,7 @@ def protect_line(text: str, protection: Protection) -> Line:
     at = accelerator_at(text, marker, found) if marker is not None else -1
     if not found and at < 0:
         return Line(text, Tagged(text), {}, [], [], protection)
-    builder = _Builder(text, found, at if at >= 0 else None)
+    builder = Builder(text, found, at if at >= 0 else None)
     tagged = Tagged("".join(builder.plain), builder.root)
     accelerator = (marker, builder.letter) if at >= 0 else None
     ordered = list(dict.fromkeys(builder.sentinel_of[id(s)] for s in found if s.ordered))
@@ -244,6 +242,7 @@ def protect_line(text: str, protection: Protection) -> Line:
         protection,
         accelerator,
         builder.index,
+        frozenset(builder.quoted),
         builder.apart,
     )
 
@@ -274,193 +273,31 @@ def keep(text: str, protection: Protection) -> Line:
     return Line(text, Tagged(text), {}, [], spans(text, protection), protection)
 
 
-_SPACE = " \t"
-"""The spaces a span takes with it (never a line break: lines are translated apart)."""
-
-
-class _Builder:
-    """The plain text and elements of a string and its spans."""
-
-    def __init__(self, text: str, found: list[Span], marker: int | None) -> None:
-        self.text, self.marker = text, marker
-        self.plain: list[str] = []
-        self.index: list[int] = []  # where each plain character is in the original
-        self.length, self.letter = 0, -1
-        self.tail = ""  # the plain text's last two characters
-        self.root, self.pieces, self.sentinel_of = Element(""), {}, {}
-        self.apart: dict[str, tuple[str, str]] = {}
-        stack: list[tuple[int, Element]] = []  # open elements, with their closing tag's start
-        closes = _closed_tags(found)
-        self.starts = [span.start for span in found]
-        at = 0
-        paired = set(closes) | set(closes.values())
-        for group in _groups(text, found, paired):
-            first = group[0]
-            if first.start in closes:  # an element's opening tag
-                self.copy(at, first.start)
-                element = Element(self.sentinel(first.text, group), start=self.length)
-                self.parent(stack).children.append(element)
-                stack.append((closes[first.start], element))
-                at = first.end
-            elif stack and first.start == stack[-1][0]:  # its closing tag
-                self.copy(at, first.start)
-                element = stack.pop()[1]
-                element.closing, element.end = self.sentinel(first.text, group), self.length
-                at = first.end
-            else:
-                at = self.empty(at, group, stack)
-        self.copy(at, len(text))
-
-    def empty(self, at: int, group: list[Span], stack: list[tuple[int, Element]]) -> int:
-        """A group of spans as an empty element: glued to the word before it with the space
-        between (`period %s`), or before the next word with the space after (`%d files`).
-        Returns where the original text goes on."""
-        text = self.text
-        start, end = group[0].start, group[-1].end
-        if not any(span.syntax == "icu" for span in group):  # a plural's `#` stays in its arm
-            start, end = _widened(text, start, end, at, self.next_start(end))
-        self.copy(at, start)
-        before = start > 0 and text[start - 1] in _SPACE and self.plain_ends_in_space()
-        after = end < len(text) and text[end] in _SPACE
-        piece = text[start:end]
-        if before and (end == len(text) or not re.match(r"\w", text[end])):
-            self.plain[-1], self.length = self.plain[-1][:-1], self.length - 1
-            self.index.pop()
-            self.tail = "".join(self.plain[-2:])[-2:]
-            piece = text[start - 1] + piece
-        elif after and (start == 0 or start == at or text[start - 1] in _SPACE):
-            piece, end = piece + text[end], end + 1
-        mark = self.sentinel(piece, group)
-        sides = (text[start - 1] if start > 0 else " ", text[end] if end < len(text) else " ")
-        self.apart[mark] = (_kind(piece[0], sides[0]), _kind(piece[-1], sides[1]))
-        element = Element(mark, start=self.length, end=self.length)
-        self.parent(stack).children.append(element)
-        return end
-
-    def next_start(self, end: int) -> int:
-        """Where the first span from `end` on starts (the text's end: none)."""
-        k = bisect.bisect_left(self.starts, end)
-        return self.starts[k] if k < len(self.starts) else len(self.text)
-
-    def sentinel(self, piece: str, group: Iterable[Span]) -> str:
-        mark = chr(_SENTINEL + len(self.pieces))
-        self.pieces[mark] = piece
-        for span in group:
-            self.sentinel_of[id(span)] = mark
-        return mark
-
-    def parent(self, stack: list[tuple[int, Element]]) -> Element:
-        return stack[-1][1] if stack else self.root
-
-    def plain_ends_in_space(self) -> bool:
-        """Whether the plain text so far ends in one space right after a word."""
-        return len(self.tail) == 2 and self.tail[1] in _SPACE and not self.tail[0].isspace()
-
-    def copy(self, start: int, end: int) -> None:
-        """Original characters start .. end into the plain text, the accelerator's marker
-        left out (and the place of the letter after it kept)."""
-        part, where = self.text[start:end], range(start, end)
-        if self.marker is not None and start <= self.marker < end:
-            k = self.marker - start
-            part, where = part[:k] + part[k + 1 :], [*where[:k], *where[k + 1 :]]
-            self.letter = self.length + k
-        self.index += where
-        self.tail = (self.tail + part)[-2:]
-        if part:
-            self.plain.append(part)
-            self.length += len(part)
-
-
-def _closed_tags(found: list[Span]) -> dict[int, int]:
-    """The spans that open an element closed later (a tag, an ICU message or arm): their
-    start -> the closing span's."""
-    closes = {span.start: span.partner for span in found if span.partner is not None}
-    stack: list[tuple[str, int]] = []
-    for span in found:
-        if span.syntax != "markup":
-            continue
-        match = _TAG.fullmatch(span.text)
-        if match is None or match.group(3) or match.group(2).lower() in _VOID_TAGS:
-            continue
-        name = match.group(2)
-        if not match.group(1):
-            stack.append((name, span.start))
-        elif stack and stack[-1][0] == name:
-            closes[stack.pop()[1]] = span.start
-        else:  # a closing tag out of order: everything open is left as empty spans
-            stack.clear()
-    return closes
-
-
-def _groups(text: str, found: list[Span], paired: set[int]) -> list[list[Span]]:
-    """Spans side by side with nothing between them but spaces and punctuation (`%s/%s`,
-    `%d%%`, `<pid> <gid>`) as one group, taken out as one piece, in its order; a span that
-    opens or closes an element (at a start in `paired`: a tag closed later, an ICU message's
-    syntax) stays a group of its own."""
-    groups: list[list[Span]] = []
-    for span in found:
-        previous = groups[-1][-1] if groups else None
-        if (
-            previous is not None
-            and span.start not in paired
-            and previous.start not in paired
-            and not re.search(r"\w|\n", text[previous.end : span.start])
-        ):
-            groups[-1].append(span)
-        else:
-            groups.append([span])
-    return groups
-
-
-def _widened(text: str, start: int, end: int, low: int, high: int) -> tuple[int, int]:
-    """A span with the brackets or quotes that hold nothing else (`(%s)`, `"%s"`), and the
-    punctuation that ties it to no word (`#%lu,`, `%s: `), but a sentence's end (`%s.`); never
-    beyond `low` .. `high` (the spans beside it)."""
-    while start > low and end < high:
-        k = OPENING.find(text[start - 1])
-        if k < 0 or text[end] != CLOSING[k]:
-            break
-        start, end = start - 1, end + 1
-    left = start
-    while left > low and _punctuation(text[left - 1]):
-        left -= 1
-    if left == 0 or text[left - 1] in _SPACE:
-        start = left
-    right = end
-    while right < high and _punctuation(text[right]) and text[right] not in _ENDS:
-        right += 1
-    if right == len(text) or right < high and text[right] in _SPACE:
-        end = right
-    return start, end
-
-
-_ENDS = ".!?…。"
-"""What ends a sentence: left to the model, which ends its translation as it will."""
-
-
-def _kind(edge: str, beside: str) -> str:
-    """What code ending in `edge` had `beside` it in the source: "word" (a letter, digit or
-    `_`: `file%d`), "space" (or the text's edge), "other" (punctuation: `$HOME.`); "word"
-    too where the code's own edge is a space (it brings its space with it)."""
-    if edge.isspace() or _word(beside):
-        return "word"
-    return "space" if beside.isspace() else "other"
-
-
 def _parted(neighbour: str, kind: str, edge: str) -> bool:
     """Whether code whose `edge` was `kind`-apart in the source needs a space to stay apart
     from `neighbour` in the translation."""
     if kind == "space":
         return not neighbour.isspace() and neighbour not in OPENING and edge not in CLOSING
-    return kind == "other" and _word(neighbour) and _word(edge)
+    return kind == "other" and word_char(neighbour) and word_char(edge)
 
 
-def _word(char: str) -> bool:
-    return char.isalnum() or char == "_"
-
-
-def _punctuation(char: str) -> bool:
-    return not char.isspace() and not char.isalnum() and char != "_"
+def _into_quotes(placed: str, quoted: frozenset[str]) -> str:
+    """`placed` with each quoted element (`Line.quoted`) moved into the empty quotes the
+    translation has, in order, when it has as many as there are such elements (else as
+    placed)."""
+    marks = [c for c in placed if c in quoted]
+    rest = "".join(c for c in placed if c not in quoted)
+    pairs = list(_EMPTY_QUOTES.finditer(rest))
+    if not marks or len(pairs) != len(marks):
+        return placed
+    out, at = [], 0
+    for mark, pair in zip(marks, pairs, strict=True):
+        inner = pair.group(2)
+        half = (len(inner) + 1) // 2
+        out += [rest[at : pair.start()], pair.group(1), inner[:half], mark, inner[half:]]
+        out.append(pair.group(3))
+        at = pair.end()
+    return "".join(out) + rest[at:]
 
 
 def _with_accelerator(
@@ -488,7 +325,7 @@ def _with_accelerator(
         return placed
     k = -1  # the placed index of translation character `at`: count the characters not sentinels
     for n, c in enumerate(placed):
-        if ord(c) < _SENTINEL:
+        if ord(c) < SENTINEL:
             k += 1
             if k == at:
                 return placed[:n] + mark + placed[n:]

@@ -11,7 +11,7 @@ from typing import Any
 
 from vaswani.decoding.text import Translation
 from vaswani.documents.formats import Translator, format_of, read_document, translate_documents
-from vaswani.documents.spans import Protection
+from vaswani.documents.spans import NONE, Protection
 from vaswani.safe_io import write_atomic
 from vaswani.translation import pipeline
 from vaswani.translation.pipeline import Translating
@@ -35,7 +35,7 @@ def document_translator(
     def translate(
         texts: list[str], alignments: bool, code: list[Protection | None]
     ) -> tuple[list[str | None], list[Any]]:
-        protect = [mine or base for mine in code]
+        protect = [combined(mine, base) for mine in code]
         asked = dataclasses.replace(request, align=alignments, protect=protect)
         sentences = pipeline.sentences_of(texts, asked, engine.source_language)
         update = progress(len(sentences.flat)) if progress is not None else None
@@ -44,6 +44,15 @@ def document_translator(
         return [pipeline.confident(f, least) for f in done.found], done.alignments
 
     return translate
+
+
+def combined(mine: Protection | None, asked: Protection) -> Protection:
+    """What a text of a document is protected from: what its format says (`mine`) with the
+    patterns `asked` names (`--protect`), nothing where `asked` is nothing (`--no-protect`), and
+    `asked` where the format says nothing."""
+    if mine is None or asked == NONE:
+        return asked
+    return dataclasses.replace(mine, patterns=asked.patterns + mine.patterns)
 
 
 def translate_file(
