@@ -1,5 +1,6 @@
-"""The LibreTranslate API of `vaswani serve` with two models served by language pair: a published
-client (libretranslatepy) and Mastodon's request shape, over real HTTP on loopback."""
+"""The LibreTranslate API of `vaswani serve` with two models served by language pair: published
+clients (libretranslatepy, deep-translator) and Mastodon's request shape, over real HTTP on
+loopback."""
 
 import json
 import urllib.parse

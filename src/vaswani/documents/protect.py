@@ -4,10 +4,11 @@ accelerators taken out of a string before the model sees it and put back exactly
 A model copies `%s` most of the time, and "most" breaks software: a `%d` where `%s` was crashes
 a C program, a lost `{count}` a Python one. So nothing that is code goes through the model.
 `protect` finds the spans of a string in the syntaxes it is written in
-(`vaswani.documents.spans`) and gives the `Tagged` form that .html files use: the plain text the model
-translates and the spans as elements over it. Markup that wraps words (`<a href=...>our
-site</a>`) becomes an element around them; any other span an empty element at its place, with
-the space that parted it from its neighbours. `Line.place` puts them back around the
+(`vaswani.documents.spans`) and gives the `Tagged` form that .html files use
+(`vaswani.documents.plain`): the plain text the model translates and the spans as elements over
+it. Markup that wraps words (`<a href=...>our site</a>`) becomes an element around them; any
+other span an empty element at its place, with the space that parted it from its neighbours.
+`Line.place` puts them back around the
 translated words aligned to the source's (`vaswani.documents.markup.place`): each span once, as
 it was, the spans whose order the program depends on (printf's `%s %d`) in their order. A
 keyboard accelerator (`_Open`, `&Save`, `~Print`) is moved onto a letter of the word aligned to
@@ -50,8 +51,9 @@ class Line:
     quotes the translation has there."""
     apart: dict[str, tuple[str, str]] = field(default_factory=dict)
     """What each empty element's code had beside it in the source (before, after): "word",
-    "space" or "other" (`vaswani.documents.plain.kind`). What it gets beside it in the translation must not join
-    it to a word it was apart from (`$HOME` and `NEW` would read as `$HOMENEW`)."""
+    "space" or "other" (`vaswani.documents.plain.kind`). What it gets beside it in the
+    translation must not join it to a word it was apart from (`$HOME` and `NEW` would read as
+    `$HOMENEW`)."""
 
     @property
     def text(self) -> str:
