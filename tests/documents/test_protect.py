@@ -159,6 +159,8 @@ def test_a_pattern_of_ones_own_and_a_bad_one():
     assert out.count("@VERSION@") == 1
     with pytest.raises(ProtectError, match="not a regular expression"):
         Protection(patterns=("(unclosed",))
+    with pytest.raises(ProtectError, match="do not go together"):
+        Protection(patterns=("(?P<url>x)",))
 
 
 WORDS = st.sampled_from(["open", "the", "file", "now", "Save", "all", "of", "it"])

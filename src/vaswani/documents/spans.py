@@ -62,6 +62,13 @@ ACCELERATORS = "_&~"
 """Keyboard accelerator markers: GNOME's `_`, KDE's and Windows' `&`, LibreOffice's `~`."""
 
 
+@functools.lru_cache(maxsize=64)
+def _finder(patterns: tuple[str, ...], syntaxes: tuple[str, ...]) -> re.Pattern:
+    parts = [f"(?P<user{k}>{p})" for k, p in enumerate(patterns)]
+    parts += [f"(?P<{name.replace('-', '_')}>{SYNTAXES[name]})" for name in syntaxes]
+    return re.compile("|".join(parts) or r"(?!)", re.S)
+
+
 @dataclass(frozen=True)
 class Protection:
     """What to protect in strings: `syntaxes` (names in `SYNTAXES`), extra `patterns` (regular
@@ -82,6 +89,10 @@ class Protection:
                 raise ProtectError(
                     f"--protect {pattern!r}: not a regular expression ({error})"
                 ) from None
+        try:
+            self.finder()
+        except re.error as error:  # a group name of a pattern used twice
+            raise ProtectError(f"--protect: the patterns do not go together ({error})") from None
 
     def finder(self) -> re.Pattern:
         """One pattern of every syntax (a group each, by name), user patterns first."""
@@ -90,13 +101,6 @@ class Protection:
 
 NONE = Protection(frozenset())
 """Nothing protected: every character goes to the model."""
-
-
-@functools.lru_cache(maxsize=64)
-def _finder(patterns: tuple[str, ...], syntaxes: tuple[str, ...]) -> re.Pattern:
-    parts = [f"(?P<user{k}>{p})" for k, p in enumerate(patterns)]
-    parts += [f"(?P<{name.replace('-', '_')}>{SYNTAXES[name]})" for name in syntaxes]
-    return re.compile("|".join(parts) or r"(?!)", re.S)
 
 
 @dataclass(frozen=True)
