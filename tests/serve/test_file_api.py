@@ -81,12 +81,19 @@ def test_a_file_is_uploaded_translated_and_downloaded(loaded):
 def test_a_catalog_keeps_its_placeholders_and_takes_its_fields_from_the_query(loaded):
     server = serve(loaded)
     try:
-        catalog = b'#, c-format\nmsgid "Copied %s 42 <b>7</b>"\nmsgstr ""\n'
+        catalog = (
+            b'#, c-format\nmsgid "Copied %s 42 <b>7</b>"\nmsgstr ""\n\n'
+            b'#, c-format\nmsgid "42 % d 7"\nmsgstr ""\n\n'  # printf's space flag: c-format only
+            b'msgid "_42"\nmsgstr ""\n\nmsgid "7 _42"\nmsgstr ""\n'  # the catalog's accelerator
+        )
         status, answer = upload(server, "app.po", catalog, query="?source=en&target=de")
         assert status == 200, answer
         status, data = download(server, answer["translatedFileUrl"])
-        msgstr = data.decode().split("msgstr ")[1]
-        assert status == 200 and msgstr.count("%s") == 1 and msgstr.count("<b>") == 1
+        msgstrs = [part.split("\n")[0] for part in data.decode().split("msgstr ")[1:]]
+        assert status == 200 and len(msgstrs) == 5  # the header and four messages
+        assert msgstrs[1].count("%s") == 1 and msgstrs[1].count("<b>") == 1
+        assert msgstrs[2].count("% d") == 1
+        assert all(m.count("_") == 1 for m in msgstrs[3:]), msgstrs
     finally:
         server.stop()
 

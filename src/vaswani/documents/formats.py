@@ -255,7 +255,7 @@ def translate_documents(
     allows; `language`: the target's code, for the formats that record it."""
     texts = [document.texts() for document in documents]
     flat = [text for mine in texts for text in mine]
-    code = [p for d, mine in zip(documents, texts, strict=True) for p in _protections(d, mine)]
+    code = [p for d, mine in zip(documents, texts, strict=True) for p in protections_of(d, mine)]
     markup = any(d.markup for d in documents)
     translations: list[str | None] = []
     alignments: list[Alignment | None] = []
@@ -267,15 +267,24 @@ def translate_documents(
     out, start = [], 0
     for document, mine in zip(documents, texts, strict=True):
         end = start + len(mine)
-        done = translations[start:end]
-        if not document.partial:  # a text that cannot be translated is kept as it was
-            done = [text if t is None else t for text, t in zip(mine, done, strict=True)]
+        done = settled(document, mine, translations[start:end])
         out.append(document.rebuild(done, alignments[start:end], language))
         start = end
     return out
 
 
-def _protections(document: Document, texts: list[str]) -> list[Protection | None]:
+def settled(
+    document: Document, texts: list[str], translations: list[str | None]
+) -> list[str | None]:
+    """`translations` of a document's `texts` as it is rebuilt from them: a text that could not
+    be translated (None) is kept as it was, unless the format may leave it out (`partial`)."""
+    if document.partial:
+        return translations
+    return [text if t is None else t for text, t in zip(texts, translations, strict=True)]
+
+
+def protections_of(document: Document, texts: list[str]) -> list[Protection | None]:
+    """The code in each of a document's `texts`, as its format says (None: the request's)."""
     found = document.protections()
     if found is not None and len(found) != len(texts):
         raise ValueError(f"{len(found)} protections for {len(texts)} texts")

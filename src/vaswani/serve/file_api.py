@@ -29,7 +29,16 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse
 
-from vaswani.documents.formats import FORMATS, DocumentError, DocumentOptions, read_document
+from vaswani.documents.formats import (
+    FORMATS,
+    Document,
+    DocumentError,
+    DocumentOptions,
+    protections_of,
+    read_document,
+    settled,
+)
+from vaswani.documents.spans import Protection
 from vaswani.serve.libre import (
     Libre,
     LibreError,
@@ -40,7 +49,8 @@ from vaswani.serve.libre import (
     values,
 )
 from vaswani.serve.worker import Route, prepared_for, translated, with_aids
-from vaswani.translation.pipeline import best_texts
+from vaswani.translation.documents import combined
+from vaswani.translation.pipeline import confident
 from vaswani.translation.request import Request as Asked
 
 _UNSAFE = re.compile(r"[^\w.\-]+")
@@ -129,9 +139,7 @@ class FileService:
                 400, f"Invalid request: {chars:,} characters, over {self.settings.max_file_chars:,}"
             )
         worker, source, target = self.route(fields, texts)
-        translations, alignments = await self.translate_texts(
-            worker, texts, source, document.markup
-        )
+        translations, alignments = await self.translate_texts(worker, texts, source, document)
         out = await loop.run_in_executor(None, document.rebuild, translations, alignments, target)
         name = self.keep(out, filename)
         return {"translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/{name}"}
@@ -150,20 +158,25 @@ class FileService:
         return worker, source, target
 
     async def translate_texts(
-        self, worker: Route, texts: list[str], language: str, alignments: bool
-    ) -> tuple[list[str], list[Any]]:
-        """The texts' translations (sentence by sentence, --max-texts at a time through the
-        worker, with its pair's glossary and memory) and, when asked, their word alignments."""
+        self, worker: Route, texts: list[str], language: str, document: Document
+    ) -> tuple[list[str | None], list[Any]]:
+        """A document's texts' translations (sentence by sentence, --max-texts at a time through
+        the worker, with its pair's glossary and memory, its code protected as its format says)
+        and, for a format with markup, their word alignments. A text whose translation failed a
+        check is None in a catalog (left untranslated) and itself elsewhere."""
         decoding = dataclasses.replace(
             self.settings.decoding,
             beam_size=self.settings.beam_size,
             n_best=1,
             batch_tokens=self.settings.batch_tokens,
         )
-        request = with_aids(worker, Asked(decoding=decoding, language=language, align=alignments))
+        protect = [combined(code, Protection()) for code in protections_of(document, texts)]
+        asked = Asked(decoding=decoding, language=language, align=document.markup, protect=protect)
+        request = with_aids(worker, asked)
         prepared = prepared_for(worker, texts, request)
         done = await translated(worker, prepared, request, step=self.settings.max_texts)
-        return best_texts(done.found), done.alignments
+        found = [confident(mine, None) for mine in done.found]
+        return settled(document, texts, found), done.alignments
 
     def keep(self, data: bytes, filename: str) -> str:
         """Store a translated file for download; its name, unguessable."""
