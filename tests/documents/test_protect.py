@@ -219,3 +219,8 @@ def test_hostile_strings_give_one_clear_result():
     assert len(protected.pieces) == 20_000 and "%" not in protected.text
     placed = protected.place(protected.text.upper(), [(k, k) for k in range(20_000)])
     assert protected.check(placed.text) is None and placed.text.count("%s") == 20_000
+    lines = protect("\n".join(f"word{k} %s" for k in range(20_000)), C)  # a line each
+    placed = lines.place(lines.text.upper(), [(k, k) for k in range(20_000)])
+    assert lines.check(placed.text) is None and placed.text.count("%s") == 20_000
+    markers = Protection(DEFAULT | {"printf"}, accelerator="_")
+    assert protect("_a %s " * 20_000, markers).accelerator is None  # 20,000 markers: none is one

@@ -88,12 +88,11 @@ class Catalog(Document):
         if language and not metadata.get("Language"):
             metadata["Language"] = language
         forms = self.plural_forms(language)
-        done: dict[int, dict[str, str | None]] = {}
+        done: dict[int, tuple[object, dict[str, str | None]]] = {}  # an entry's texts, by field
         for (entry, field), translation in zip(self.todo(), translations, strict=True):
-            done.setdefault(id(entry), {})[field] = translation
-        for entry, _ in self.todo():
-            mine = done.pop(id(entry), None)
-            if mine is None or None in mine.values():  # failed a check: left for a translator
+            done.setdefault(id(entry), (entry, {}))[1][field] = translation
+        for entry, mine in done.values():
+            if None in mine.values():  # failed a check: left for a translator, whole
                 continue
             if "msgstr" in mine:
                 entry.msgstr = mine["msgstr"]

@@ -20,6 +20,7 @@ fails is not written: the caller keeps the text as it was.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -131,10 +132,6 @@ class Lines:
         return _joined([line.text for line in self.lines], self.breaks)
 
     @property
-    def found(self) -> list[Span]:
-        return spans(self.source, self.protection)
-
-    @property
     def changed(self) -> bool:
         return any(line.changed for line in self.lines)
 
@@ -161,18 +158,18 @@ class Lines:
         parts = LINE_BREAK.split(translation)
         if len(parts) != len(self.lines):
             return Placed(translation, translation, list(range(len(translation))))
-        source_words = [len(line.text.split()) for line in self.lines]
-        target_words = [len(part.split()) for part in parts]
+        # the first word of each line, counted over the whole text and its translation
+        source_at = [0, *itertools.accumulate(len(line.text.split()) for line in self.lines)]
+        target_at = [0, *itertools.accumulate(len(part.split()) for part in parts)]
+        links: list[Alignment] = [[] for _ in parts]
+        for i, j in alignment:
+            k = bisect.bisect_right(source_at, i) - 1
+            if k < len(parts) and target_at[k] <= j < target_at[k + 1]:
+                links[k].append((i - source_at[k], j - target_at[k]))
         texts, index, at = [], [], 0
         gaps = LINE_BREAK.findall(translation)
         for k, (line, part) in enumerate(zip(self.lines, parts, strict=True)):
-            low, high = sum(source_words[:k]), sum(target_words[:k])
-            mine = [
-                (i - low, j - high)
-                for i, j in alignment
-                if low <= i < low + source_words[k] and high <= j < high + target_words[k]
-            ]
-            placed = line.place(part, mine)
+            placed = line.place(part, links[k])
             index += [at + n for n in placed.index]
             gap = gaps[k] if k < len(gaps) else ""
             index += [at + len(placed.text) + n for n in range(len(gap))]
@@ -217,16 +214,18 @@ def aligned(
 def protect(text: str, protection: Protection) -> Protected:
     """`text` with its code taken out (`.text`), ready to be put back: a line at a time where it
     has several and code in them."""
-    if LINE_BREAK.search(text) and spans(text, protection):
+    found = spans(text, protection)
+    if found and LINE_BREAK.search(text):
         parts = LINE_BREAK.split(text)
         lines = [protect_line(part, protection) for part in parts]
         return Lines(text, lines, LINE_BREAK.findall(text), protection)
-    return protect_line(text, protection)
+    return protect_line(text, protection, found)
 
 
-def protect_line(text: str, protection: Protection) -> Line:
-    """`text` (one line, or one with no code to take out) with its code taken out."""
-    found = spans(text, protection)
+def protect_line(text: str, protection: Protection, found: list[Span] | None = None) -> Line:
+    """`text` (one line, or one with no code to take out) with its code taken out; `found`:
+    its spans, where they were read already."""
+    found = spans(text, protection) if found is None else found
     marker = protection.accelerator
     at = accelerator_at(text, marker, found) if marker is not None else -1
     if not found and at < 0:

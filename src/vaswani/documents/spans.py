@@ -195,7 +195,7 @@ def accelerator_at(text: str, marker: str, found: list[Span] = ()) -> int:
     at = [
         m.start()
         for m in re.finditer(re.escape(marker), text)
-        if not any(start <= m.start() < end for start, end in inside)
+        if not _inside(inside, m.start(), m.end())
     ]
     if len(at) != 1 or at[0] + 1 >= len(text) or not text[at[0] + 1].isalnum():
         return -1
