@@ -83,3 +83,39 @@ def test_one_text_document_without_output_goes_to_stdout_and_a_zip_needs_one(
     (tmp_path / "a.docx").write_bytes(docx(f"<w:p>{run('42')}</w:p>"))
     code, out, err = translate_cli(capsys, numbers_run, "--input", str(tmp_path / "a.docx"))
     assert code == 2 and "give --output FILE" in err and out == ""
+
+
+def test_a_project_tree_is_mirrored_with_each_platforms_names(numbers_run, capsys, tmp_path):
+    res = tmp_path / "app"
+    files = {
+        "res/values/strings.xml": '<resources><string name="a">271493</string></resources>\n',
+        "res/values/colors.xml": '<resources><color name="c">#fff</color></resources>\n',
+        "res/values-de/strings.xml": '<resources><string name="a">42</string></resources>\n',
+        "res/layout/main.xml": '<LinearLayout><TextView text="42"/></LinearLayout>\n',
+        "ios/Base.lproj/Main.strings": '"a" = "271493";\n',
+        "ios/fr.lproj/Main.strings": '"a" = "42";\n',
+        "java/messages.properties": "a=271493\n",
+        "docs/guide.md": "# 42\n",
+        "package.json": '{"name": "app"}\n',
+        "web/main.ts": "export const a = 1;\n",
+        "logo.png": "not read",
+    }
+    for name, text in files.items():
+        (res / name).parent.mkdir(parents=True, exist_ok=True)
+        (res / name).write_text(text)
+    out = tmp_path / "out"
+    args = ["--input-dir", str(res), "--output-dir", str(out), "--target", "es"]
+    code, _, err = translate_cli(capsys, numbers_run, *args)
+    assert code == 0, err
+    written = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert written == [
+        "docs/guide.md",
+        "ios/es.lproj/Main.strings",
+        "java/messages_es.properties",
+        "res/values-es/strings.xml",
+    ]
+    assert "translated 4 file(s)" in err and "(7 left out" in err
+    android = (out / "res/values-es/strings.xml").read_text()
+    assert android.startswith('<resources><string name="a">') and "271493" not in android
+    code, _, err = translate_cli(capsys, numbers_run, *args[:4])
+    assert code == 2 and "give --target" in err

@@ -341,16 +341,32 @@ def test_built_in_corpus_sizes_out_of_range_are_one_line(tmp_path, capsys, args,
     assert not (tmp_path / "d").exists()
 
 
+RESOURCES = {
+    "strings.xml": '<resources><string name="open">Open the file 12</string></resources>\n',
+    "en.yml": "en:\n  menu: Open the file 12\n",
+    "messages.properties": "menu.open=Open the file 12\n",
+    "Localizable.strings": '"open" = "Open the file 12";\n',
+    "app.json": '{"open": "Open the file 12"}\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESOURCES))
+def test_resource_files_are_read_in_their_format_and_keep_their_keys(
+    numbers_run, tmp_path, capsys, name
+):
+    """Round 4 read these as plain text and translated their keys (`menu:` -> `menmen:`)."""
+    path, out = tmp_path / name, tmp_path / f"out-{name}"
+    path.write_text(RESOURCES[name])
+    code, _, err = translate_cli(capsys, numbers_run, "--input", str(path), "--output", str(out))
+    assert code == 0, err
+    written, (before, after) = out.read_text(), RESOURCES[name].split("Open the file 12")
+    assert written.startswith(before) and written.endswith(after), written
+    assert len(written) > len(before + after), written
+
+
 @pytest.mark.parametrize(
     ("name", "content"),
-    [
-        ("strings.xml", '<resources><string name="open">Open the file</string></resources>'),
-        ("en.yml", "en:\n  menu: Open the file\n"),
-        ("messages.properties", "menu.open=Open the file\n"),
-        ("Localizable.strings", '"open" = "Open the file";\n'),
-        ("app.json", '{"open": "Open the file"}'),
-        ("deck.pptx", "not really"),
-    ],
+    [("sheet.xlsx", "not really"), ("old.doc", "not really"), ("table.csv", "a,b\n")],
 )
 def test_a_format_vaswani_does_not_read_is_refused_not_read_as_text(
     numbers_run, tmp_path, capsys, name, content

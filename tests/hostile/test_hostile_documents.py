@@ -91,6 +91,56 @@ HOSTILE = {
     "utf16-doctype.docx": lambda p: p.write_bytes(
         zipped({"[Content_Types].xml": "<Types/>", "word/document.xml": DOCTYPE_16})
     ),
+    # the formats apps are localised in
+    "entities.xml": lambda p: p.write_text(
+        '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
+        '<resources><string name="x">&b;</string></resources>'
+    ),
+    "external.xml": lambda p: p.write_text(
+        '<?xml version="1.0"?><!DOCTYPE r SYSTEM "file:///etc/passwd" [<!ELEMENT r ANY>]>'
+        '<resources><string name="x">Hi</string></resources>'
+    ),
+    "not-resources.xml": lambda p: p.write_text("<svg><text>Hello</text></svg>"),
+    "entities.ts": lambda p: p.write_text(
+        '<!DOCTYPE TS [<!ENTITY x SYSTEM "file:///etc/passwd">]><TS><context><message>'
+        "<source>&x;</source><translation/></message></context></TS>"
+    ),
+    "entities.stringsdict": lambda p: p.write_text(
+        '<!DOCTYPE plist [<!ENTITY a "lol">]><plist><dict><key>k</key><string>&a;</string>'
+        "</dict></plist>"
+    ),
+    "xxe.resx": lambda p: p.write_text(
+        '<!DOCTYPE root [<!ENTITY x SYSTEM "http://example.com/x">]><root><data name="a">'
+        "<value>&x;</value></data></root>"
+    ),
+    "aliases.yml": lambda p: p.write_text(
+        'a: &a ["lol", "lol", "lol"]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\n'
+    ),
+    "tag.yml": lambda p: p.write_text('en:\n  x: !!python/object/apply:os.system ["id"]\n'),
+    "local-tag.yaml": lambda p: p.write_text("en:\n  x: !secret Hello\n"),
+    "deep.yml": lambda p: p.write_text("[" * 200_000 + "]" * 200_000 + "\n"),
+    "broken.yml": lambda p: p.write_text("en:\n  a: [unclosed\n  b: x\n"),
+    "deep.json": lambda p: p.write_text("[" * 1_000_000 + "]" * 1_000_000),
+    "broken.json": lambda p: p.write_text('{"a": "Hello",}'),
+    "deep.arb": lambda p: p.write_text('{"a": ' + '{"b": ' * 5000 + '"x"' + "}" * 5001),
+    "list.arb": lambda p: p.write_text('["Hello"]'),
+    "deep.xcstrings": lambda p: p.write_text('{"strings": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+    "no-strings.xcstrings": lambda p: p.write_text('{"version": "1.0"}'),
+    "broken.strings": lambda p: p.write_text('"a" = "Hello" "b";\n'),
+    "unclosed.strings": lambda p: p.write_text('"a" = "Hello;\n'),
+    "bad-utf16.strings": lambda p: p.write_bytes(b"\xff\xfe" + b"\x00\xd8" * 3),
+    "bomb.pptx": zip_bomb,
+    "bomb.odp": zip_bomb,
+    "not-a-deck.pptx": lambda p: p.write_bytes(docx("<w:p/>")),
+    "xxe.pptx": lambda p: p.write_bytes(
+        zipped(
+            {
+                "ppt/presentation.xml": "<p/>",
+                "ppt/slides/slide1.xml": '<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+                "<d>&x;</d>",
+            }
+        )
+    ),
 }
 
 

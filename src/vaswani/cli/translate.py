@@ -2,17 +2,17 @@
 --beam-size 1). Output has one line per input line, in order; an empty line gives an empty line.
 A line of several sentences is translated sentence by sentence and joined back with its own
 spacing (--no-split: as one segment). Sentences are batched by length for speed. A file of a
-document format (HTML, Markdown, subtitles, PO, XLIFF, DOCX, ODT, EPUB) is translated whole, in
-its format, into --output (several into --output-dir)."""
+document format (HTML, Markdown, subtitles, PO, XLIFF, DOCX, PPTX, ODT, ODP, EPUB) or of an app's
+resources (Android strings.xml, iOS .strings, .stringsdict and .xcstrings, JSON, ARB, YAML, Java
+.properties, Qt .ts, .NET .resx) is translated whole, in its format, into --output (several into
+--output-dir; a project's tree with --input-dir)."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import sys
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,6 @@ from vaswani.cli.common import (
     aids_of,
     decode_config,
     load_for_inference,
-    not_over,
     one_line,
     positive_int,
     read_input_lines,
@@ -33,24 +32,15 @@ from vaswani.cli.common import (
     unit_interval,
     writable_file,
 )
+from vaswani.cli.files import Report, document_mode, reads_of, translate_files, translate_tree
 from vaswani.decoding.text import Translation
-from vaswani.documents.formats import (
-    FORMATS,
-    PARTIAL,
-    READERS,
-    UNREAD,
-    ZIPPED,
-    DocumentOptions,
-    format_of,
-    read_document,
-    translate_documents,
-)
+from vaswani.documents.formats import FORMATS, READERS
 from vaswani.progress import progress_bar
-from vaswani.safe_io import read_bounded, write_output
+from vaswani.safe_io import write_output
 from vaswani.tasks import TRANSLATE
 from vaswani.translation import pipeline
 from vaswani.translation.align import Alignment, pharaoh
-from vaswani.translation.documents import document_translator, fuzzy_record, terms_record
+from vaswani.translation.documents import fuzzy_record, terms_record
 from vaswani.translation.pipeline import Split
 
 HELP = "translate text with a trained model (arguments, a file, or stdin)"
@@ -69,7 +59,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--output", type=Path, help="write translations here instead of stdout")
     parser.add_argument(
-        "--output-dir", type=Path, metavar="DIR", help="write each translated --input file here"
+        "--input-dir",
+        type=Path,
+        metavar="DIR",
+        help="translate a project's tree of files (Android res/, iOS .lproj folders, "
+        "locales/en/, docs) into --output-dir, mirrored and named as each platform names the "
+        "target's files (values/ -> values-es/, en.lproj/ -> es.lproj/, en.yml -> es.yml); "
+        "files of other languages and formats are left out",
+    )
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        metavar="DIR",
+        help="write each translated --input file here (or the --input-dir tree)",
     )
     parser.add_argument(
         "--format",
@@ -195,55 +197,10 @@ def extras(best: Translation) -> dict[str, Any]:
     return out
 
 
-@dataclass
-class Report:
-    """What translating says on stderr at the end: the glossary's terms put in and those that
-    could not be, the texts kept as they were because their translation failed a check (a
-    placeholder, the accelerator, a line break). Told each batch's translations in order."""
-
-    what: str
-    """How a text is named: "line", "text"."""
-    count: int = 0
-    terms: list[tuple[str, tuple[str, str, bool]]] = dataclasses.field(default_factory=list)
-    kept: Counter = dataclasses.field(default_factory=Counter)
-    kept_where: list[str] = dataclasses.field(default_factory=list)
-    """The first texts kept (for the message)."""
-
-    def add(self, found: list[list[Translation]]) -> None:
-        for mine in found:
-            self.count += 1
-            label = f"{self.what} {self.count}"
-            if not mine:
-                continue
-            self.terms += [(label, term) for term in mine[0].terms]
-            if mine[0].unsafe:
-                self.kept[mine[0].unsafe] += 1
-                if len(self.kept_where) < 10:
-                    self.kept_where.append(label)
-
-    def say(self) -> None:
-        if self.terms:
-            missed = [f"{source!r} ({where})" for where, (source, _, put) in self.terms if not put]
-            print(
-                f"glossary: {len(self.terms) - len(missed)} of {len(self.terms)} terms put in"
-                + (
-                    f"; not placed (no word aligned to them): {', '.join(missed[:10])}"
-                    if missed
-                    else ""
-                ),
-                file=sys.stderr,
-            )
-        if self.kept:
-            checks = ", ".join(f"{name} {n}" for name, n in self.kept.most_common())
-            print(
-                f"checks: {sum(self.kept.values())} of {self.count} {self.what}s kept as they were, "
-                f"their translation failed a check ({checks}): {', '.join(self.kept_where)}",
-                file=sys.stderr,
-            )
-
-
 def run(args: argparse.Namespace) -> int:
     inputs = args.input or []
+    if args.input_dir is not None:
+        return translate_tree(args)
     if args.texts and inputs:
         raise CliError("give TEXT arguments or --input FILE, not both")
     if document_mode(args, inputs):
@@ -298,114 +255,3 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
-
-
-def document_mode(args: argparse.Namespace, inputs: list[Path]) -> bool:
-    """Whether to translate whole files: several, or --output-dir, or --format, or a file
-    whose extension names a document format (a .txt file is translated line by line)."""
-    if args.format is None:
-        for path in inputs:  # a format vaswani does not read is refused, never read as text
-            if path.suffix.lower() in UNREAD:
-                format_of(path)
-    known = any(FORMATS.get(p.suffix.lower(), "text") != "text" for p in inputs)
-    return len(inputs) > 1 or args.output_dir is not None or args.format is not None or known
-
-
-def file_outputs(args: argparse.Namespace, inputs: list[Path]) -> list[Path | None]:
-    """Where each --input file's translation goes (None: stdout), after checking the flags; an
-    output that is its input is refused."""
-    if not inputs:
-        raise CliError("--format and --output-dir translate files: give them with --input FILE")
-    if args.output_dir is None and len(inputs) > 1:
-        raise CliError("several --input files go into a directory: give --output-dir DIR")
-    zipped = format_of(inputs[0], args.format) in ZIPPED
-    if args.output_dir is None and args.output is None and zipped:
-        raise CliError(f"{inputs[0]} translates into a zip file: give --output FILE")
-    if args.output_dir is not None and args.output is not None:
-        raise CliError("give --output FILE or --output-dir DIR, not both")
-    if args.output_format != "text" or args.n_best != 1:
-        raise CliError("--output-format jsonl and --n-best are for lines, not whole files")
-    outputs: list[Path | None] = [args.output]
-    reads = reads_of(args, inputs)
-    if args.output_dir is not None:
-        not_over(args.output_dir, "--output-dir", reads)
-        outputs = [args.output_dir / p.name for p in inputs]
-        named, count = Counter(p.name for p in inputs).most_common(1)[0]
-        if count > 1:
-            raise CliError(
-                f"--output-dir {args.output_dir}: several inputs are named {named}, and "
-                "their translations would be written over each other; translate them apart"
-            )
-        args.output_dir.mkdir(parents=True, exist_ok=True)
-    for target in outputs:
-        writable_file(target, reads=reads)
-    return outputs
-
-
-def reads_of(args: argparse.Namespace, inputs: list[Path]) -> dict[str, Path]:
-    """What translate reads, by name, that no output may write over: the inputs (stdin aside),
-    the run, the glossaries and memories."""
-    found = {f"--input {p}": p for p in inputs if str(p) != "-"}
-    aids = [args.checkpoint, args.glossary, *(args.memory or [])]
-    return found | {f"{p}": Path(p) for p in aids if p is not None}
-
-
-def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
-    """--input FILE... as documents, each written whole to --output (or into --output-dir; one
-    text document without either: to stdout)."""
-    outputs = file_outputs(args, inputs)
-    options = DocumentOptions(args.fuzzy, args.overwrite, max_unit_bytes=args.max_line_bytes)
-    documents = [
-        read_document(input_bytes(p, options), format_of(p, args.format), str(p), options)
-        for p in inputs
-    ]
-    formats = {format_of(p, args.format) for p in inputs}
-    if args.min_confidence is not None and not formats <= set(PARTIAL):
-        raise CliError(
-            "--min-confidence leaves entries untranslated in PO and XLIFF files; "
-            f"{', '.join(sorted(formats - set(PARTIAL)))} files have no such entries"
-        )
-    dc = decode_config(args)
-    loaded = load_for_inference(args, TRANSLATE)
-    loaded.prefixes(args.target, 0)
-    report = Report("text")
-    aids = dataclasses.replace(aids_of(args, loaded, least=args.min_confidence), report=report.add)
-    request = request_of(args, dc, aids)
-    total = sum(len(text) for d in documents for text in d.texts())
-    with contextlib.ExitStack() as bars:
-        shown: list[Any] = []  # one bar, however many chunks the texts are translated in
-
-        def progress(sentences: int) -> Any:
-            if not shown:
-                bar = progress_bar(total=sentences, unit="sent", desc="translating")
-                shown.append(bars.enter_context(bar))
-            else:
-                shown[0].total += sentences
-                shown[0].refresh()
-            return shown[0].update
-
-        translate = document_translator(loaded, request, progress)
-        results = translate_documents(documents, translate, args.target or loaded.target_language)
-    report.say()
-    if outputs == [None]:
-        sys.stdout.write(results[0].decode("utf-8"))
-        return 0
-    for target, data in zip(outputs, results, strict=True):
-        write_output(target, data)  # never a half-written file; the input is only read
-    names = ", ".join(str(p) for p in outputs)
-    print(
-        f"translated {len(inputs)} file(s), {total:,} characters of text, into {names}",
-        file=sys.stderr,
-    )
-    return 0
-
-
-def input_bytes(path: Path, options: DocumentOptions) -> bytes:
-    """A file's bytes (`-`: stdin's), read as a stream within the limit of a zip's unpacked
-    bytes: `--input <(zcat page.html.gz)` works, `/dev/zero` is refused."""
-    if str(path) != "-":
-        return read_bounded(path, options.max_unpacked_bytes, "input file")
-    data = sys.stdin.buffer.read(options.max_unpacked_bytes + 1)
-    if len(data) > options.max_unpacked_bytes:
-        raise CliError(f"stdin holds over {options.max_unpacked_bytes:,} bytes; too large")
-    return data

@@ -24,6 +24,11 @@ class DocumentError(VaswaniError, ValueError):
     """A file that cannot be translated: damaged, hostile, or not of its format."""
 
 
+class OtherFile(DocumentError):
+    """A well-formed file of another kind under a format's extension (an Android layout is
+    .xml, a TypeScript file .ts): an error for --input, left out of a --input-dir tree."""
+
+
 @dataclass(frozen=True)
 class DocumentOptions:
     """How files are translated, and the limits a file from outside must keep."""
@@ -140,7 +145,19 @@ READERS: dict[str, Callable[[bytes, str, DocumentOptions], Document]] = {
     "xliff": _reader("xliff", "read_xliff"),
     "docx": _reader("office", "read_office", "docx"),
     "odt": _reader("office", "read_office", "odt"),
+    "pptx": _reader("office", "read_office", "pptx"),
+    "odp": _reader("office", "read_office", "odp"),
     "epub": _reader("epub", "read_epub"),
+    "properties": _reader("keyvalue", "read_properties"),
+    "strings": _reader("keyvalue", "read_strings"),
+    "json": _reader("jsonfiles", "read_json"),
+    "arb": _reader("jsonfiles", "read_json", "arb"),
+    "xcstrings": _reader("jsonfiles", "read_xcstrings"),
+    "yaml": _reader("yamlfiles", "read_yaml"),
+    "android": _reader("appxml", "read_android"),
+    "qt": _reader("appxml", "read_qt"),
+    "resx": _reader("appxml", "read_resx"),
+    "stringsdict": _reader("appxml", "read_stringsdict"),
 }
 """Each format's reader: a file's bytes, its name (for messages) -> a `Document`."""
 FORMATS = {
@@ -158,25 +175,25 @@ FORMATS = {
     ".xliff": "xliff",
     ".docx": "docx",
     ".odt": "odt",
+    ".pptx": "pptx",
+    ".odp": "odp",
     ".epub": "epub",
+    ".properties": "properties",
+    ".strings": "strings",
+    ".json": "json",
+    ".arb": "arb",
+    ".xcstrings": "xcstrings",
+    ".yml": "yaml",
+    ".yaml": "yaml",
+    ".xml": "android",
+    ".ts": "qt",
+    ".resx": "resx",
+    ".stringsdict": "stringsdict",
 }
 """The format of each file extension."""
 UNREAD = {
-    ".xml": "XML (Android strings.xml, Qt .ts, ...)",
-    ".json": "JSON",
-    ".arb": "Flutter ARB",
-    ".yml": "YAML",
-    ".yaml": "YAML",
-    ".properties": "Java properties",
-    ".strings": "Apple .strings",
-    ".stringsdict": "Apple .stringsdict",
-    ".xcstrings": "Apple string catalogs",
-    ".resx": "a .NET resource file",
-    ".ts": "a Qt .ts file",
     ".csv": "CSV",
     ".tsv": "TSV",
-    ".pptx": "PowerPoint",
-    ".odp": "an OpenDocument presentation",
     ".xlsx": "Excel",
     ".ods": "an OpenDocument spreadsheet",
     ".pdf": "PDF",
@@ -187,7 +204,7 @@ UNREAD = {
 """Extensions of formats vaswani does not read: read as plain text, their keys and markup would
 be translated into a file no tool loads, so such a file is refused (`--format text` forces it).
 Other extensions (`corpus.de`, `notes`) are plain text, as they always were."""
-ZIPPED = frozenset({"docx", "odt", "epub"})
+ZIPPED = frozenset({"docx", "odt", "pptx", "odp", "epub"})
 """The formats that are zip files (not text to show on a terminal)."""
 
 

@@ -1,8 +1,10 @@
-"""Word (.docx) and LibreOffice (.odt) documents, and the zip files that hold them and EPUBs.
+"""Word (.docx), PowerPoint (.pptx) and LibreOffice (.odt, .odp) documents, and the zip files
+that hold them and EPUBs.
 
-Each paragraph (body, tables, headers, footers, footnotes) is translated whole. Its text lives
-in *slots*: DOCX's `<w:t>` elements (inside runs of different formatting, hyperlinks, ...), ODT's
-text and tail text of `<text:p>`, `<text:span>`, `<text:a>`. The translation is shared out among
+Each paragraph (body, tables, headers, footers, footnotes; a deck's slides, notes, charts) is
+translated whole. Its text lives in *slots*: DOCX's `<w:t>` elements (inside runs of different
+formatting, hyperlinks, ...), PPTX's runs' `<a:t>`, ODT's and ODP's text and tail text of
+`<text:p>`, `<text:span>`, `<text:a>`. The translation is shared out among
 the slots by word alignment (`vaswani.documents.markup`: each slot is an element around its
 words), so a word in bold comes back in bold around its translation; nothing else of the XML is
 changed, and every other member of the zip (styles, images, settings) is written back as it was.
@@ -32,8 +34,14 @@ W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 DOCX_PARTS = re.compile(r"word/(document|header\d*|footer\d*|footnotes|endnotes|comments)\.xml")
-ODT_PARTS = ("content.xml", "styles.xml")
-SPACES = {W + "tab", W + "br", W + "cr", TEXT + "s", TEXT + "tab", TEXT + "line-break"}
+ODT_PARTS = re.compile(r"content\.xml|styles\.xml")
+A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+PPTX_PARTS = re.compile(
+    r"ppt/(slides/slide|notesSlides/notesSlide|charts/chart|diagrams/data)\d+\.xml"
+)
+"""A deck's slides, their notes, its charts (titles, labels) and SmartArt; not its layouts and
+masters, whose text is a template's prompts."""
+SPACES = {W + "tab", W + "br", W + "cr", TEXT + "s", TEXT + "tab", TEXT + "line-break", A + "br"}
 """Elements that stand for white space between a paragraph's words."""
 
 
@@ -106,20 +114,28 @@ class Zipped:
         return out.getvalue()
 
 
-def parse_xml(data: bytes, where: str) -> Any:
-    """An lxml tree of XML from a file: no DTD, no entities, no network; prefixes kept."""
+def parse_xml(data: bytes, where: str, doctype: bool = False) -> Any:
+    """An lxml tree of XML from a file: no DTD, no entities, no network; prefixes kept.
+    `doctype`: a bare document type declaration is read (a plist's, Qt's `<!DOCTYPE TS>`),
+    never one with declarations inside (entities), and the DTD it names is never loaded."""
     from lxml import etree
 
-    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
-        raise DocumentError(f"{where}: XML with a document type declaration (entities) is refused")
+    refused = f"{where}: XML with a document type declaration (entities) is refused"
+    if b"<!ENTITY" in data or (not doctype and b"<!DOCTYPE" in data):
+        raise DocumentError(refused)
+    if re.search(rb"<!DOCTYPE[^>\[]*\[", data):
+        raise DocumentError(refused)
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
     try:
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as error:
         raise DocumentError(f"{where}: not well-formed XML ({error})") from None
     docinfo = root.getroottree().docinfo
-    if docinfo.doctype or docinfo.internalDTD is not None:  # one in UTF-16 passed the bytes check
-        raise DocumentError(f"{where}: XML with a document type declaration (entities) is refused")
+    declared = docinfo.internalDTD
+    if not doctype and (docinfo.doctype or declared is not None):  # UTF-16 passed the bytes check
+        raise DocumentError(refused)
+    if declared is not None and (list(declared.iterentities()) or list(declared.iterelements())):
+        raise DocumentError(refused)
     return root
 
 
@@ -276,6 +292,21 @@ def docx_paragraphs(root: Any) -> list[Paragraph]:
     return found
 
 
+def pptx_paragraphs(root: Any) -> list[Paragraph]:
+    """Each DrawingML `<a:p>` (in shapes, tables, notes, charts) with the `<a:t>` of its runs
+    (not of its fields: a slide number, a date), its line breaks as spaces."""
+    found = []
+    for p in root.iter(A + "p"):
+        paragraph = Paragraph()
+        for node in p.iter(A + "t", A + "br"):
+            if node.tag == A + "br":
+                paragraph.slots.append(" ")
+            elif node.getparent().tag == A + "r":
+                paragraph.slots.append(Slot(node, "text"))
+        found.append(paragraph)
+    return found
+
+
 def odt_paragraphs(root: Any) -> list[Paragraph]:
     """Each `<text:p>` and `<text:h>` with its text and the text of its spans and links, not
     of the notes and frames inside it (their paragraphs are their own)."""
@@ -327,19 +358,23 @@ class Office(Document):
         return self.zipped.write()
 
 
+KINDS = {
+    "docx": ("word/document.xml", DOCX_PARTS, docx_paragraphs),
+    "odt": ("content.xml", ODT_PARTS, odt_paragraphs),
+    "pptx": ("ppt/presentation.xml", PPTX_PARTS, pptx_paragraphs),
+    "odp": ("content.xml", ODT_PARTS, odt_paragraphs),
+}
+"""Each office format's main part (which says it is one), the parts with its text, and how its
+paragraphs are found (an .odp's slides, notes and tables are an .odt's paragraphs)."""
+
+
 def read_office(data: bytes, name: str, options: DocumentOptions, kind: str) -> Office:
-    """A .docx (`kind` "docx") or .odt ("odt") file."""
+    """A .docx, .odt, .pptx or .odp file (`kind`)."""
     zipped = Zipped(data, name, options)
     members = zipped.names()
-    wanted = (
-        [m for m in members if DOCX_PARTS.fullmatch(m)]
-        if kind == "docx"
-        else [m for m in ODT_PARTS if m in members]
-    )
-    main = "word/document.xml" if kind == "docx" else "content.xml"
+    main, wanted, finder = KINDS[kind]
     if main not in members:
         raise DocumentError(f"{name}: no {main} in it; not a .{kind} file")
-    parts = {m: parse_xml(zipped.read(m), f"{name}: {m}") for m in wanted}
-    finder = docx_paragraphs if kind == "docx" else odt_paragraphs
+    parts = {m: parse_xml(zipped.read(m), f"{name}: {m}") for m in members if wanted.fullmatch(m)}
     paragraphs = [p for root in parts.values() for p in finder(root)]
     return Office(zipped, parts, paragraphs)

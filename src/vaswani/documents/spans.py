@@ -43,6 +43,9 @@ SYNTAXES = {
     "printf-prose": PRINTF,
     "strftime": r"%[-_0^#]?[aAbBcCdDeFgGhHIjklmMnpPrRsStTuUVwWxXyYzZ+]",
     "qt": r"%L?\d{1,2}",
+    "apple": r"%#@\w+@|%(?:\d+\$)?[-+ 0#]*\d*(?:\.\d+)?@",
+    "ruby": r"%\{\w+\}|%<\w+>[-+ 0#]*\d*(?:\.\d+)?[a-zA-Z]",
+    "messageformat": r"\{\d+\s*,[^{}]{0,200}\}",
     "icu": r"(?!)",  # read by `icu_spans`, not by a pattern
     "escapes": r"\\(?:[abfnrtv\\\"']|u[\da-fA-F]{4}|x[\da-fA-F]{2}|[0-7]{1,3})",
 }
@@ -121,11 +124,15 @@ def spans(text: str, protection: Protection) -> list[Span]:
     """The spans of `text` in `protection`'s syntaxes, in order, none empty."""
     found = icu_spans(text) if "icu" in protection.syntaxes else []
     taken = [(s.start, s.end) for s in found]
-    for match in protection.finder().finditer(text):
-        if match.end() > match.start() and not _inside(taken, match.start(), match.end()):
-            syntax = match.lastgroup.replace("_", "-")
-            ordered = syntax in ORDERED and _unnamed(match.group())
-            found.append(Span(match.start(), match.end(), match.group(), syntax, ordered))
+    finder, at = protection.finder(), 0
+    while (match := finder.search(text, at)) is not None:
+        if match.end() == match.start() or _inside(taken, match.start(), match.end()):
+            at = match.start() + 1  # what begins inside an ICU message's syntax may start after
+            continue
+        syntax = match.lastgroup.replace("_", "-")
+        ordered = syntax in ORDERED and _unnamed(match.group())
+        found.append(Span(match.start(), match.end(), match.group(), syntax, ordered))
+        at = match.end()
     return sorted(found, key=lambda s: s.start) if taken else found
 
 

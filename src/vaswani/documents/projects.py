@@ -1,0 +1,131 @@
+"""A project's folder of resource files translated at once (`translate --input-dir res/
+--output-dir res-es/`): which files of the tree are read (`project_files`), and where each one's
+translation goes in the mirrored tree (`mirrored`), named as its platform names a language's
+files:
+
+- Android: `values/strings.xml` -> `values-es/strings.xml` (`values-pt-rBR/`, `values-b+zh+Hans/`
+  for a region or script; a `values-en/` of the source language renamed; other qualifiers kept
+  after the language: `values-night/` -> `values-es-night/`);
+- Apple: `en.lproj/` or `Base.lproj/` -> `es.lproj/`;
+- a folder or a file named by the source language: `locales/en/app.json` -> `locales/es/app.json`,
+  `en.yml` -> `es.yml`, `messages_en.properties` -> `messages_es.properties`,
+  `app_en.arb` -> `app_es.arb`;
+- JSON, YAML and Android XML only where their place says they are the source's strings (other
+  such files of a project, package.json or a layout, are left out);
+- otherwise a format's own convention where it has one: `messages.properties` ->
+  `messages_es.properties` (Java), `app.arb` -> `app_es.arb` (Flutter), `app.ts` -> `app_es.ts`
+  (Qt), `Strings.resx` -> `Strings.es.resx` (.NET); any other file keeps its name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path, PurePath
+
+from vaswani.documents.formats import FORMATS, DocumentError
+
+MAX_FILES = 10_000
+"""The most files of a tree read at once."""
+MARKED = frozenset({"json", "yaml", "android"})
+"""Formats whose files in a tree are the source's strings only where their place says so (a
+`values/` folder, a folder or name of the source language): a project holds other JSON, YAML
+and XML (package.json, CI files, layouts)."""
+SUFFIXED = {"properties": "_", "arb": "_", "qt": "_", "resx": "."}
+"""Formats that name a language's file by a suffix to the stem, and the separator."""
+
+
+def project_files(root: Path) -> tuple[list[Path], list[Path]]:
+    """The files under `root` of formats vaswani reads, in order, and the others (left out);
+    links are not followed (a link may lead out of the tree, or round in a loop)."""
+    if not root.is_dir():
+        raise DocumentError(f"--input-dir {root}: not a directory")
+    read, other = [], []
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(folder) / name
+            if path.is_symlink() or not path.is_file():
+                other.append(path)
+            else:
+                (read if path.suffix.lower() in FORMATS else other).append(path)
+            if len(read) + len(other) > MAX_FILES:
+                raise DocumentError(f"--input-dir {root}: over {MAX_FILES:,} files; too many")
+    return read, other
+
+
+def mirrored(relative: PurePath, fmt: str, source: str | None, target: str) -> PurePath | None:
+    """Where the translation of the file at `relative` (to the tree's root) goes, relative to
+    the output tree, for `target` (`source`: the source language, None where unknown); None
+    for a file of another language (`values-de/`, `fr.lproj/`, `locales/it/`, `de.yml`), which
+    is not a source to translate."""
+    folders = [_folder(part, source, target) for part in relative.parts[:-1]]
+    if None in folders:
+        return None
+    renamed = folders != list(relative.parts[:-1])
+    stem, suffix = relative.stem, relative.suffix
+    named = re.fullmatch(r"(?:(.*[_.-]))?([a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})?)", stem)
+    if named and _language(named[2]):
+        if source is None or not _same(named[2], source):
+            return None
+        return PurePath(*folders, (named[1] or "") + _code(target, fmt) + suffix)
+    if not renamed and fmt in MARKED:
+        return None  # a package.json, a layout: not the source language's strings
+    name = relative.name
+    if not renamed and fmt in SUFFIXED:
+        name = f"{stem}{SUFFIXED[fmt]}{_code(target, fmt)}{suffix}"
+    return PurePath(*folders, name)
+
+
+def _code(language: str, fmt: str) -> str:
+    """A language as a format's file names write it: Java, Flutter and Qt `pt_BR`."""
+    return language.replace("-", "_") if SUFFIXED.get(fmt) == "_" else language
+
+
+def _language(code: str) -> bool:
+    """Whether `code` (`de`, `pt_BR`, `zh-Hans`) names a language CLDR knows."""
+    from vaswani.documents.resources import plural_categories
+
+    return plural_categories(code) is not None
+
+
+def _same(code: str, language: str) -> bool:
+    """Whether `code` names `language` in general (`en`, not `en-GB`, names `en` and `en-US`)."""
+    return re.split(r"[-_]", code)[0].lower() == re.split(r"[-_]", language)[0].lower() and (
+        re.fullmatch(r"[A-Za-z]{2,3}", code) is not None or code.lower() == language.lower()
+    )
+
+
+def _folder(part: str, source: str | None, target: str) -> str | None:
+    """A folder's name in the mirrored tree; None for a folder of another language."""
+    android = re.fullmatch(r"values((?:-[^-]+)*)", part)
+    if android:
+        qualifiers = [q for q in android[1].split("-") if q]
+        if qualifiers and (_language(qualifiers[0]) or qualifiers[0].startswith("b+")):
+            if (
+                source is None
+                or not _same(qualifiers[0], source)
+                or qualifiers[1:2]
+                and (qualifiers[1].startswith("r"))
+            ):
+                return None  # another language's, or a regional variant of the source
+            qualifiers = qualifiers[1:]
+        return "-".join(["values", android_locale(target), *qualifiers])
+    apple = re.fullmatch(r"(.+)\.lproj", part)
+    if apple:
+        if apple[1] == "Base" or (source is not None and _same(apple[1], source)):
+            return f"{target}.lproj"
+        return None
+    if re.fullmatch(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})?", part) and _language(part):
+        return target if source is not None and _same(part, source) else None
+    return part
+
+
+def android_locale(language: str) -> str:
+    """A language tag as Android's resource qualifier: `es`, `pt-rBR`, `b+zh+Hans`."""
+    parts = re.split(r"[-_]", language)
+    if len(parts) == 1:
+        return parts[0].lower()
+    if len(parts) == 2 and re.fullmatch(r"[A-Za-z]{2}|\d{3}", parts[1]):
+        return f"{parts[0].lower()}-r{parts[1].upper()}"
+    return "b+" + "+".join(parts)
