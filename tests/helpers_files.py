@@ -88,3 +88,22 @@ def zip_bomb(path: Path) -> None:
             chunk = b"\0" * (1 << 24)
             for _ in range(16):
                 member.write(chunk)
+
+
+def pdf_of_objects(count: int) -> bytes:
+    """A PDF of no pages whose cross-reference stream declares `count` objects (all but three
+    pointing at its header): 4 kB that a reader would hold and walk as a million objects."""
+    import zlib
+
+    out = b"%PDF-1.5\n"
+    offsets = []
+    for body in (b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (len(offsets), body)
+    xref = len(out)
+    rows = bytes(4) + b"".join(bytes([1]) + at.to_bytes(2, "big") + b"\0" for at in offsets)
+    rows += bytes([1]) + xref.to_bytes(2, "big") + b"\0" + bytes([1, 0, 9, 0]) * (count - 4)
+    data = zlib.compress(rows, 9)
+    head = b"<< /Type /XRef /Size %d /W [1 2 1] /Root 1 0 R /Filter /FlateDecode /Length %d >>"
+    out += b"3 0 obj\n" + head % (count, len(data)) + b"\nstream\n" + data + b"\nendstream\n"
+    return out + b"endobj\nstartxref\n%d\n%%%%EOF\n" % xref

@@ -8,7 +8,7 @@ import pytest
 from lxml import etree
 
 from helpers import translate_cli
-from helpers_files import docx, epub, odt, run, zip_bomb, zipped
+from helpers_files import docx, epub, odt, pdf_of_objects, run, zip_bomb, zipped
 from vaswani.documents.formats import DocumentError, read_document, translate_documents
 
 
@@ -132,6 +132,9 @@ HOSTILE = {
     "bomb.pptx": zip_bomb,
     "bomb.odp": zip_bomb,
     "not-a-deck.pptx": lambda p: p.write_bytes(docx("<w:p/>")),
+    "million-objects.pdf": lambda p: p.write_bytes(pdf_of_objects(1_000_000)),
+    "not-really.pdf": lambda p: p.write_text("Hello, I am not a PDF"),
+    "truncated.pdf": lambda p: p.write_bytes(b"%PDF-1.7\n1 0 obj\n<< /Type /Cat"),
     "xxe.pptx": lambda p: p.write_bytes(
         zipped(
             {

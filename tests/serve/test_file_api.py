@@ -78,6 +78,30 @@ def test_a_file_is_uploaded_translated_and_downloaded(loaded):
         server.stop()
 
 
+def test_an_apps_resource_files_are_translated_in_their_formats(loaded):
+    server = serve(loaded)
+    try:
+        status, settings = server.request("GET", "/frontend/settings")
+        formats = set(settings["supportedFilesFormat"])
+        assert {".xml", ".strings", ".json", ".arb", ".yml", ".properties", ".pptx"} <= formats
+        android = (
+            b'<resources>\n  <string name="a" translatable="false">42</string>\n'
+            b'  <plurals name="n">\n    <item quantity="one">%d 42</item>\n'
+            b'    <item quantity="other">%d 271493</item>\n  </plurals>\n</resources>\n'
+        )
+        status, answer = upload(server, "strings.xml", android)
+        assert status == 200, answer
+        status, data = download(server, answer["translatedFileUrl"])
+        text = data.decode()
+        assert '<string name="a" translatable="false">42</string>' in text
+        assert text.count("%d") == 2 and "271493" not in text  # German: one, other
+        status, answer = upload(server, "en.yml", b"en:\n  a: '42'\n  b: 7\n")
+        status, data = download(server, answer["translatedFileUrl"])
+        assert data.startswith(b"de:\n  a: ") and data.endswith(b"\n  b: 7\n"), data
+    finally:
+        server.stop()
+
+
 def test_a_catalog_keeps_its_placeholders_and_takes_its_fields_from_the_query(loaded):
     server = serve(loaded)
     try:

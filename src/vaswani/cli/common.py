@@ -185,8 +185,10 @@ def add_decoding_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target",
         metavar="LANG",
-        help="a multilingual model: the language to translate into (a model of one pair takes "
-        "none); without it, the error lists the model's languages",
+        help="a multilingual model: the language to translate into (without it, the error "
+        "lists the model's languages); a model of one pair takes none, but whole files may "
+        "name it where the run does not record it (plural forms, a catalog's language, "
+        "--input-dir's file names)",
     )
 
 

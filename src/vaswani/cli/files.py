@@ -24,10 +24,10 @@ from vaswani.cli.common import (
 )
 from vaswani.decoding.text import Translation
 from vaswani.documents.formats import (
+    BINARY,
     FORMATS,
     PARTIAL,
     UNREAD,
-    ZIPPED,
     Document,
     DocumentOptions,
     OtherFile,
@@ -107,7 +107,7 @@ def file_outputs(args: argparse.Namespace, inputs: list[Path]) -> list[Path | No
         raise CliError("--format and --output-dir translate files: give them with --input FILE")
     if args.output_dir is None and len(inputs) > 1:
         raise CliError("several --input files go into a directory: give --output-dir DIR")
-    zipped = format_of(inputs[0], args.format) in ZIPPED
+    zipped = format_of(inputs[0], args.format) in BINARY
     if args.output_dir is None and args.output is None and zipped:
         raise CliError(f"{inputs[0]} translates into a zip file: give --output FILE")
     if args.output_dir is not None and args.output is not None:
@@ -150,8 +150,8 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
     ]
     check_formats(args, {format_of(p, args.format) for p in inputs})
     loaded = load_for_inference(args, TRANSLATE)
-    loaded.prefixes(args.target, 0)
-    results, total = translate_all(args, loaded, documents, args.target or loaded.target_language)
+    args, target = written_language(args, loaded)
+    results, total = translate_all(args, loaded, documents, target)
     if outputs == [None]:
         sys.stdout.write(results[0].decode("utf-8"))
         return 0
@@ -163,6 +163,21 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def written_language(
+    args: argparse.Namespace, loaded: Any
+) -> tuple[argparse.Namespace, str | None]:
+    """The target language that files are written in (where a format names it, a plural's
+    forms, a tree's file names): --target, else the run's. A model of one pair is not asked
+    for a target, so there --target only names the language (its data may not record it)."""
+    target = args.target or loaded.target_language
+    if loaded.languages is None and args.target is not None:
+        if loaded.target_language not in (None, target):
+            raise CliError(f"--target {target}: this run translates into {loaded.target_language}")
+        args = argparse.Namespace(**{**vars(args), "target": None})
+    loaded.prefixes(args.target, 0)
+    return args, target
 
 
 def options_of(args: argparse.Namespace) -> DocumentOptions:
@@ -225,14 +240,9 @@ def translate_tree(args: argparse.Namespace) -> int:
             other.append(path)
     check_formats(args, {fmt for _, fmt, _ in read})
     loaded = load_for_inference(args, TRANSLATE)
-    target = args.target or loaded.target_language
+    args, target = written_language(args, loaded)
     if not target:
         raise CliError("--input-dir names the translated files by language: give --target")
-    if loaded.languages is None:  # a model of one pair: --target only names the files
-        if loaded.target_language not in (None, target):
-            raise CliError(f"--target {target}: this run translates into {loaded.target_language}")
-        args = argparse.Namespace(**{**vars(args), "target": None})
-    loaded.prefixes(args.target, 0)
     todo = []
     for path, fmt, document in read:
         place = mirrored(path.relative_to(root), fmt, loaded.source_language, target)

@@ -203,7 +203,7 @@ def read_qt(data: bytes, name: str, options: DocumentOptions) -> Spliced:
         return write
 
     values = [
-        Value(*places.whole(t), source, writer(t, m.get("numerus") == "yes"), code)
+        Value(*places.whole(t), source, writer(t, m.get("numerus") == "yes"), code, True)
         for m, source, t in messages
     ]
 

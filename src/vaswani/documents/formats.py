@@ -147,6 +147,7 @@ READERS: dict[str, Callable[[bytes, str, DocumentOptions], Document]] = {
     "odt": _reader("office", "read_office", "odt"),
     "pptx": _reader("office", "read_office", "pptx"),
     "odp": _reader("office", "read_office", "odp"),
+    "pdf": _reader("pdf", "read_pdf"),
     "epub": _reader("epub", "read_epub"),
     "properties": _reader("keyvalue", "read_properties"),
     "strings": _reader("keyvalue", "read_strings"),
@@ -177,6 +178,7 @@ FORMATS = {
     ".odt": "odt",
     ".pptx": "pptx",
     ".odp": "odp",
+    ".pdf": "pdf",
     ".epub": "epub",
     ".properties": "properties",
     ".strings": "strings",
@@ -196,7 +198,6 @@ UNREAD = {
     ".tsv": "TSV",
     ".xlsx": "Excel",
     ".ods": "an OpenDocument spreadsheet",
-    ".pdf": "PDF",
     ".doc": "an old Word file",
     ".rtf": "RTF",
     ".mo": "a compiled gettext catalog (its .po is read)",
@@ -204,8 +205,18 @@ UNREAD = {
 """Extensions of formats vaswani does not read: read as plain text, their keys and markup would
 be translated into a file no tool loads, so such a file is refused (`--format text` forces it).
 Other extensions (`corpus.de`, `notes`) are plain text, as they always were."""
-ZIPPED = frozenset({"docx", "odt", "pptx", "odp", "epub"})
-"""The formats that are zip files (not text to show on a terminal)."""
+BINARY = frozenset({"docx", "odt", "pptx", "odp", "epub", "pdf"})
+"""The formats that are binary files, zips and PDF (not text to show on a terminal)."""
+
+
+def available() -> dict[str, str]:
+    """The extensions read here and their formats: .pdf only where PyMuPDF (an optional extra)
+    is installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("pymupdf") is not None:
+        return dict(FORMATS)
+    return {ext: fmt for ext, fmt in FORMATS.items() if fmt != "pdf"}
 
 
 def format_of(path: Path, asked: str | None = None) -> str:

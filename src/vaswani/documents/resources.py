@@ -128,6 +128,29 @@ def without(text: str, span: tuple[int, int]) -> tuple[int, int, str]:
     return len(text[: span[0]].rstrip(" \t\n\r")), span[1], ""
 
 
+_ICU_MESSAGE = re.compile(r"\{\s*[\w.]+\s*,\s*(plural|selectordinal|select)\s*,(?:\s*offset:\d+)?")
+
+
+def pieces(text: str, start: int = 0, end: int | None = None, plural: bool = False) -> list:
+    """The parts of `text` translated apart, as (start, end, inside a plural's arm): an ICU
+    message's syntax is never given to the model, so that it cannot move or mix its arms; the
+    text around each plural or select message and the text of each of its arms (nested
+    messages likewise), those with words only."""
+    end = len(text) if end is None else end
+    found, at = [], start
+    for head in _ICU_MESSAGE.finditer(text, start, end):
+        arms, close = _arms(text, head.end())
+        if head.start() < at or arms is None or close > end:
+            continue
+        found.append((at, head.start(), plural))
+        for arm_start, arm_end, _ in arms.values():
+            opened = text.index("{", arm_start) + 1
+            found += pieces(text, opened, arm_end - 1, head.group(1) != "select")
+        at = close
+    found.append((at, end, plural))
+    return [p for p in found if text[p[0] : p[1]].strip()]
+
+
 @dataclass
 class Value:
     """A translatable value where a file writes it: characters `start` .. `end` of the file
@@ -139,13 +162,17 @@ class Value:
     text: str
     write: Callable[[str], str]
     protection: Protection | None = None
+    elsewhere: bool = False
+    """Whether the translation goes where the text is not (a Qt message's `<translation>`), so
+    that one the same as the text is written too."""
 
 
 @dataclass
 class Spliced(Document):
     """A file as its translatable values: rebuilt by writing each translation where its value
-        was (an ICU message's plural arms made the target's, `icu_plurals`), and any `extra` edits
-    (a locale, plural entries) that the format makes for the target."""
+    was, and any `extra` edits (a locale, plural entries) that the format makes for the target.
+    A value with ICU messages is translated a piece at a time (`pieces`), put together again
+    around the message's syntax, its plural arms made the target's (`icu_plurals`)."""
 
     source: str
     values: list[Value]
@@ -153,24 +180,44 @@ class Spliced(Document):
     extra: Callable[[list[str], str | None], list[tuple[int, int, str]]] | None = None
     markup = False
 
+    def __post_init__(self) -> None:
+        self.parts = [pieces(value.text) for value in self.values]
+
     def texts(self) -> list[str]:
-        return [value.text for value in self.values]
+        return [
+            v.text[a:b] for v, mine in zip(self.values, self.parts, strict=True) for a, b, _ in mine
+        ]
 
     def protections(self) -> list[Protection | None]:
-        return [value.protection for value in self.values]
+        return [
+            _number(v.protection or Protection()) if plural else v.protection
+            for v, mine in zip(self.values, self.parts, strict=True)
+            for _, _, plural in mine
+        ]
 
     def rebuild(
         self, translations: list[str], alignments: list[Alignment | None], language: str | None
     ) -> bytes:
+        whole, at = [], 0  # each value's translation, its pieces put back in its text
+        for value, mine in zip(self.values, self.parts, strict=True):
+            done = translations[at : at + len(mine)]
+            edits = [(a, b, t) for (a, b, _), t in zip(mine, done, strict=True)]
+            whole.append(icu_plurals(splice(value.text, edits), language) if mine else value.text)
+            at += len(mine)
         # the format's own edits first: one may learn from the language how to write its
         # values (a Qt plural message's number of forms)
-        edits = [] if self.extra is None else self.extra(translations, language)
+        edits = [] if self.extra is None else self.extra(whole, language)
         edits += [  # a value kept as it was keeps its bytes (its quotes, its escapes)
-            (v.start, v.end, v.write(icu_plurals(t, language)))
-            for v, t in zip(self.values, translations, strict=True)
-            if t != v.text
+            (v.start, v.end, v.write(t))
+            for v, t in zip(self.values, whole, strict=True)
+            if t != v.text or v.elsewhere
         ]
         return self.encode(splice(self.source, edits))
+
+
+def _number(protection: Protection) -> Protection:
+    """`protection` with a plural arm's `#` (the number) kept."""
+    return Protection(protection.syntaxes, (*protection.patterns, "#"), protection.accelerator)
 
 
 def splice(source: str, edits: list[tuple[int, int, str]]) -> str:

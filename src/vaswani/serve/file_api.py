@@ -30,10 +30,10 @@ from fastapi import FastAPI, HTTPException, Request, UploadFile
 from fastapi.responses import FileResponse, JSONResponse
 
 from vaswani.documents.formats import (
-    FORMATS,
     Document,
     DocumentError,
     DocumentOptions,
+    available,
     protections_of,
     read_document,
     settled,
@@ -84,7 +84,7 @@ class FileService:
                 "keyRequired": keys,
                 "suggestions": False,
                 "filesTranslation": True,
-                "supportedFilesFormat": sorted(FORMATS),
+                "supportedFilesFormat": sorted(available()),
                 "language": {
                     "source": {"code": first["code"], "name": first["name"]},
                     "target": {
@@ -119,9 +119,9 @@ class FileService:
         if len(data) > self.settings.max_file_bytes:
             raise LibreError(413, f"the file is over {self.settings.max_file_bytes:,} bytes")
         filename = safe_name(upload.filename or "file.txt")
-        fmt = FORMATS.get(Path(filename).suffix.lower())
+        fmt = available().get(Path(filename).suffix.lower())
         if fmt is None:
-            known = ", ".join(sorted(FORMATS))
+            known = ", ".join(sorted(available()))
             raise LibreError(
                 400, f"Invalid request: {filename}: file format not supported ({known})"
             )

@@ -1,0 +1,143 @@
+"""PDF: the text layer translated and laid back where it was, with PyMuPDF (an optional extra,
+`pip install 'vaswani[pdf]'`: PyMuPDF is AGPL-licensed, so vaswani does not depend on it; without
+it a .pdf is one clear error).
+
+Each text block of a page (a paragraph, a heading, a cell, as PyMuPDF groups the lines) is
+translated whole. Its text is removed by a redaction of its rectangle (images and drawings under
+it kept) and the translation written into the same rectangle, in the block's first font size and
+colour, shrunk until it fits.
+
+What is lost: the fonts (the translation is set in a standard sans-serif font, bold and italic
+where the block's first span was), formatting inside a block (a bold word among plain ones),
+hyphenation and justification; text drawn as images or paths (scans) is not read; forms,
+annotations, links and bookmarks are kept but not translated; a block's lines are joined, so a
+block that held a list of short lines comes back as one paragraph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from vaswani.documents.formats import Document, DocumentError, DocumentOptions
+from vaswani.documents.markup import Alignment
+
+MAX_OBJECTS = 200_000
+"""The most objects (cross-reference entries) of a PDF read: a 1,000-page report has tens of
+thousands; a hostile file a million, which PyMuPDF would hold and walk."""
+MAX_PAGES = 5_000
+INSTALL = "reading .pdf files needs PyMuPDF (AGPL-licensed, optional): pip install 'vaswani[pdf]'"
+
+
+def pymupdf(name: str) -> Any:
+    try:
+        import pymupdf as found
+    except ImportError:
+        raise DocumentError(f"{name}: {INSTALL}") from None
+    return found
+
+
+@dataclass
+class Block:
+    """A text block: its page, rectangle, text and how its first span was set."""
+
+    page: int
+    rect: tuple[float, float, float, float]
+    text: str
+    size: float
+    color: int
+    bold: bool
+    italic: bool
+
+
+@dataclass
+class PdfFile(Document):
+    document: Any
+    blocks: list[Block]
+    markup = False
+
+    def texts(self) -> list[str]:
+        return [block.text for block in self.blocks]
+
+    def rebuild(
+        self, translations: list[str], alignments: list[Alignment | None], language: str | None
+    ) -> bytes:
+        fitz = pymupdf("a .pdf")
+        pages: dict[int, list[tuple[Block, str]]] = {}
+        for block, translation in zip(self.blocks, translations, strict=True):
+            if translation != block.text:
+                pages.setdefault(block.page, []).append((block, translation))
+        for number, mine in pages.items():
+            page = self.document[number]
+            for block, _ in mine:
+                page.add_redact_annot(fitz.Rect(block.rect))
+            page.apply_redactions(images=fitz.PDF_REDACT_IMAGE_NONE)
+            for block, translation in mine:
+                page.insert_htmlbox(fitz.Rect(block.rect), _html(translation), css=_css(block))
+        if language:
+            self.document.set_language(language)
+        return self.document.tobytes(garbage=3, deflate=True)
+
+
+def _html(text: str) -> str:
+    from html import escape
+
+    return escape(text)
+
+
+def _css(block: Block) -> str:
+    weight = "bold" if block.bold else "normal"
+    style = "italic" if block.italic else "normal"
+    return (
+        f"* {{font-family: sans-serif; font-size: {block.size:.1f}px; color: #{block.color:06x};"
+        f" font-weight: {weight}; font-style: {style}; margin: 0; padding: 0}}"
+    )
+
+
+def read_pdf(data: bytes, name: str, options: DocumentOptions) -> PdfFile:
+    fitz = pymupdf(name)
+    if not data.lstrip()[:5] == b"%PDF-":
+        raise DocumentError(f"{name}: not a PDF file (no %PDF- header)")
+    try:
+        document = fitz.open(stream=data, filetype="pdf")
+    except (RuntimeError, ValueError) as error:  # PyMuPDF's FileDataError is a RuntimeError
+        raise DocumentError(f"{name}: not a readable PDF ({error})") from None
+    if document.needs_pass:
+        raise DocumentError(f"{name}: the PDF is encrypted; give one that opens without a password")
+    if document.xref_length() > MAX_OBJECTS:
+        raise DocumentError(
+            f"{name}: {document.xref_length():,} objects, over the limit of {MAX_OBJECTS:,}"
+        )
+    if document.page_count > MAX_PAGES:
+        raise DocumentError(f"{name}: {document.page_count:,} pages, over {MAX_PAGES:,}")
+    blocks = []
+    try:
+        for number, page in enumerate(document):
+            blocks += _blocks(number, page)
+    except (RuntimeError, ValueError) as error:
+        raise DocumentError(f"{name}: a page cannot be read ({error})") from None
+    return PdfFile(document, blocks)
+
+
+def _blocks(number: int, page: Any) -> list[Block]:
+    found = []
+    for block in page.get_text("dict")["blocks"]:
+        spans = [s for line in block.get("lines", []) for s in line["spans"] if s["text"].strip()]
+        if not spans:
+            continue
+        lines = [" ".join(s["text"].strip() for s in line["spans"]) for line in block["lines"]]
+        text = " ".join(line for line in lines if line)
+        first = spans[0]
+        flags = first["flags"]
+        found.append(
+            Block(
+                number,
+                tuple(block["bbox"]),
+                text,
+                first["size"],
+                first["color"],
+                bool(flags & 16),
+                bool(flags & 2),
+            )
+        )
+    return found
