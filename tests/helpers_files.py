@@ -107,3 +107,19 @@ def pdf_of_objects(count: int) -> bytes:
     head = b"<< /Type /XRef /Size %d /W [1 2 1] /Root 1 0 R /Filter /FlateDecode /Length %d >>"
     out += b"3 0 obj\n" + head % (count, len(data)) + b"\nstream\n" + data + b"\nendstream\n"
     return out + b"endobj\nstartxref\n%d\n%%%%EOF\n" % xref
+
+
+def upper(texts, alignments, code=None):
+    """A stand-in translator: each text in upper case, its words aligned in place."""
+    from vaswani.documents.markup import words
+
+    found = [[(i, i) for i in range(len(words(t)))] if alignments else None for t in texts]
+    return [t.upper() for t in texts], found
+
+
+def upper_file(data: bytes, fmt: str, options=None, language="de") -> bytes:
+    """A file of format `fmt` translated whole by `upper`."""
+    from vaswani.documents.formats import DocumentOptions, read_document, translate_documents
+
+    document = read_document(data, fmt, f"test.{fmt}", options or DocumentOptions())
+    return translate_documents([document], upper, language)[0]

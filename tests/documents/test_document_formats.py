@@ -6,24 +6,14 @@ import zipfile
 
 import pytest
 
-from helpers_files import PNG, docx, epub, odt, run
+from helpers_files import PNG, docx, epub, odt, run, upper, upper_file
 from vaswani.documents.formats import (
     DocumentOptions,
     read_document,
     translate_documents,
 )
-from vaswani.documents.markup import words
 
-
-def upper(texts, alignments, code=None):
-    """The stand-in translator: each text in upper case, its words aligned in place."""
-    found = [[(i, i) for i in range(len(words(t)))] if alignments else None for t in texts]
-    return [t.upper() for t in texts], found
-
-
-def translated(data: bytes, fmt: str, options=None, language="de") -> bytes:
-    document = read_document(data, fmt, f"test.{fmt}", options or DocumentOptions())
-    return translate_documents([document], upper, language)[0]
+translated = upper_file
 
 
 def members(data: bytes) -> dict[str, bytes]:

@@ -8,25 +8,14 @@ import zipfile
 
 import pytest
 
-from helpers_files import zipped
+from helpers_files import upper_file, zipped
 from vaswani.documents.formats import (
     DocumentError,
     available,
     read_document,
-    translate_documents,
 )
-from vaswani.documents.markup import words
 
-
-def upper(texts, alignments, code=None):
-    """The stand-in translator: each text in upper case, its words aligned in place."""
-    found = [[(i, i) for i in range(len(words(t)))] if alignments else None for t in texts]
-    return [t.upper() for t in texts], found
-
-
-def translated(data: bytes, fmt: str, language="de") -> bytes:
-    document = read_document(data, fmt, f"test.{fmt}")
-    return translate_documents([document], upper, language)[0]
+translated = upper_file
 
 
 def deck() -> bytes:
@@ -127,7 +116,10 @@ def a_pdf() -> bytes:
 def test_a_pdf_text_layer_is_translated_where_it_was_and_its_images_kept():
     fitz = pytest.importorskip("pymupdf")
     source = a_pdf()
-    before, after = fitz.open(stream=source), fitz.open(stream=translated(source, "pdf", "fr"))
+    before, after = (
+        fitz.open(stream=source),
+        fitz.open(stream=translated(source, "pdf", language="fr")),
+    )
     old, new = before[0].get_text("blocks"), after[0].get_text("blocks")
     texts = [b[4].replace("\n", " ").strip() for b in new if b[6] == 0]
     assert texts == [

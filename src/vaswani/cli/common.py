@@ -204,7 +204,8 @@ def add_split_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--source-lang",
         metavar="LANG",
-        help="the input's language, whose rules split sentences (abbreviations, ordinals); "
+        help="the input's language, whose rules split sentences (abbreviations, ordinals), "
+        "and which of an --input-dir's files are the source's (en: values/, en.lproj/, en.yml); "
         "default: the model's source language when its data records it (prepare --src-lang)",
     )
     parser.add_argument(

@@ -228,30 +228,27 @@ def translate_tree(args: argparse.Namespace) -> int:
     root = args.input_dir
     paths, other = project_files(root)
     not_over(args.output_dir, "--output-dir", reads_of(args, paths) | {f"--input-dir {root}": root})
-    options = options_of(args)
-    read: list[tuple[Path, str, Document]] = []
-    for path in paths:
-        fmt = format_of(path)
-        try:
-            read.append(
-                (path, fmt, read_document(input_bytes(path, options), fmt, str(path), options))
-            )
-        except OtherFile:
-            other.append(path)
-    check_formats(args, {fmt for _, fmt, _ in read})
-    loaded = load_for_inference(args, TRANSLATE)
+    loaded = load_for_inference(args, TRANSLATE)  # the languages say which files are sources
     args, target = written_language(args, loaded)
     if not target:
         raise CliError("--input-dir names the translated files by language: give --target")
-    todo = []
-    for path, fmt, document in read:
-        place = mirrored(path.relative_to(root), fmt, loaded.source_language, target)
-        if place is None or not document.texts():
-            other.append(path)
+    source = args.source_lang or loaded.source_language
+    options = options_of(args)
+    todo: list[tuple[Path, Document]] = []
+    for path in paths:
+        fmt = format_of(path)
+        place = mirrored(path.relative_to(root), fmt, source, target)
+        try:
+            found = place and read_document(input_bytes(path, options), fmt, str(path), options)
+        except OtherFile:
+            found = None
+        if found and found.texts():
+            todo.append((args.output_dir / place, found))
         else:
-            todo.append((args.output_dir / place, document))
+            other.append(path)
     if not todo:
         raise CliError(f"--input-dir {root}: no file of the source language to translate")
+    check_formats(args, {format_of(path) for path in paths})
     results, total = translate_all(args, loaded, [document for _, document in todo], target)
     for (out, _), data in zip(todo, results, strict=True):
         out.parent.mkdir(parents=True, exist_ok=True)

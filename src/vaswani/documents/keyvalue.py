@@ -18,7 +18,7 @@ from __future__ import annotations
 import codecs
 import re
 
-from vaswani.documents.formats import DocumentError, DocumentOptions, decoded
+from vaswani.documents.formats import DocumentError, DocumentOptions, OtherFile, decoded
 from vaswani.documents.resources import Spliced, Value
 from vaswani.documents.spans import DEFAULT, Protection
 
@@ -148,6 +148,8 @@ def strings_quoted(text: str) -> str:
 
 
 def read_strings(data: bytes, name: str, options: DocumentOptions) -> Spliced:
+    if data.startswith(b"bplist"):
+        raise OtherFile(f"{name}: a compiled .strings (a binary plist); translate its source")
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         try:
             text = data.decode("utf-16")

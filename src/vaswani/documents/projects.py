@@ -11,7 +11,8 @@ files:
   `en.yml` -> `es.yml`, `messages_en.properties` -> `messages_es.properties`,
   `app_en.arb` -> `app_es.arb`;
 - JSON, YAML and Android XML only where their place says they are the source's strings (other
-  such files of a project, package.json or a layout, are left out);
+  such files of a project, package.json or a layout, are left out), and .properties only where
+  its name or folder says it is a message bundle (not gradle.properties);
 - otherwise a format's own convention where it has one: `messages.properties` ->
   `messages_es.properties` (Java), `app.arb` -> `app_es.arb` (Flutter), `app.ts` -> `app_es.ts`
   (Qt), `Strings.resx` -> `Strings.es.resx` (.NET); any other file keeps its name.
@@ -31,6 +32,9 @@ MARKED = frozenset({"json", "yaml", "android"})
 """Formats whose files in a tree are the source's strings only where their place says so (a
 `values/` folder, a folder or name of the source language): a project holds other JSON, YAML
 and XML (package.json, CI files, layouts)."""
+BUNDLE = re.compile(r"(?i)messages?|bundle|strings?|labels?|texts?|i18n|l10n|locales?|lang")
+"""What names a Java message bundle, or the folder it is in (`messages.properties`,
+`i18n/app.properties`); other .properties files of a project are settings (`gradle.properties`)."""
 SUFFIXED = {"properties": "_", "arb": "_", "qt": "_", "resx": "."}
 """Formats that name a language's file by a suffix to the stem, and the separator."""
 
@@ -65,21 +69,32 @@ def mirrored(relative: PurePath, fmt: str, source: str | None, target: str) -> P
     renamed = folders != list(relative.parts[:-1])
     stem, suffix = relative.stem, relative.suffix
     named = re.fullmatch(r"(?:(.*[_.-]))?([a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})?)", stem)
-    if named and _language(named[2]):
+    if named and _code(named[2], source):
         if source is None or not _same(named[2], source):
             return None
-        return PurePath(*folders, (named[1] or "") + _code(target, fmt) + suffix)
+        return PurePath(*folders, (named[1] or "") + _file_code(target, fmt) + suffix)
     if not renamed and fmt in MARKED:
         return None  # a package.json, a layout: not the source language's strings
+    if fmt == "properties" and not any(BUNDLE.search(p) for p in relative.parts):
+        return None  # gradle.properties, local.properties: a build's settings
     name = relative.name
     if not renamed and fmt in SUFFIXED:
-        name = f"{stem}{SUFFIXED[fmt]}{_code(target, fmt)}{suffix}"
+        name = f"{stem}{SUFFIXED[fmt]}{_file_code(target, fmt)}{suffix}"
     return PurePath(*folders, name)
 
 
-def _code(language: str, fmt: str) -> str:
+def _file_code(language: str, fmt: str) -> str:
     """A language as a format's file names write it: Java, Flutter and Qt `pt_BR`."""
     return language.replace("-", "_") if SUFFIXED.get(fmt) == "_" else language
+
+
+def _code(name: str, source: str | None) -> bool:
+    """Whether a folder or a file's stem is named by a language: a two-letter code CLDR knows
+    (`de`, `pt_BR`, `zh-Hans`), or the source's own code; not three letters of another, which
+    would take `src` (Sardinian) or `app` for languages."""
+    if source is not None and _same(name, source):
+        return True
+    return bool(re.fullmatch(r"[a-z]{2}(?:[-_][A-Za-z0-9]{2,8})?", name)) and _language(name)
 
 
 def _language(code: str) -> bool:
@@ -116,7 +131,7 @@ def _folder(part: str, source: str | None, target: str) -> str | None:
         if apple[1] == "Base" or (source is not None and _same(apple[1], source)):
             return f"{target}.lproj"
         return None
-    if re.fullmatch(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})?", part) and _language(part):
+    if _code(part, source):
         return target if source is not None and _same(part, source) else None
     return part
 
