@@ -92,6 +92,12 @@ def test_android_escapes_are_read_and_an_apostrophe_written_escaped():
     assert '<string name="a">N\\\'arrête pas \\"maintenant\\"</string>' in out
 
 
+def test_android_cdata_keeps_its_markers_and_its_markup():
+    source = '<resources><string name="a"><![CDATA[Read <b>this</b> now]]></string></resources>'
+    out = translated(source.encode(), "strings.xml").decode()
+    assert out == source.replace("Read", "READ").replace("this", "THIS").replace("now", "NOW")
+
+
 def test_android_plurals_drop_the_categories_a_language_lacks():
     out = translated(ANDROID.encode(), "strings.xml", "ja").decode()
     quantities = [i.get("quantity") for i in etree.fromstring(out.encode()).iter("item")][2:]

@@ -32,7 +32,8 @@ from vaswani.documents.resources import CATEGORIES, Spliced, Value, plural_edits
 from vaswani.documents.spans import DEFAULT, Protection
 
 XLIFF_G = r"<xliff:g\b[^<>]{0,2000}>.{0,2000}?</xliff:g>"
-ANDROID = Protection(DEFAULT | {"printf"}, (XLIFF_G,))
+CDATA = r"<!\[CDATA\[|\]\]>"
+ANDROID = Protection(DEFAULT | {"printf"}, (XLIFF_G, CDATA))
 APPLE = Protection(DEFAULT | {"printf", "apple"})
 _START_TAG = re.compile(rb"<(?:[^>\"']|\"[^\"]*\"|'[^']*')*>")
 

@@ -65,13 +65,21 @@ class PdfFile(Document):
         fitz = pymupdf("a .pdf")
         pages: dict[int, list[tuple[Block, str]]] = {}
         for block, translation in zip(self.blocks, translations, strict=True):
-            if translation != block.text:
-                pages.setdefault(block.page, []).append((block, translation))
+            pages.setdefault(block.page, []).append((block, translation))
         for number, mine in pages.items():
+            changed = [fitz.Rect(b.rect) for b, t in mine if t != b.text]
+            # a block kept as it was is written again where a redaction touches it
+            mine = [
+                (b, t) for b, t in mine if any(r.intersects(fitz.Rect(b.rect)) for r in changed)
+            ]
+            if not mine:
+                continue
             page = self.document[number]
             for block, _ in mine:
-                page.add_redact_annot(fitz.Rect(block.rect))
-            page.apply_redactions(images=fitz.PDF_REDACT_IMAGE_NONE)
+                page.add_redact_annot(fitz.Rect(block.rect), fill=False, cross_out=False)
+            page.apply_redactions(  # the text only: images and drawings under it stay
+                images=fitz.PDF_REDACT_IMAGE_NONE, graphics=fitz.PDF_REDACT_LINE_ART_NONE
+            )
             for block, translation in mine:
                 page.insert_htmlbox(fitz.Rect(block.rect), _html(translation), css=_css(block))
         if language:

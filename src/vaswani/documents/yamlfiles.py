@@ -44,9 +44,8 @@ class _Walk:
     values: list[Value] = field(default_factory=list)
     keys: list[Any] = field(default_factory=list)
     plurals: list[dict[str, tuple[Any, Value | None]]] = field(default_factory=list)
-    stack: list[list] = field(
-        default_factory=list
-    )  # each open collection: [kind, items, key, members]
+    stack: list[list] = field(default_factory=list)
+    """Each open collection: whether a mapping, its items read, its key, its members."""
 
     def event(self, event: Any, yaml: Any, resolver: Any) -> None:
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
@@ -145,7 +144,7 @@ def _value(text: str, event, resolver, yaml) -> Value | None:
         written = text[start:end]
         body = written.rstrip("\n")
         header, _, content = body.partition("\n")
-        indent = re.match(r"[ \t]*", content).group()
+        indent = re.match(r"[ \t]*", content.lstrip("\n")).group()  # its first line of words
         rest = written[len(body) + 1 :]
 
         def block(translation: str) -> str:
