@@ -138,6 +138,12 @@ def test_qt_ts_fills_unfinished_translations_with_the_target_plural_forms():
     assert first.text == "&OPEN %1" and first.get("type") == "unfinished"
     assert [f.text for f in numerus] == ["%n FILE(S) DELETED"] * 3  # Russian has three forms
     assert done.text == "Fertig"  # translated already: kept
+    lupdated = QT.replace('language="en_US"', 'language="fr_FR"').replace(
+        "<numerusform></numerusform>", "<numerusform></numerusform>" * 2
+    )
+    french = etree.fromstring(translated(lupdated.encode(), "app.ts", "fr"))
+    assert french.get("language") == "fr_FR"  # names the target already: kept
+    assert len(list(french.iter("numerusform"))) == 2  # lupdate's count for French, not CLDR's 3
     plain = translated(QT.encode(), "app.ts", "ru", DocumentOptions(fuzzy=False)).decode()
     assert "<translation>&amp;OPEN %1</translation>" in plain
 

@@ -10,8 +10,9 @@ Android: `<string>`, `<string-array>`'s items and `<plurals>`' items, not those 
 markup; Android's escapes read (`\\'`) and written back (an apostrophe of the translation is
 escaped, as aapt requires); plural items by the target's CLDR categories.
 Qt: each `<message>`'s `<source>` into its empty `<translation>` (kept `type="unfinished"` for
-review unless fuzzy is off; `numerus` messages get as many `<numerusform>` as the target has plural
-forms); the `<TS>`'s `language` set; `&` accelerators and `%1` kept.
+review unless fuzzy is off; `numerus` messages get as many `<numerusform>` as lupdate wrote for
+the file's language, else as many as the target has plural forms); the `<TS>`'s `language` set
+(unless it names the target already, `fr_FR`); `&` accelerators and `%1` kept.
 resx: each string `<data>`'s `<value>` (not typed resources: images, sizes; not `>>` designer
 entries). stringsdict: each format key and plural rule's category strings, by the target's
 categories.
@@ -187,7 +188,7 @@ def read_qt(data: bytes, name: str, options: DocumentOptions) -> Spliced:
         raise OtherFile(f"{name}: not a Qt .ts file (its root is not <TS>)")
     messages = _qt_messages(root, options)
     code = Protection(DEFAULT | {"qt"}, accelerator=accelerator_of([m[1] for m in messages]))
-    forms = [2]  # a numerus message's forms: the target's, known when rebuilt
+    forms = [2, 0]  # a numerus message's forms by CLDR; whether the file's are the target's
 
     def writer(translation: Any, numerus: bool):
         tag = text[slice(*places.start_tag(translation))]
@@ -197,8 +198,9 @@ def read_qt(data: bytes, name: str, options: DocumentOptions) -> Spliced:
 
         def write(translated: str) -> str:
             inner = escape(translated)
-            if numerus:
-                inner = f"<numerusform>{inner}</numerusform>" * forms[0]
+            if numerus:  # as many forms as lupdate wrote, where it wrote for the target
+                count = forms[1] and len(translation.findall("numerusform")) or forms[0]
+                inner = f"<numerusform>{inner}</numerusform>" * count
             return f"{tag}{inner}</translation>"
 
         return write
@@ -210,9 +212,10 @@ def read_qt(data: bytes, name: str, options: DocumentOptions) -> Spliced:
 
     def extra(translations: list[str], language: str | None) -> list[tuple[int, int, str]]:
         rule = plural_rule(language) if language else None
-        forms[0] = rule[0] if rule else 2
-        if not language:
-            return []
+        named = re.split(r"[-_]", root.get("language") or "")[0].lower()
+        forms[:] = [rule[0] if rule else 2, named == re.split(r"[-_]", language or "")[0].lower()]
+        if not language or forms[1]:
+            return []  # lupdate's fr_FR is French already
         start, end = places.start_tag(root)
         tag = text[start:end]
         if re.search(r"\slanguage=", tag):
