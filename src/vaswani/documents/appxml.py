@@ -27,7 +27,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from vaswani.documents.formats import DocumentOptions, OtherFile, decoded
-from vaswani.documents.office import parse_xml
+from vaswani.documents.office import parse_xml, xml_text
 from vaswani.documents.po import accelerator_of, plural_rule
 from vaswani.documents.resources import CATEGORIES, Spliced, Value, plural_edits
 from vaswani.documents.spans import DEFAULT, Protection
@@ -89,6 +89,12 @@ class Places:
         return place[0], place[1]
 
 
+def xml_escaped(text: str) -> str:
+    """Text as XML character data: `&`, `<`, `>` escaped, a carriage return as `&#13;` (a
+    parser would read it as a line feed), characters XML cannot hold dropped."""
+    return escape(xml_text(text), {"\r": "&#13;"})
+
+
 def _read(data: bytes, name: str) -> tuple[str, Any, Places]:
     text = decoded(data, name)
     if not text.lstrip().startswith("<"):
@@ -110,14 +116,39 @@ def android_text(raw: str) -> str:
     return re.sub(r"\\(['\"@?])", r"\1", raw)
 
 
+_ANDROID_MARKUP = re.compile(
+    r"(<!\[CDATA\[.*?\]\]>|<!--.*?-->|</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>)", re.S
+)
+_BARE_AMPERSAND = re.compile(r"&(?!(?:amp|lt|gt|quot|apos|#\d+|#x[\da-fA-F]+);)")
+
+
 def android_written(translation: str) -> str:
-    """A translation as Android's inner XML: apostrophes and double quotes escaped outside
-    tags, and an `@` or `?` that begins it (which would read as a reference)."""
-    pieces = re.split(r"(<[^<>]*>)", translation)
-    for k in range(0, len(pieces), 2):
-        pieces[k] = re.sub(r"(?<!\\)(['\"])", r"\\\1", pieces[k])
+    """A translation as Android's inner XML: outside its tags, a bare `&` or `<` (a model's
+    "R&D") escaped for XML, apostrophes and double quotes for aapt (inside CDATA too, which
+    aapt reads the same way), and an `@` or `?` that begins it (which would read as a
+    reference)."""
+    pieces = _ANDROID_MARKUP.split(xml_text(translation))
+    for k, piece in enumerate(pieces):
+        if k % 2 == 0:
+            piece = _BARE_AMPERSAND.sub("&amp;", piece).replace("<", "&lt;").replace("\r", "&#13;")
+        if k % 2 == 0 or piece.startswith("<![CDATA["):
+            piece = re.sub(r"(?<!\\)(['\"])", r"\\\1", piece)
+        pieces[k] = piece
     out = "".join(pieces)
+    if not _well_formed(out):  # markup no XML reader takes: written as the text it is
+        out = re.sub(r"(?<!\\)(['\"])", r"\\\1", xml_escaped(translation))
     return "\\" + out if out[:1] in ("@", "?") else out
+
+
+def _well_formed(inner: str) -> bool:
+    from lxml import etree
+
+    wrapped = f'<r xmlns:xliff="urn:oasis:names:tc:xliff:document:1.2">{inner}</r>'
+    try:
+        etree.fromstring(wrapped.encode("utf-8"), etree.XMLParser(resolve_entities=False))
+    except etree.XMLSyntaxError:
+        return False
+    return True
 
 
 def _android_entries(root: Any) -> list[tuple[Any, list[Any]]]:
@@ -197,7 +228,7 @@ def read_qt(data: bytes, name: str, options: DocumentOptions) -> Spliced:
         tag = tag[:-2].rstrip() + ">" if tag.endswith("/>") else tag
 
         def write(translated: str) -> str:
-            inner = escape(translated)
+            inner = xml_escaped(translated)
             if numerus:  # as many forms as lupdate wrote, where it wrote for the target
                 count = forms[1] and len(translation.findall("numerusform")) or forms[0]
                 inner = f"<numerusform>{inner}</numerusform>" * count
@@ -245,7 +276,7 @@ def read_resx(data: bytes, name: str, options: DocumentOptions) -> Spliced:
     code = Protection(
         DEFAULT | {"brace", "printf-prose"}, accelerator=accelerator_of([t for _, t in found])
     )
-    values = [Value(*places.inner(v), t, escape, code) for v, t in found]
+    values = [Value(*places.inner(v), t, xml_escaped, code) for v, t in found]
     return Spliced(text, values)
 
 
@@ -262,7 +293,7 @@ def read_stringsdict(data: bytes, name: str, options: DocumentOptions) -> Splice
         pairs = _pairs(entry)
         string = pairs.get("NSStringLocalizedFormatKey", (None, None))[1]
         if string is not None and re.sub(r"%#@\w+@", "", string.text or "").strip():
-            values.append(Value(*places.inner(string), string.text, escape, APPLE))
+            values.append(Value(*places.inner(string), string.text, xml_escaped, APPLE))
         kind = pairs.get("NSStringFormatSpecTypeKey", (None, None))[1]
         if kind is None or kind.text != "NSStringPluralRuleType":
             continue
@@ -272,7 +303,7 @@ def read_stringsdict(data: bytes, name: str, options: DocumentOptions) -> Splice
                 mine[category] = (
                     key,
                     string,
-                    Value(*places.inner(string), string.text or "", escape, APPLE),
+                    Value(*places.inner(string), string.text or "", xml_escaped, APPLE),
                 )
                 values += [mine[category][2]] * bool((string.text or "").strip())
         rules.append(mine)
@@ -285,7 +316,7 @@ def read_stringsdict(data: bytes, name: str, options: DocumentOptions) -> Splice
                 continue
             key, string, other = mine["other"]
             between = text[places.whole(key)[1] : places.whole(string)[0]]
-            written = escape(done.get(id(other), other.text))
+            written = xml_escaped(done.get(id(other), other.text))
             wholes = {c: (places.whole(k)[0], places.whole(s)[1]) for c, (k, s, _) in mine.items()}
 
             def item(c: str, between: str = between, written: str = written) -> str:

@@ -32,6 +32,13 @@ from vaswani.documents.spans import DEFAULT, Protection
 
 YAML_CODE = Protection(DEFAULT | {"ruby", "brace", "printf-prose"})
 LOCALE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*")
+_PRINTABLE = re.compile(
+    "[\t\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]*"
+)
+"""Text YAML holds as it is outside double quotes: printable, no line break of any kind."""
+_ESCAPED = re.compile(
+    "[^\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+)
 _PLAIN_SAFE = re.compile(r"[^\s\-?:,\[\]{}#&*!|>'\"%@`](?:[^\n:#]|:(?!\s)|(?<!\s)#)*(?<![\s:])")
 
 
@@ -105,6 +112,13 @@ def read_yaml(data: bytes, name: str, options: DocumentOptions) -> Spliced:
     return Spliced(text, values, extra=extra)
 
 
+def yaml_quoted(text: str) -> str:
+    """`text` as a YAML double-quoted scalar: JSON's escapes, and every character YAML would
+    refuse or fold (control characters, NEL, the line and paragraph separators) as `\\uXXXX`."""
+    quoted = json.dumps(text, ensure_ascii=False)
+    return _ESCAPED.sub(lambda m: f"\\u{ord(m[0]):04x}", quoted[1:-1]).join('""')
+
+
 def _locale(key) -> bool:
     """Whether a root key names a language (Rails' `en:`)."""
     return (
@@ -149,6 +163,8 @@ def _value(text: str, event, resolver, yaml) -> Value | None:
 
         def block(translation: str) -> str:
             lines = translation.split("\n") if event.style == "|" else [translation]
+            if not all(_PRINTABLE.fullmatch(line) and line == line.strip() for line in lines):
+                return f"{yaml_quoted(translation)}\n{rest}"  # what a block cannot hold
             inside = "\n".join(indent + line if line else "" for line in lines)
             return f"{header}\n{inside}\n{rest}"
 
@@ -156,12 +172,18 @@ def _value(text: str, event, resolver, yaml) -> Value | None:
     style = event.style
 
     def write(translation: str) -> str:
-        if style is None and _PLAIN_SAFE.fullmatch(translation):
+        printable = bool(_PRINTABLE.fullmatch(translation))
+        if (
+            style is None
+            and printable
+            and "\t" not in translation
+            and _PLAIN_SAFE.fullmatch(translation)
+        ):
             tag = resolver.resolve(yaml.ScalarNode, translation, (True, False))
             if tag == "tag:yaml.org,2002:str":
                 return translation
-        if style == "'" and "\n" not in translation:
+        if style == "'" and printable and translation == translation.strip():
             return "'" + translation.replace("'", "''") + "'"
-        return json.dumps(translation, ensure_ascii=False)
+        return yaml_quoted(translation)
 
     return Value(start, end, event.value, write, YAML_CODE) if event.value.strip() else None
