@@ -369,6 +369,62 @@ def test_string_catalogs_gain_the_target_localization_and_nothing_else():
     assert "localizations" not in catalog["internal"]
 
 
+def test_string_catalog_substitutions_are_translated_with_the_target_categories():
+    unit = lambda value: {"stringUnit": {"state": "translated", "value": value}}  # noqa: E731
+    catalog = {
+        "sourceLanguage": "en",
+        "strings": {
+            "photos": {
+                "localizations": {
+                    "en": {
+                        "stringUnit": {"state": "translated", "value": "%#@p@ in %#@a@"},
+                        "substitutions": {
+                            "p": {
+                                "argNum": 1,
+                                "formatSpecifier": "lld",
+                                "variations": {
+                                    "plural": {
+                                        "one": unit("%arg photo"),
+                                        "other": unit("%arg photos"),
+                                    }
+                                },
+                            },
+                            "a": {
+                                "argNum": 2,
+                                "formatSpecifier": "lld",
+                                "variations": {
+                                    "plural": {
+                                        "one": unit("%arg album"),
+                                        "other": unit("%arg albums"),
+                                    }
+                                },
+                            },
+                        },
+                    }
+                }
+            }
+        },
+        "version": "1.0",
+    }
+    data = json.dumps(catalog).encode()
+    out = json.loads(translated(data, "Localizable.xcstrings", "ru"))
+    ru = out["strings"]["photos"]["localizations"]["ru"]
+    assert ru["stringUnit"]["value"] == "%#@p@ IN %#@a@"
+    photos = ru["substitutions"]["p"]
+    assert photos["argNum"] == 1 and photos["formatSpecifier"] == "lld"
+    assert list(photos["variations"]["plural"]) == ["one", "few", "many", "other"]
+    assert photos["variations"]["plural"]["many"]["stringUnit"]["value"] == "%arg PHOTOS"
+    assert (
+        out["strings"]["photos"]["localizations"]["en"]
+        == catalog["strings"]["photos"]["localizations"]["en"]
+    )
+
+
+def test_i18next_nesting_is_kept():
+    out = json.loads(translated(b'{"a": "Press $t(common:ok) to go on"}', "en.json"))
+    assert out["a"] == "PRESS $t(common:ok) TO GO ON"
+
+
 def slides() -> bytes:
     a = 'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"'
     p = 'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"'

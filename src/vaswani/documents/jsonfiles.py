@@ -19,6 +19,7 @@ categories; `shouldTranslate: false` kept out. The catalog is written back as Xc
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass
@@ -29,7 +30,9 @@ from vaswani.documents.markup import Alignment
 from vaswani.documents.resources import Spliced, Value, categories_for, plural_edits
 from vaswani.documents.spans import DEFAULT, Protection
 
-JSON_CODE = Protection(DEFAULT | {"brace", "ruby", "printf-prose"})
+JSON_CODE = Protection(DEFAULT | {"brace", "ruby", "printf-prose"}, (r"\$t\([^()]{0,200}\)",))
+"""JSON's code: what DEFAULT reads, `{x}`, Rails' `%{x}`, printf, and i18next's nesting
+(`$t(common:ok)`)."""
 MAX_DEPTH = 100
 """The deepest nesting of a JSON file read (real ones nest a few levels; a hostile one a
 million, which would exhaust the stack)."""
@@ -160,7 +163,9 @@ def _plural_keys(
     return edits
 
 
-APPLE_CODE = Protection(DEFAULT | {"printf", "apple"})
+APPLE_CODE = Protection(DEFAULT | {"printf", "apple"}, (r"%arg\b",))
+"""A string catalog's code: printf with Apple's `%@`, and a substitution's `%arg` (before
+printf, which would read `%a`)."""
 
 
 @dataclass
@@ -172,23 +177,21 @@ class StringCatalog(Document):
     options: DocumentOptions
     markup = False
 
-    def todo(self) -> list[tuple[str, str | None, str]]:
-        """(key, plural category or None, source text) of each text to translate."""
+    def todo(self) -> list[tuple[str, tuple | None, str]]:
+        """(key, where its text is in the source localization, text) of each text: every
+        `stringUnit` of the source language's localization (in plural, device and substitution
+        variations too); the key itself (None) where the catalog has no source text."""
         source = self.catalog.get("sourceLanguage", "en")
-        found = []
+        found: list[tuple[str, tuple | None, str]] = []
         for key, entry in self.catalog.get("strings", {}).items():
             if not isinstance(entry, dict) or entry.get("shouldTranslate") is False:
                 continue
-            mine = entry.get("localizations", {}).get(source, {})
-            plural = mine.get("variations", {}).get("plural")
-            if isinstance(plural, dict):
-                found += [
-                    (key, category, form.get("stringUnit", {}).get("value", ""))
-                    for category, form in plural.items()
-                ]
-            else:
-                found.append((key, None, mine.get("stringUnit", {}).get("value", key)))
-        return [(k, c, t) for k, c, t in found if isinstance(t, str) and t.strip()]
+            mine = entry.get("localizations", {}).get(source)
+            units = _units(mine) if isinstance(mine, dict) else []
+            found += [(key, path, _at(mine, path)["stringUnit"].get("value")) for path in units]
+            if not units:
+                found.append((key, None, key))
+        return [(k, p, t) for k, p, t in found if isinstance(t, str) and t.strip()]
 
     def texts(self) -> list[str]:
         return [text for _, _, text in self.todo()]
@@ -202,24 +205,48 @@ class StringCatalog(Document):
         if not language:
             raise DocumentError("a string catalog needs the target language (give --target)")
         state = "needs_review" if self.options.fuzzy else "translated"
-        done: dict[str, dict[str, str]] = {}
-        for (key, category, _), translation in zip(self.todo(), translations, strict=True):
-            done.setdefault(key, {})[category] = translation
-        for key, forms in done.items():
+        source = self.catalog.get("sourceLanguage", "en")
+        done: dict[str, dict] = {}  # each key's new localization
+        for (key, path, _), translation in zip(self.todo(), translations, strict=True):
             localizations = self.catalog["strings"][key].setdefault("localizations", {})
             if language in localizations and not self.options.overwrite:
                 continue
-            if None in forms:
-                unit = {"stringUnit": {"state": state, "value": forms[None]}}
-            else:
-                plural = {
-                    c: {"stringUnit": {"state": state, "value": forms.get(c, forms.get("other"))}}
-                    for c in categories_for(list(forms), language)
-                }
-                unit = {"variations": {"plural": plural}}
-            localizations[language] = unit
+            if key not in done:
+                done[key] = {} if path is None else copy.deepcopy(localizations.get(source, {}))
+            node = _at(done[key], path or ())
+            node["stringUnit"] = {"state": state, "value": translation}
+        for key, localization in done.items():
+            localizations = self.catalog["strings"][key]["localizations"]
+            localizations[language] = _plurals_for(localization, language)
             self.catalog["strings"][key]["localizations"] = dict(sorted(localizations.items()))
         return (xcode_json(self.catalog) + "\n").encode("utf-8")
+
+
+def _units(tree: dict, path: tuple = ()) -> list[tuple]:
+    """The paths to every node of a localization that holds a `stringUnit`, in order."""
+    found = [path] if isinstance(tree.get("stringUnit"), dict) else []
+    for name, child in tree.items():
+        if name != "stringUnit" and isinstance(child, dict):
+            found += _units(child, (*path, name))
+    return found
+
+
+def _at(tree: dict, path: tuple) -> dict:
+    for name in path:
+        tree = tree[name]
+    return tree
+
+
+def _plurals_for(tree: dict, language: str) -> dict:
+    """A localization with each plural variation's categories made the target's (a missing one
+    a copy of `other`, one the target lacks dropped)."""
+    out = {}
+    for name, child in tree.items():
+        if name == "plural" and isinstance(child, dict) and "other" in child:
+            wanted = categories_for(list(child), language)
+            child = {c: copy.deepcopy(child.get(c, child["other"])) for c in wanted}
+        out[name] = _plurals_for(child, language) if isinstance(child, dict) else child
+    return out
 
 
 def xcode_json(value: object, indent: str = "") -> str:
