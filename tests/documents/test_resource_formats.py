@@ -459,22 +459,26 @@ def test_pptx_slides_and_notes_are_translated_with_their_runs():
     assert b"Click to edit" in out.read("ppt/slideLayouts/slideLayout1.xml")
 
 
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
 @pytest.mark.parametrize(
-    "name", ["strings.xml", "x.resx", "a.stringsdict", "a.properties", "en.yml"]
+    "name", ["strings.xml", "x.resx", "a.stringsdict", "a.properties", "en.yml", "en.json"]
 )
-def test_a_file_translated_into_itself_comes_back_byte_for_byte(name):
-    """(Not a Qt .ts: a message's translation goes into its own element, source or not.)"""
+def test_a_file_translated_into_itself_comes_back_byte_for_byte(name, bom):
+    """With its byte-order mark, where it had one (Visual Studio writes one). Not a Qt .ts: a
+    message's translation goes into its own element, source or not."""
     sources = {
         "strings.xml": ANDROID,
         "x.resx": RESX,
         "a.stringsdict": STRINGSDICT,
         "a.properties": PROPERTIES,
         "en.yml": YAML,
+        "en.json": '{\n  "a": "Open {{name}}",\n  "b": ["x", 2]\n}\n',
     }
-    data = sources[name].encode()
+    data = bom + sources[name].encode()
 
     def same(texts, alignments, code):
         return list(texts), [None] * len(texts)
 
-    out = translated(data, name, language=None, translate=same)
-    assert out == data
+    assert translated(data, name, language=None, translate=same) == data
+    changed = translated(data, name, language=None)  # translated: the mark stays too
+    assert changed.startswith(bom) and changed != data

@@ -29,7 +29,7 @@ from xml.sax.saxutils import escape
 from vaswani.documents.formats import DocumentOptions, OtherFile, decoded
 from vaswani.documents.office import parse_xml, xml_text
 from vaswani.documents.po import accelerator_of, plural_rule
-from vaswani.documents.resources import CATEGORIES, Spliced, Value, plural_edits
+from vaswani.documents.resources import CATEGORIES, Spliced, Value, plural_edits, utf8
 from vaswani.documents.spans import DEFAULT, Protection
 
 XLIFF_G = r"<xliff:g\b[^<>]{0,2000}>.{0,2000}?</xliff:g>"
@@ -193,7 +193,7 @@ def read_android(data: bytes, name: str, options: DocumentOptions) -> Spliced:
             )
         return edits
 
-    return Spliced(text, values, extra=extra)
+    return Spliced(text, values, utf8(data), extra)
 
 
 # Qt
@@ -255,7 +255,7 @@ def read_qt(data: bytes, name: str, options: DocumentOptions) -> Spliced:
             new = re.sub(r"\s*/?>$", lambda m: f' language="{language}"' + m.group().strip(), tag)
         return [(start, end, new)]
 
-    return Spliced(text, values, extra=extra)
+    return Spliced(text, values, utf8(data), extra)
 
 
 # resx
@@ -277,7 +277,7 @@ def read_resx(data: bytes, name: str, options: DocumentOptions) -> Spliced:
         DEFAULT | {"brace", "printf-prose"}, accelerator=accelerator_of([t for _, t in found])
     )
     values = [Value(*places.inner(v), t, xml_escaped, code) for v, t in found]
-    return Spliced(text, values)
+    return Spliced(text, values, utf8(data))
 
 
 # stringsdict
@@ -325,7 +325,7 @@ def read_stringsdict(data: bytes, name: str, options: DocumentOptions) -> Splice
             edits += plural_edits(text, wholes, language, item)
         return edits
 
-    return Spliced(text, values, extra=extra)
+    return Spliced(text, values, utf8(data), extra)
 
 
 def _pairs(plist_dict: Any) -> dict[str, tuple[Any, Any]]:

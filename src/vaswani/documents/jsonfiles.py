@@ -27,7 +27,7 @@ from json.decoder import scanstring
 
 from vaswani.documents.formats import Document, DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment
-from vaswani.documents.resources import Spliced, Value, categories_for, plural_edits
+from vaswani.documents.resources import Spliced, Value, categories_for, plural_edits, utf8
 from vaswani.documents.spans import DEFAULT, Protection
 
 JSON_CODE = Protection(DEFAULT | {"brace", "ruby", "printf-prose"}, (r"\$t\([^()]{0,200}\)",))
@@ -118,7 +118,6 @@ def read_json(data: bytes, name: str, options: DocumentOptions, kind: str = "jso
     write = json_writer(text.isascii() and "\\u" in text)
     wanted = [f for f in found if f.text.strip() and not _metadata(f, kind)]
     values = [Value(f.start, f.end, f.text, write, JSON_CODE) for f in wanted]
-    bom = "\ufeff" if data.startswith(b"\xef\xbb\xbf") else ""
 
     def extra(translations: list[str], language: str | None) -> list[tuple[int, int, str]]:
         locale = [f for f in found if f.path == ("@@locale",)]
@@ -127,7 +126,7 @@ def read_json(data: bytes, name: str, options: DocumentOptions, kind: str = "jso
             edits.append((locale[0].start, locale[0].end, write(language)))
         return edits + _plural_keys(text, wanted, translations, language, write)
 
-    return Spliced(text, values, lambda out: (bom + out).encode("utf-8"), extra)
+    return Spliced(text, values, utf8(data), extra)
 
 
 def _metadata(found: Found, kind: str) -> bool:

@@ -81,7 +81,7 @@ def read_properties(data: bytes, name: str, options: DocumentOptions) -> Spliced
     values = []
     for start, end in _logical_lines(text):
         line = text[start:end]
-        body = line.lstrip(" \t\f")
+        body = line.lstrip(" \t\f\ufeff")  # a byte-order mark is no key
         if not body or body[0] in "#!":
             continue
         key = re.match(r"(?:\\.|[^\s=:\\])*", body, re.S)

@@ -151,6 +151,13 @@ def pieces(text: str, start: int = 0, end: int | None = None, plural: bool = Fal
     return [p for p in found if text[p[0] : p[1]].strip()]
 
 
+def utf8(data: bytes) -> Callable[[str], bytes]:
+    """How a file read from `data` is written back: in UTF-8, with its byte-order mark if it
+    had one (Visual Studio writes one; the readers take it off)."""
+    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+    return lambda text: bom + text.encode("utf-8")
+
+
 @dataclass
 class Value:
     """A translatable value where a file writes it: characters `start` .. `end` of the file

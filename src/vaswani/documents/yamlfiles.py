@@ -27,6 +27,7 @@ from vaswani.documents.resources import (
     Value,
     plural_categories,
     plural_edits,
+    utf8,
 )
 from vaswani.documents.spans import DEFAULT, Protection
 
@@ -109,7 +110,7 @@ def read_yaml(data: bytes, name: str, options: DocumentOptions) -> Spliced:
             edits += plural_edits(text, wholes, language, lambda c, w=written: f"{c}: {w}")
         return edits
 
-    return Spliced(text, values, extra=extra)
+    return Spliced(text, values, utf8(data), extra)
 
 
 def yaml_quoted(text: str) -> str:
