@@ -92,6 +92,15 @@ def test_android_escapes_are_read_and_an_apostrophe_written_escaped():
     assert '<string name="a">N\\\'arrête pas \\"maintenant\\"</string>' in out
 
 
+def test_android_references_to_other_resources_are_not_text():
+    source = (
+        '<resources><string name="a">@string/app_name</string>'
+        '<string name="b">?android:attr/title</string><string name="c">At home</string></resources>'
+    )
+    document = read_document(source.encode(), "android", "strings.xml")
+    assert document.texts() == ["At home"]
+
+
 def test_android_cdata_keeps_its_markers_and_its_markup():
     source = '<resources><string name="a"><![CDATA[Read <b>this</b> now]]></string></resources>'
     out = translated(source.encode(), "strings.xml").decode()

@@ -108,6 +108,11 @@ def _read(data: bytes, name: str) -> tuple[str, Any, Places]:
 # Android
 
 
+REFERENCE = re.compile(r"\s*[@?](?:[\w.]+:)?[\w]+/[\w.]+\s*")
+"""An Android string that is a reference to another resource (`@string/app_name`,
+`?attr/title`): not text."""
+
+
 def android_text(raw: str) -> str:
     """What a translator reads of an Android string's inner XML: its double quotes (which keep
     white space) taken off, `\\'` and `\\"` as the characters."""
@@ -177,7 +182,7 @@ def read_android(data: bytes, name: str, options: DocumentOptions) -> Spliced:
             start, end = places.inner(item)
             value = Value(start, end, android_text(text[start:end]), android_written, ANDROID)
             mine[item.get("quantity")] = (item, value)
-            values += [value] * bool(value.text.strip())
+            values += [value] * bool(value.text.strip() and not REFERENCE.fullmatch(value.text))
         if entry.tag == "plurals":
             plurals.append(mine)
 
