@@ -92,6 +92,21 @@ def test_android_escapes_are_read_and_an_apostrophe_written_escaped():
     assert '<string name="a">N\\\'arrête pas \\"maintenant\\"</string>' in out
 
 
+def test_an_xml_file_is_read_by_its_root_element():
+    xliff = (
+        '<?xml version="1.0"?><!-- a job --><xliff version="1.2" '
+        'xmlns="urn:oasis:names:tc:xliff:document:1.2"><file source-language="en" '
+        'datatype="plaintext" original="x"><body><trans-unit id="1"><source>Open</source>'
+        "</trans-unit></body></file></xliff>"
+    )
+    assert read_document(xliff.encode(), "xml", "job.xml").texts() == ["Open"]
+    assert read_document(QT.encode(), "xml", "app.xml").texts() == [
+        "&Open %1",
+        "%n file(s) deleted",
+    ]
+    assert read_document(ANDROID.encode(), "xml", "strings.xml").texts()[0].startswith("Welcome")
+
+
 def test_android_references_to_other_resources_are_not_text():
     source = (
         '<resources><string name="a">@string/app_name</string>'

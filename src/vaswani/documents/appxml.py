@@ -341,3 +341,17 @@ def _pairs(plist_dict: Any) -> dict[str, tuple[Any, Any]]:
         for key, value in zip(children[::2], children[1::2], strict=False)
         if key.tag == "key"
     }
+
+
+def read_xml(data: bytes, name: str, options: DocumentOptions) -> Any:
+    """An `.xml` file by its root element: Android's `<resources>` (what a `.xml` of an app
+    mostly is), or an XLIFF, Qt, .resx or plist file saved under `.xml`."""
+    from vaswani.documents.xliff import read_xliff
+
+    root = next(
+        (m[2] for m in re.finditer(rb"<([!?/]?)([A-Za-z_][\w.:-]*)", data[:65536]) if not m[1]),
+        b"",
+    )
+    local = root.decode("ascii", "replace").rsplit(":", 1)[-1]
+    readers = {"xliff": read_xliff, "TS": read_qt, "root": read_resx, "plist": read_stringsdict}
+    return readers.get(local, read_android)(data, name, options)

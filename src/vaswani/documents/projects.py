@@ -28,7 +28,7 @@ from vaswani.documents.formats import FORMATS, DocumentError
 
 MAX_FILES = 10_000
 """The most files of a tree read at once."""
-MARKED = frozenset({"json", "yaml", "android"})
+MARKED = frozenset({"json", "yaml", "xml", "android"})
 """Formats whose files in a tree are the source's strings only where their place says so (a
 `values/` folder, a folder or name of the source language): a project holds other JSON, YAML
 and XML (package.json, CI files, layouts)."""
