@@ -228,6 +228,8 @@ def translate_tree(args: argparse.Namespace) -> int:
     root = args.input_dir
     paths, other = project_files(root)
     not_over(args.output_dir, "--output-dir", reads_of(args, paths) | {f"--input-dir {root}": root})
+    formats = {path: format_of(path) for path in paths}
+    check_formats(args, set(formats.values()))  # before the model is loaded
     loaded = load_for_inference(args, TRANSLATE)  # the languages say which files are sources
     args, target = written_language(args, loaded)
     if not target:
@@ -235,8 +237,7 @@ def translate_tree(args: argparse.Namespace) -> int:
     source = args.source_lang or loaded.source_language
     options = options_of(args)
     todo: list[tuple[Path, Document]] = []
-    for path in paths:
-        fmt = format_of(path)
+    for path, fmt in formats.items():
         place = mirrored(path.relative_to(root), fmt, source, target)
         try:
             found = place and read_document(input_bytes(path, options), fmt, str(path), options)
@@ -248,7 +249,6 @@ def translate_tree(args: argparse.Namespace) -> int:
             other.append(path)
     if not todo:
         raise CliError(f"--input-dir {root}: no file of the source language to translate")
-    check_formats(args, {format_of(path) for path in paths})
     results, total = translate_all(args, loaded, [document for _, document in todo], target)
     for (out, _), data in zip(todo, results, strict=True):
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -29,13 +29,12 @@ from xml.sax.saxutils import escape
 from vaswani.documents.formats import DocumentOptions, OtherFile, decoded
 from vaswani.documents.office import parse_xml, xml_text
 from vaswani.documents.po import accelerator_of, plural_rule
-from vaswani.documents.resources import CATEGORIES, Spliced, Value, plural_edits, utf8
+from vaswani.documents.resources import APPLE, CATEGORIES, Spliced, Value, plural_edits, utf8
 from vaswani.documents.spans import DEFAULT, Protection
 
 XLIFF_G = r"<xliff:g\b[^<>]{0,2000}>.{0,2000}?</xliff:g>"
 CDATA = r"<!\[CDATA\[|\]\]>"
 ANDROID = Protection(DEFAULT | {"printf"}, (XLIFF_G, CDATA))
-APPLE = Protection(DEFAULT | {"printf", "apple"})
 _START_TAG = re.compile(rb"<(?:[^>\"']|\"[^\"]*\"|'[^']*')*>")
 
 

@@ -27,7 +27,7 @@ from json.decoder import scanstring
 
 from vaswani.documents.formats import Document, DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment
-from vaswani.documents.resources import Spliced, Value, categories_for, plural_edits, utf8
+from vaswani.documents.resources import APPLE, Spliced, Value, categories_for, plural_edits, utf8
 from vaswani.documents.spans import DEFAULT, Protection
 
 JSON_CODE = Protection(DEFAULT | {"brace", "ruby", "printf-prose"}, (r"\$t\([^()]{0,200}\)",))
@@ -162,7 +162,7 @@ def _plural_keys(
     return edits
 
 
-APPLE_CODE = Protection(DEFAULT | {"printf", "apple"}, (r"%arg\b",))
+APPLE_CODE = Protection(APPLE.syntaxes, (r"%arg\b",))
 """A string catalog's code: printf with Apple's `%@`, and a substitution's `%arg` (before
 printf, which would read `%a`)."""
 

@@ -19,11 +19,10 @@ import codecs
 import re
 
 from vaswani.documents.formats import DocumentError, DocumentOptions, OtherFile, decoded
-from vaswani.documents.resources import Spliced, Value
+from vaswani.documents.resources import APPLE, Spliced, Value
 from vaswani.documents.spans import DEFAULT, Protection
 
 PROPERTIES = Protection(DEFAULT | {"brace", "messageformat", "printf-prose"})
-STRINGS = Protection(DEFAULT | {"printf", "apple"})
 _JAVA_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 _JAVA_WRITTEN = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}
 _ARGUMENT = re.compile(r"\{\d+[,}]")
@@ -176,7 +175,7 @@ def read_strings(data: bytes, name: str, options: DocumentOptions) -> Spliced:
         value = entry[2]
         unquoted = strings_unescaped(value.group())
         if unquoted.strip():
-            values.append(Value(value.start(), value.end(), unquoted, strings_quoted, STRINGS))
+            values.append(Value(value.start(), value.end(), unquoted, strings_quoted, APPLE))
     bom = next((b for b in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) if data.startswith(b)), b"")
     codec = {codecs.BOM_UTF16_LE: "utf-16-le", codecs.BOM_UTF16_BE: "utf-16-be"}.get(bom)
     if not bom and data.startswith(codecs.BOM_UTF8):

@@ -17,6 +17,7 @@ block that held a list of short lines comes back as one paragraph.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from html import escape
 from typing import Any
 
 from vaswani.documents.formats import Document, DocumentError, DocumentOptions
@@ -81,16 +82,10 @@ class PdfFile(Document):
                 images=fitz.PDF_REDACT_IMAGE_NONE, graphics=fitz.PDF_REDACT_LINE_ART_NONE
             )
             for block, translation in mine:
-                page.insert_htmlbox(fitz.Rect(block.rect), _html(translation), css=_css(block))
+                page.insert_htmlbox(fitz.Rect(block.rect), escape(translation), css=_css(block))
         if language:
             self.document.set_language(language)
         return self.document.tobytes(garbage=3, deflate=True)
-
-
-def _html(text: str) -> str:
-    from html import escape
-
-    return escape(text)
 
 
 def _css(block: Block) -> str:

@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 
 from vaswani.documents.formats import Document, DocumentError
 from vaswani.documents.markup import Alignment
-from vaswani.documents.spans import Protection
+from vaswani.documents.spans import DEFAULT, ICU_ARM, ICU_MESSAGE, Protection
 
+APPLE = Protection(DEFAULT | {"printf", "apple"})
+"""The code of Apple's strings (.strings, .stringsdict, .xcstrings): printf with `%@`."""
 CATEGORIES = ("zero", "one", "two", "few", "many", "other")
 """CLDR's plural categories, in their order."""
 
@@ -51,10 +53,6 @@ def categories_for(have: list[str], language: str | None) -> list[str]:
     return [c for c in wanted if c in have or "other" in have]
 
 
-_ICU_PLURAL = re.compile(r"\{\s*[\w.]+\s*,\s*(?:plural|selectordinal)\s*,(?:\s*offset:\d+)?")
-_ARM = re.compile(r"(\s*)(=\d+|[\w-]+)(\s*)\{")
-
-
 def icu_plurals(text: str, language: str | None) -> str:
     """`text` with each ICU plural message's arms (`one {# file} other {# files}`) made the
     target's CLDR categories: an arm the target has is kept as it is written, a missing one is
@@ -66,7 +64,9 @@ def icu_plurals(text: str, language: str | None) -> str:
         return text
     edits: list[tuple[int, int, str]] = []
     done = 0
-    for head in _ICU_PLURAL.finditer(text):
+    for head in ICU_MESSAGE.finditer(text):
+        if head.group(1) == "select":
+            continue  # a plural inside one is found next
         arms, end = _arms(text, head.end())
         if head.start() < done or arms is None or "other" not in arms:
             continue  # nested in a message rewritten, or not one to rewrite
@@ -88,7 +88,7 @@ def _arms(text: str, at: int) -> tuple[dict[str, tuple[int, int, str]] | None, i
     written, spaces before it included, and its selector as written) and where the message's
     closing brace ends; None where they do not parse."""
     arms: dict[str, tuple[int, int, str]] = {}
-    while (arm := _ARM.match(text, at)) is not None:
+    while (arm := ICU_ARM.match(text, at)) is not None:
         depth, k = 1, arm.end()
         while k < len(text) and depth:
             depth += {"{": 1, "}": -1}.get(text[k], 0)
@@ -128,9 +128,6 @@ def without(text: str, span: tuple[int, int]) -> tuple[int, int, str]:
     return len(text[: span[0]].rstrip(" \t\n\r")), span[1], ""
 
 
-_ICU_MESSAGE = re.compile(r"\{\s*[\w.]+\s*,\s*(plural|selectordinal|select)\s*,(?:\s*offset:\d+)?")
-
-
 def pieces(text: str, start: int = 0, end: int | None = None, plural: bool = False) -> list:
     """The parts of `text` translated apart, as (start, end, inside a plural's arm): an ICU
     message's syntax is never given to the model, so that it cannot move or mix its arms; the
@@ -138,7 +135,7 @@ def pieces(text: str, start: int = 0, end: int | None = None, plural: bool = Fal
     messages likewise), those with words only."""
     end = len(text) if end is None else end
     found, at = [], start
-    for head in _ICU_MESSAGE.finditer(text, start, end):
+    for head in ICU_MESSAGE.finditer(text, start, end):
         arms, close = _arms(text, head.end())
         if head.start() < at or arms is None or close > end:
             continue

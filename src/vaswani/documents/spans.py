@@ -144,8 +144,10 @@ def _inside(taken: list[tuple[int, int]], start: int, end: int) -> bool:
     return before or after
 
 
-_ICU = re.compile(r"\{\s*[\w.]+\s*,\s*(plural|selectordinal|select)\s*,(?:\s*offset:\d+)?")
-_ARM = re.compile(r"(\s*)(?:=\d+|[\w-]+)\s*\{")
+ICU_MESSAGE = re.compile(r"\{\s*[\w.]+\s*,\s*(plural|selectordinal|select)\s*,(?:\s*offset:\d+)?")
+"""The head of an ICU plural, selectordinal or select message (its kind: group 1)."""
+ICU_ARM = re.compile(r"(\s*)(=\d+|[\w-]+)\s*\{")
+"""An ICU message's arm up to its opening brace: the spaces before it, its selector."""
 MAX_ICU_DEPTH = 20
 """The deepest ICU messages are read nested (real ones nest two or three)."""
 
@@ -165,14 +167,14 @@ def icu_spans(text: str) -> list[Span]:
             closing[stack.pop()] = k
     found: list[Span] = []
     depth: list[int] = []  # the ends of the messages around the place read
-    for head in _ICU.finditer(text):
+    for head in ICU_MESSAGE.finditer(text):
         end = closing.get(head.start())
         while depth and depth[-1] < head.start():
             depth.pop()
         if end is None or len(depth) >= MAX_ICU_DEPTH:
             continue
         arms, at = [], head.end()
-        while (arm := _ARM.match(text, at)) is not None and arm.end() - 1 in closing:
+        while (arm := ICU_ARM.match(text, at)) is not None and arm.end() - 1 in closing:
             arms.append((arm.end(1), arm.end(), closing[arm.end() - 1]))  # spaces are text
             at = closing[arm.end() - 1] + 1
         if not arms or not re.fullmatch(r"\s*", text[at:end]):
