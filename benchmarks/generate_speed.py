@@ -19,7 +19,7 @@ import time
 import torch
 
 from vaswani.config import ModelConfig, Sampling
-from vaswani.decoding.search import sample
+from vaswani.decoding.sampling import sample
 from vaswani.device import autocast, benchmark_setting
 from vaswani.model import DecoderOnly
 

@@ -18,7 +18,7 @@ from vaswani.config import Sampling, TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
 from vaswani.data.builtin import grammar_en
 from vaswani.data.corpora import DataError
-from vaswani.decoding.search import sample
+from vaswani.decoding.sampling import sample
 from vaswani.decoding.text import InputTooLong, generate
 from vaswani.run import load_trained
 from vaswani.serve import ServeSettings, create_app

@@ -194,7 +194,7 @@ LAYERS = (
     ("data.pipeline", "data.read", "data.split", "data.vocab", "data.encode", "run"),
     ("documents",),
     ("translation",),
-    ("train", "evaluate", "backtranslate", "distill", "marian", "plot"),
+    ("train", "evaluate", "backtranslate", "distill", "marian", "hub", "plot"),
     ("run_table", "export", "serve", "demo"),
     ("cli", "__main__"),
 )

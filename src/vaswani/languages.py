@@ -42,6 +42,9 @@ def lingua_language(code: str):
 # "<2es>", OPUS-MT's multilingual models ">>spa<<" (and require it).
 LANGUAGE_TOKEN = "<2{lang}>"
 MARIAN_LANGUAGE_TOKEN = ">>{lang}<<"
+# A macrolanguage's code asked of a model that has only its usual member ("no": Bokmål).
+MACROLANGUAGES = {"no": "nb", "nor": "nb"}
+FORCED_TOKEN = "__{lang}__"  # M2M-100's form; NLLB's and mBART's tokens are each spelt out
 
 
 def code(text: str) -> str:
@@ -85,49 +88,102 @@ def check_token_form(form: str) -> str:
 class Languages:
     """The language pairs a multilingual dataset (and the model trained on it) knows, and the token
     that asks for each target language: meta.json's "languages" record, read back. `tokens`: the
-    tokens spelt otherwise than the form says (an imported model's ">>por_Latn<<" for por_latn)."""
+    tokens spelt otherwise than the form says (an imported model's ">>por_Latn<<" for por_latn).
+
+    `forced`: the scheme of M2M-100, NLLB-200 and mBART-50, where every language is a source and
+    a target: the source's token goes before the source text and the target's is forced as the
+    decoder's first token, instead of one target token before the source (Johnson et al.)."""
 
     def __init__(
         self,
         pairs: list[tuple[str, str]],
         token: str = LANGUAGE_TOKEN,
         tokens: dict[str, str] | None = None,
+        forced: bool = False,
     ) -> None:
         self.pairs = list(dict.fromkeys(pairs))
         self.token = check_token_form(token)
         self.tokens = dict(tokens or {})
+        self.forced = forced
         self.targets = sorted({tgt for _, tgt in self.pairs})
         self.sources = sorted({src for src, _ in self.pairs})
+        spellings = {}  # the model's own tokens as codes: "spa_Latn" and "__es__" name es
+        for lang, token in self.tokens.items():
+            with contextlib.suppress(ValueError):
+                spellings[code(token.strip("_<>"))] = lang
+        self.spellings = {**spellings, **{lang: lang for lang in self.targets + self.sources}}
+
+    @classmethod
+    def among(cls, tokens: dict[str, str]) -> Languages:
+        """Every pair of the languages of `tokens` (code -> the model's token), forced."""
+        pairs = [(a, b) for a in tokens for b in tokens if a != b]
+        return cls(pairs, FORCED_TOKEN, tokens, forced=True)
 
     def token_of(self, target: str) -> str:
         return self.tokens.get(target) or self.token.format(lang=target)
 
-    def target(self, asked: str) -> str:
-        """The known target language `asked` names (any spelling of its code); ValueError with
-        the known ones otherwise."""
+    def known(self, asked: str) -> str | None:
+        """The language of this model `asked` names, in any spelling: its code, the model's own
+        token ("spa_Latn", "es_XX"), ISO 639-3 ("spa"), a region or script ("es-MX", "zh-TW")."""
         try:
             found = code(asked)
         except ValueError:
-            found = ""
+            return None
+        if found in self.spellings:
+            return self.spellings[found]
+        base, *rest = found.split("_")
+        base = MACROLANGUAGES.get(base, iso_639_1(base))
+        if rest:
+            script = likely_script(f"{base}_{rest[0]}") or rest[0]
+            with_script = f"{base}_{script.lower()}"
+            if with_script in self.spellings:
+                return self.spellings[with_script]
+        return self.spellings.get(base)
+
+    def target(self, asked: str) -> str:
+        """The known target language `asked` names (`known`); LanguageError with the known ones
+        otherwise."""
+        found = self.known(asked)
         if found not in self.targets:
             raise LanguageError(
                 f"--target {asked}: this model translates into {', '.join(self.targets)}"
             )
         return found
 
+    def source(self, asked: str) -> str:
+        """The known source language `asked` names (`known`); LanguageError otherwise."""
+        found = self.known(asked)
+        if found not in self.sources:
+            raise LanguageError(
+                f"--source-lang {asked}: this model translates from {', '.join(self.sources)}"
+            )
+        return found
+
     def record(self) -> dict:
+        if self.forced:
+            return {"token": self.token, "forced": True, "tokens": self.tokens}
         return {
             "token": self.token,
             "pairs": [pair_name(*pair) for pair in self.pairs],
             **({"tokens": self.tokens} if self.tokens else {}),
         }
 
-    def prefixes(self, targets: list[str], tokenizer: Any) -> list[list[int]]:
-        """The ids to put before each source to ask for its target (known codes, `target`)."""
-        ids = {target: tokenizer.token_id(self.token_of(target)) for target in set(targets)}
-        missing = sorted(target for target, found in ids.items() if found is None)
+    def prefixes(
+        self, targets: list[str], tokenizer: Any, sources: list[str] | None = None
+    ) -> list[list[int]]:
+        """The ids to put before each source to ask for its target (known codes, `target`).
+        A forced model gets [source token, target token]: the first goes before the text, the
+        second is taken off and forced as the translation's first token
+        (`vaswani.decoding.text.encode_sources`)."""
+        if self.forced and sources is None:
+            raise LanguageError("this model is told the source language too: give --source-lang")
+        wanted = set(targets) | set(sources or [])
+        ids = {lang: tokenizer.token_id(self.token_of(lang)) for lang in wanted}
+        missing = sorted(lang for lang, found in ids.items() if found is None)
         if missing:
             raise LanguageError(f"the tokenizer has no token for {', '.join(missing)}")
+        if self.forced:
+            return [[ids[s], ids[t]] for s, t in zip(sources, targets, strict=True)]
         return [[ids[target]] for target in targets]
 
     @classmethod
@@ -138,6 +194,13 @@ class Languages:
         record = meta.get("languages")
         if not record:
             return None
+        if isinstance(record, dict) and record.get("forced") is True:
+            tokens = record.get("tokens")
+            if not (isinstance(tokens, dict) and len(tokens) > 1):
+                raise LanguageError(f"damaged languages record: tokens {str(tokens)[:80]}")
+            if not all(isinstance(v, str) and isinstance(k, str) for k, v in tokens.items()):
+                raise LanguageError(f"damaged languages record: tokens {str(tokens)[:80]}")
+            return cls.among(tokens)
         pairs, token, tokens = (
             record.get(k) if isinstance(record, dict) else None
             for k in ("pairs", "token", "tokens")
@@ -172,3 +235,46 @@ def marian_languages(vocabulary: dict[str, int], source: str = "mul") -> Languag
     pairs = [(source, target) for target in sorted(spelt) if target != source]
     tokens = {target: piece for target, piece in spelt.items() if piece != f">>{target}<<"}
     return Languages(pairs, MARIAN_LANGUAGE_TOKEN, tokens)
+
+
+def iso_639_1(base: str) -> str:
+    """The two-letter code of an ISO 639-3 one where there is one (CLDR's aliases: "spa" -> "es",
+    "arb" -> "ar", "zsm" -> "ms"); `base` otherwise."""
+    from babel.core import get_global
+
+    alias = get_global("language_aliases").get(base, base)
+    return normal(alias).replace("-", "_")
+
+
+def likely_script(tag: str) -> str | None:
+    """The script CLDR says a language (with a region) is written in: "zh_TW" -> "Hant"."""
+    from babel.core import get_global
+
+    likely = get_global("likely_subtags")
+    base, _, region = tag.partition("_")
+    found = likely.get(f"{base}_{region.upper()}") or likely.get(base.lower(), "")
+    parts = found.split("_")
+    return parts[1] if len(parts) > 2 and len(parts[1]) == 4 else None
+
+
+def hub_languages(tokens: list[str]) -> dict[str, str]:
+    """vaswani's code for each language token of a Hugging Face multilingual model: NLLB's
+    "spa_Latn", mBART-50's "es_XX" and M2M-100's "__es__" are all "es". A language written in
+    two scripts ("zho_Hans", "zho_Hant") keeps the bare code for the script CLDR says is usual
+    and gets the script after it for the other ("zh", "zh_hant")."""
+    parsed: dict[str, list[tuple[str, str]]] = {}
+    for token in tokens:
+        inner = token[2:-2] if token.startswith("__") and token.endswith("__") else token
+        base, _, rest = inner.partition("_")
+        key = iso_639_1(base.lower())
+        script = rest if len(rest) == 4 else ""  # a region (mBART's "XX", "CN") is dropped
+        parsed.setdefault(key, []).append((key != base.lower(), script, token))
+    codes: dict[str, str] = {}
+    for base, spelt in parsed.items():
+        usual = likely_script(base) if len(spelt) > 1 else spelt[0][1]
+        # Two tokens one code names (NLLB's ajp_Arab and apc_Arab are both apc): the one spelt
+        # with that code gets it, the other keeps its own spelling.
+        for _, script, token in sorted(spelt):
+            key = base if script == usual else f"{base}_{script.lower()}"
+            codes[code(token.strip("_")) if key in codes else key] = token
+    return codes

@@ -148,6 +148,16 @@ def weight_names(cfg: ModelConfig) -> dict[str, list[str]]:
     if cfg.output_bias:
         names["output_projection.bias"] = ["final_logits_bias"]
     for side in ("encoder", "decoder"):
+        # The BART family's pre-norm models (M2M-100, NLLB, mBART: `vaswani.hub`).
+        stack = {
+            "final_norm": "layer_norm" if cfg.norm == "pre" else None,
+            "embed.norm": "layernorm_embedding" if cfg.embedding_norm else None,
+        }
+        for ours, theirs in stack.items():
+            for kind in ("weight", "bias") if theirs else ():
+                names[f"{side}.{ours}.{kind}"] = [f"model.{side}.{theirs}.{kind}"]
+        if cfg.positions == "learned":
+            names[f"{side}.embed.learned.weight"] = [f"model.{side}.embed_positions.weight"]
         pairs = {
             "self_attn.qkv_proj": [f"self_attn.{x}_proj" for x in "qkv"],
             "self_attn.out_proj": ["self_attn.out_proj"],
@@ -178,7 +188,11 @@ ALIASES = {
     "lm_head.weight": ["model.decoder.embed_tokens.weight", "model.shared.weight"],
 }
 # Tensors a checkpoint may hold that vaswani computes instead (checked, not loaded).
-POSITION_TABLES = ("model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight")
+POSITION_TABLES = tuple(
+    f"model.{side}.embed_positions.{name}"
+    for side in ("encoder", "decoder")
+    for name in ("weight", "weights")  # M2M-100 calls its buffer "weights"
+)
 
 
 def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
@@ -191,6 +205,21 @@ def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:
     raise MarianImportError(
         f"{hf_dir}: no model.safetensors or pytorch_model.bin (sharded checkpoints are not read)"
     )
+
+
+def checked_position_tables(cfg: ModelConfig, hf: dict[str, torch.Tensor]) -> set[str]:
+    """The sinusoid tables a checkpoint holds, checked to be those vaswani computes."""
+    found = (
+        {name for name in POSITION_TABLES if name in hf} if cfg.positions == "sinusoidal" else set()
+    )
+    for name in found:
+        table, skip = hf[name].float(), cfg.position_offset  # rows kept for padding: any
+        expected = sinusoidal_encoding(table.size(0), cfg.d_model, cfg.sinusoid_layout)
+        if table.shape != expected.shape or not torch.allclose(
+            table[skip:], expected[skip:], atol=1e-4
+        ):
+            raise MarianImportError(f"weights: {name} is not the model's sinusoid table")
+    return found
 
 
 def convert_weights(cfg: ModelConfig, hf: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -208,9 +237,8 @@ def convert_weights(cfg: ModelConfig, hf: dict[str, torch.Tensor]) -> dict[str, 
     out = {
         ours: torch.cat([fetch(n) for n in theirs]) for ours, theirs in weight_names(cfg).items()
     }
-    out["output_projection.bias"] = out["output_projection.bias"].reshape(
-        -1
-    )  # HF keeps it as (1, V)
+    if cfg.output_bias:  # HF keeps it as (1, V)
+        out["output_projection.bias"] = out["output_projection.bias"].reshape(-1)
     # Tied copies that a checkpoint also stores must really be the same tensor.
     tied = {
         "all": ["model.encoder.embed_tokens.weight", "lm_head.weight"],
@@ -226,14 +254,7 @@ def convert_weights(cfg: ModelConfig, hf: dict[str, torch.Tensor]) -> dict[str, 
             used.add(name)
     if "model.shared.weight" in hf:
         used.add("model.shared.weight")
-    for name in POSITION_TABLES:
-        if name in hf:
-            expected = sinusoidal_encoding(hf[name].size(0), cfg.d_model, cfg.sinusoid_layout)
-            if hf[name].shape != expected.shape or not torch.allclose(
-                hf[name].float(), expected, atol=1e-4
-            ):
-                raise MarianImportError(f"weights: {name} is not Marian's sinusoid table")
-            used.add(name)
+    used |= checked_position_tables(cfg, hf)
     unused = sorted(set(hf) - used)
     if unused:
         raise MarianImportError(

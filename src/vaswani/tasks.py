@@ -30,7 +30,7 @@ from vaswani.config import DecodeConfig, ModelConfig, Sampling
 from vaswani.data.batching import Batch, TokenBatchSampler, collate
 from vaswani.data.corpora import DataError, Pair, read_text_files, read_tsv
 from vaswani.data.dataset import EncodedSplit, ParallelSplit, PreparedData
-from vaswani.decoding.search import sample
+from vaswani.decoding.sampling import sample
 from vaswani.decoding.text import Segments, TextModel, translate
 from vaswani.device import autocast
 from vaswani.loss import LossHead, classification_loss, label_smoothed_cross_entropy

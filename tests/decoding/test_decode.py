@@ -10,6 +10,7 @@ from helpers import random_ids
 from vaswani import kernels
 from vaswani.config import DecodeConfig, ModelConfig, Sampling
 from vaswani.data import PreparedData
+from vaswani.decoding.sampling import sample
 from vaswani.decoding.search import (
     Hypothesis,
     beam_search,
@@ -17,7 +18,6 @@ from vaswani.decoding.search import (
     filter_logits,
     greedy,
     length_penalty,
-    sample,
 )
 from vaswani.decoding.text import (
     Segments,

@@ -25,7 +25,7 @@ class Mirror:
     source_language = target_language = None
     extra = ""
 
-    def prefixes(self, targets, count):
+    def prefixes(self, targets, count, sources=None):
         return None
 
     def segments(self, segments, request=None, progress=None):

@@ -26,7 +26,7 @@ from vaswani.cli import (
     evaluate,
     export,
     generate,
-    import_marian,
+    import_hf,
     plot,
     prepare,
     presets,
@@ -56,7 +56,8 @@ COMMANDS = {
     "plot": plot,
     "runs": runs,
     "average": average,
-    "import-marian": import_marian,
+    "import-hf": import_hf,
+    "import-marian": import_hf,  # the name it had when it read Marian models only
     "export": export,
     "shortlist": shortlist,
     "demo": demo,

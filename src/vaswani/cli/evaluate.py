@@ -109,7 +109,7 @@ def translation(args: argparse.Namespace, loaded: Engine) -> int:
     targets: str | list[str] | None = args.target
     pairs: list[str] | None = None  # a multilingual split: each line's language pair
     if args.src is not None:
-        loaded.prefixes(targets, 0)  # a wrong or missing --target: said before any reading
+        loaded.prefixes(targets, 0, args.source_lang)  # wrong or missing: said before reading
         # The training data's reader: same errors for bad text, counts, and empty pairs dropped.
         read = list(read_parallel_files(args.src, args.ref, max_line_bytes=args.max_line_bytes))
         sources, references = [s for s, _ in read], [r for _, r in read]
@@ -128,8 +128,9 @@ def translation(args: argparse.Namespace, loaded: Engine) -> int:
     if not sources:
         raise CliError(f"nothing to evaluate: {what} has no non-empty sentence pairs")
     dc = decode_config(args)
-    loaded.prefixes(targets, len(sources))  # a wrong or missing --target: said before decoding
     languages = [pair.split("-")[0] for pair in pairs] if pairs is not None else None
+    # a wrong or missing --target: said before decoding
+    loaded.prefixes(targets, len(sources), args.source_lang or languages)
     request = dataclasses.replace(
         request_of(args, dc, aids_of(args, loaded)),
         target=targets,

@@ -176,7 +176,7 @@ def written_language(
         if loaded.target_language not in (None, target):
             raise CliError(f"--target {target}: this run translates into {loaded.target_language}")
         args = argparse.Namespace(**{**vars(args), "target": None})
-    loaded.prefixes(args.target, 0)
+    loaded.prefixes(args.target, 0, args.source_lang)
     return args, target
 
 

@@ -226,11 +226,11 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     else:
-        print(
-            f"pairs: {', '.join(f'{s}:{t}' for s, t in pairs)}"
-            f"{'' if args.pivot else ' (no pivoting)'}",
-            file=sys.stderr,
+        names = [f"{s}:{t}" for s, t in pairs]
+        shown = ", ".join(names[:12]) + (
+            f" and {len(names) - 12:,} more" if len(names) > 12 else ""
         )
+        print(f"pairs: {shown}{'' if args.pivot else ' (no pivoting)'}", file=sys.stderr)
     print(f"memory: {resident_mib():.0f} MiB resident", file=sys.stderr)
     sock = listen(args.host, args.port)  # a taken port is an error before "serving on"
     if args.host not in ("127.0.0.1", "localhost", "::1"):
@@ -264,8 +264,8 @@ def served_pairs(
             )
         return [Served(loaded, source, target, aids(source, target))]
     asked = languages.pairs if source is None else [(source, target)]
-    try:
-        loaded.prefixes([t for _, t in asked], len(asked))  # a target it does not know: said here
+    try:  # a language it does not know: said here
+        loaded.prefixes([t for _, t in asked], len(asked), [s for s, _ in asked])
     except RunError as error:
         raise CliError(f"--model {source}:{target}={run_dir}: {error}") from None
     return [Served(loaded, s, t, aids(s, t)) for s, t in asked]

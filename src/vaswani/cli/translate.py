@@ -223,7 +223,8 @@ def run(args: argparse.Namespace) -> int:
             "and XLIFF entries untranslated); give --output-format jsonl"
         )
     loaded = load_for_inference(args, TRANSLATE)
-    loaded.prefixes(args.target, 0)  # a wrong or missing --target: said before any reading
+    # A wrong or missing --target (or --source-lang, where the model is told it): said first.
+    loaded.prefixes(args.target, 0, args.source_lang)
     request = dataclasses.replace(
         request_of(args, dc, aids_of(args, loaded)), align=args.alignments
     )

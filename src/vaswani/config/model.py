@@ -12,7 +12,7 @@ from vaswani.config.checks import LIMITS, check_fields, check_types, requirement
 from vaswani.errors import ConfigError
 
 POSITIONS = ("sinusoidal", "learned")
-SINUSOID_LAYOUTS = ("interleaved", "halves")
+SINUSOID_LAYOUTS = ("interleaved", "halves", "fairseq")
 NORMS = ("post", "pre")
 ACTIVATIONS = ("relu", "gelu", "silu")
 TIE_EMBEDDINGS = ("none", "decoder", "all")
@@ -52,7 +52,15 @@ class ModelConfig:
     """§3.5: "sinusoidal" (paper) or "learned" (Table 3 row E)."""
     sinusoid_layout: str = "interleaved"
     """Where the sines and cosines of the sinusoidal table go: "interleaved" (paper: sines in the
-    even columns, cosines in the odd ones) or "halves" (sines, then cosines; Marian / OPUS-MT)."""
+    even columns, cosines in the odd ones), "halves" (sines, then cosines; Marian / OPUS-MT) or
+    "fairseq" (as halves, with the frequencies 10000^(-i / (D/2 - 1)) of fairseq's table, which
+    M2M-100 and NLLB-200 use: the last pair's period is 10000 rather than 10000^(1 - 2/D))."""
+    position_offset: int = 0
+    """The table row of position 0: fairseq's models (M2M-100, NLLB-200, mBART) keep rows 0 and 1
+    for padding, so their positions start at row 2 of a table of max_len + 2 rows. 0 in the paper."""
+    embedding_norm: bool = False
+    """A LayerNorm on embeddings plus positions, before dropout (mBART's layernorm_embedding);
+    not in the paper."""
     norm: str = "post"
     """§3.1: "post" = LayerNorm(x + Sublayer(x)) (paper); "pre" = x + Sublayer(LayerNorm(x))."""
     activation: str = "relu"
@@ -99,7 +107,7 @@ class ModelConfig:
                 isinstance(self.tgt_vocab_size, int) and self.tgt_vocab_size > 0,
                 f"tgt_vocab_size must be a positive int or None, got {self.tgt_vocab_size!r}",
             )
-        for name in ("n_encoder_layers", "n_decoder_layers", "n_labels"):
+        for name in ("n_encoder_layers", "n_decoder_layers", "n_labels", "position_offset"):
             value = getattr(self, name)
             require(
                 isinstance(value, int) and value >= 0, f"{name} must be an int >= 0, got {value!r}"

@@ -171,7 +171,8 @@ class LabelSet:
 
 def load_tokenizers(directory: Path, meta: dict) -> tuple[Any, Any]:
     """The source and target tokenizers a `tokenizer` record of meta.json / data.json names; one
-    object when shared. kind "bpe" (vaswani's own, the default) or "marian" (SentencePiece); with
+    object when shared. kind "bpe" (vaswani's own, the default), "marian" (SentencePiece), "hub"
+    (a Hugging Face tokenizer.json) or "m2m" (M2M-100's SentencePiece and vocabulary); with
     "labels" set (classification), the target side is a `LabelSet`."""
     directory, files = Path(directory), meta["files"]
 
@@ -188,8 +189,23 @@ def load_tokenizers(directory: Path, meta: dict) -> tuple[Any, Any]:
             SentencePieceTokenizer(file("src"), vocab),
             SentencePieceTokenizer(file("tgt"), tgt_vocab),
         )
+    if kind in ("hub", "m2m"):  # one tokenizer for both sides: `vaswani.data.hub_tokenizer`
+        from vaswani.data import hub_tokenizer as hub
+
+        ids = meta.get("ids")  # the model's vocabulary, where it is larger than the tokenizer's
+        if kind == "hub":
+            shared = hub.JsonTokenizer(file("src"), ids)
+        else:
+            codes = meta.get("codes")
+            if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+                raise ValueError("an m2m tokenizer record needs its language codes")
+            vocab = hub.m2m_vocabulary(file("vocab"), codes)
+            shared = hub.M2MTokenizer(file("src"), vocab, ids)
+        return shared, shared
     if kind != "bpe":
-        raise ValueError(f"unknown tokenizer kind {kind!r} (this vaswani reads bpe and marian)")
+        raise ValueError(
+            f"unknown tokenizer kind {kind!r} (this vaswani reads bpe, marian, hub, m2m)"
+        )
     src = SubwordTokenizer.load(file("src"))
     if meta.get("labels"):
         return src, LabelSet.load(file("tgt"))

@@ -54,6 +54,12 @@ class OutputLayer:
         """The token ids of logit columns."""
         return columns if self.tokens is None else self.tokens[columns]
 
+    def columns(self, tokens: Tensor) -> Tensor:
+        """The column of each of `tokens` (N,), which must all be scored."""
+        if self.tokens is None:
+            return tokens
+        return torch.searchsorted(self.tokens, tokens)
+
     def column(self, token: int) -> int | None:
         """The column of a token id; None when the shortlist leaves it out."""
         if self.tokens is None:

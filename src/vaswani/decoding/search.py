@@ -1,5 +1,6 @@
-"""Search over a model and its KV cache: greedy search, beam search with a length penalty, and
-sampling (temperature, top-k, nucleus), as plain functions from token ids to `Hypothesis`es.
+"""Search over a model and its KV cache: greedy search (or drawing each token, for back-translation)
+and beam search with a length penalty, as plain functions from token ids to `Hypothesis`es; a
+language model's sampling is `vaswani.decoding.sampling`.
 
 Each new token costs one decoder step over one position: the model's KV cache keeps the keys and
 values of the prefix (`use_cache=False` re-runs the whole prefix every step instead; it gives the
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from vaswani.config import DecodeConfig, ModelConfig, Sampling
+from vaswani.config import DecodeConfig, ModelConfig
 from vaswani.decoding.cache import KVCache, new_cache
 from vaswani.decoding.loops import bar_repeats
 from vaswani.decoding.output import OutputLayer, log_normaliser, top_k_rows
@@ -86,6 +87,9 @@ class Stepper:
         self.use_cache = use_cache
         self.output = output or OutputLayer(model.output_projection)
         self.barred = None if allowed is None else ~allowed  # (N, columns): off each row's list
+        self.forced: Tensor | None = None
+        """(N,) the column each row's first token is forced to, log-probability 0 (a target
+        language's token: Hugging Face's forced_bos_token_id); None once it is taken."""
 
     def __call__(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         """tokens (N, t): every token of each row so far (the start token first) -> the next
@@ -106,6 +110,11 @@ class Stepper:
         if self.barred is not None:
             logits.masked_fill_(self.barred, float("-inf"))
         normaliser = log_normaliser(logits)
+        if self.forced is not None:
+            logits.fill_(float("-inf")).scatter_(1, self.forced[:, None], 0.0)
+            normaliser.zero_()
+            self.forced = None
+            return logits, normaliser
         if self.dc is not None:
             forbid(logits, tokens.size(1) - 1, self.model.cfg, self.dc, self.output)
             if self.dc.loop_guard == "always":
@@ -119,22 +128,35 @@ class Stepper:
             self.barred = self.barred[rows]
 
 
+@dataclass(frozen=True)
+class Targets:
+    """What a batch's translations are made of: each sentence's `shortlist` of target tokens
+    (`vaswani.decoding.shortlist`; None: the whole vocabulary) and the token each must begin with,
+    `forced` (B,) (a target language's; None: none)."""
+
+    shortlist: Shortlist | None = None
+    forced: Tensor | None = None
+
+
 def start_decoding(
     model: Transformer,
     src_ids: Tensor,
     dc: DecodeConfig,
     use_cache: bool,
     copies: int = 1,
-    shortlist: Shortlist | None = None,
+    targets: Targets = Targets(),
 ) -> tuple[Stepper, Tensor]:
     """Encode the sources once and make a stepper over `copies` rows per sentence, scoring the
-    whole target vocabulary or the `shortlist`'s tokens for the batch.
+    whole target vocabulary or the shortlist's tokens for the batch, the forced first tokens
+    first (`targets`).
 
-    Returns the stepper and each sentence's length limit (B,).
+    Returns the stepper and each sentence's length limit (B,), the forced token not counted.
     """
-    cfg = model.cfg
+    cfg, forced = model.cfg, targets.forced
     limits = length_limits(src_ids, cfg.pad_id, cfg.max_len, dc)
     memory, src_mask = model.encode(src_ids)
+    if forced is not None:
+        limits = (limits + 1).clamp(max=cfg.max_len - 1)
     if use_cache:
         # Beams of a sentence share one cache row (no copies of keys; see `KVCache`).
         cache = new_cache(model, memory, src_mask, int(limits.max()) + 1, beams=copies)
@@ -143,12 +165,16 @@ def start_decoding(
         if copies > 1:  # re-running prefixes: one plain row per beam
             rows = torch.arange(src_ids.size(0), device=src_ids.device).repeat_interleave(copies)
             cache = cache.reorder(rows)
-    if shortlist is None:
-        return Stepper(model, cache, use_cache, dc=dc), limits
-    tokens, allowed = shortlist.allowed(src_ids)
-    output = OutputLayer(model.output_projection, tokens)
-    allowed = allowed.repeat_interleave(copies, 0)
-    return Stepper(model, cache, use_cache, output, allowed, dc), limits
+    if targets.shortlist is None:
+        stepper = Stepper(model, cache, use_cache, dc=dc)
+    else:
+        tokens, allowed = targets.shortlist.allowed(src_ids, forced)
+        output = OutputLayer(model.output_projection, tokens)
+        allowed = allowed.repeat_interleave(copies, 0)
+        stepper = Stepper(model, cache, use_cache, output, allowed, dc)
+    if forced is not None:
+        stepper.forced = stepper.output.columns(forced).repeat_interleave(copies)
+    return stepper, limits
 
 
 def forbid(
@@ -178,6 +204,7 @@ def greedy(
     dc: DecodeConfig | None = None,
     use_cache: bool = True,
     shortlist: Shortlist | None = None,
+    forced: Tensor | None = None,
 ) -> list[Hypothesis]:
     """Translate a batch by always taking the most probable next token, or with `dc.temperature`
     above 0 by drawing it from the model's tempered distribution (its `top_k` most probable tokens;
@@ -194,7 +221,9 @@ def greedy(
     generator = None
     if dc.temperature > 0:
         generator = torch.Generator(src_ids.device).manual_seed(dc.seed)
-    next_scores, limits = start_decoding(model, src_ids, dc, use_cache, 1, shortlist)
+    next_scores, limits = start_decoding(
+        model, src_ids, dc, use_cache, 1, Targets(shortlist, forced)
+    )
     batch = src_ids.size(0)
     results: list[Hypothesis | None] = [None] * batch
     active = list(range(batch))  # the sentence of each row
@@ -303,6 +332,7 @@ def beam_search(
     dc: DecodeConfig | None = None,
     use_cache: bool = True,
     shortlist: Shortlist | None = None,
+    forced: Tensor | None = None,
 ) -> list[list[Hypothesis]]:
     """Beam search over a batch: the `dc.n_best` best hypotheses of each sentence, best first.
 
@@ -315,7 +345,9 @@ def beam_search(
     """
     cfg, dc = model.cfg, dc or DecodeConfig()
     batch, device, k = src_ids.size(0), src_ids.device, dc.beam_size
-    next_scores, limits = start_decoding(model, src_ids, dc, use_cache, k, shortlist)
+    next_scores, limits = start_decoding(
+        model, src_ids, dc, use_cache, k, Targets(shortlist, forced)
+    )
     finished = [Finished(k) for _ in range(batch)]
     active = list(range(batch))  # the sentence of each group of k rows
     tokens = torch.full((batch * k, 1), cfg.bos_id, dtype=torch.long, device=device)
@@ -366,12 +398,23 @@ def decode(
     dc: DecodeConfig,
     use_cache: bool = True,
     shortlist: Shortlist | None = None,
+    forced: Tensor | None = None,
 ) -> list[list[Hypothesis]]:
     """The `dc.n_best` best hypotheses per sentence: greedy search for beam size 1, else beam
-    search; over the whole target vocabulary, or each sentence's `shortlist` (`vaswani.decoding.shortlist`)."""
+    search; over the whole target vocabulary, or each sentence's `shortlist`
+    (`vaswani.decoding.shortlist`); each sentence's first token `forced` (B,) where given.
+
+    A forced token is searched as one of the translation's, log-probability 0, as Hugging Face's
+    generate does (so it counts in the length penalty), and taken off the hypotheses after."""
     if dc.beam_size == 1:
-        return [[h] for h in greedy(model, src_ids, dc, use_cache, shortlist)]
-    return beam_search(model, src_ids, dc, use_cache, shortlist)
+        found = [[h] for h in greedy(model, src_ids, dc, use_cache, shortlist, forced)]
+    else:
+        found = beam_search(model, src_ids, dc, use_cache, shortlist, forced)
+    if forced is not None:
+        for mine in found:
+            for h in mine:
+                h.tokens = h.tokens[1:]
+    return found
 
 
 def filter_logits(logits: Tensor, top_k: int = 0, top_p: float = 1.0) -> Tensor:
@@ -391,94 +434,3 @@ def filter_logits(logits: Tensor, top_k: int = 0, top_p: float = 1.0) -> Tensor:
         drop = drop_sorted.scatter(-1, order, drop_sorted)
         logits = logits.masked_fill(drop, float("-inf"))
     return logits
-
-
-def prompts_by_length(prompts: list[list[int]], cfg: ModelConfig) -> dict[int, list[int]]:
-    """The indices of the prompts of each length; a prompt with a token id outside the
-    vocabulary, or too long to leave room for a new token, is refused here, once (decoding steps
-    do not check token ids: see `check_ids`)."""
-    by_length: dict[int, list[int]] = {}
-    for i, prompt in enumerate(prompts):
-        if any(not 0 <= token < cfg.target_vocab_size for token in prompt):
-            raise ValueError(
-                f"prompt {i + 1} holds a token id outside the vocabulary "
-                f"[0, {cfg.target_vocab_size})"
-            )
-        if len(prompt) + 1 >= cfg.max_len:
-            raise ValueError(
-                f"prompt {i + 1} has {len(prompt)} tokens; the model's position limit "
-                f"max_len={cfg.max_len} leaves no room to generate"
-            )
-        by_length.setdefault(len(prompt), []).append(i)
-    return by_length
-
-
-def draw(
-    log_probs: Tensor,
-    temperature: float,
-    top_k: int,
-    top_p: float,
-    generators: list[torch.Generator],
-) -> Tensor:
-    """Each row's next token: the most probable one at temperature 0; otherwise drawn from the
-    filtered, tempered distribution with the row's own generator (inverse CDF: the first token
-    whose cumulative probability exceeds a uniform draw). Shapes: (N, V) -> (N,)"""
-    if temperature == 0:
-        return log_probs.argmax(dim=-1)
-    probs = filter_logits(log_probs / temperature, top_k, top_p).softmax(dim=-1)
-    uniform = torch.cat([torch.rand(1, generator=g, device=probs.device) for g in generators])
-    next_token = torch.searchsorted(probs.cumsum(dim=-1), uniform[:, None]).squeeze(1)
-    return next_token.clamp(max=probs.size(-1) - 1)
-
-
-@torch.no_grad()
-def sample(
-    model: DecoderOnly,
-    prompts: list[list[int]],
-    sampling: Sampling,
-    use_cache: bool = True,
-) -> list[Hypothesis]:
-    """Continue each prompt of a decoder-only model by sampling as `sampling` says, until
-    end-of-sentence or `sampling.max_new_tokens` (or the model's position limit).
-
-    Each prompt gets its own random generator, seeded with seed + its index, so its output is the
-    same whatever else is sampled with it. Prompts are token ids without the begin-of-sentence
-    token, which is put before each. temperature 0 takes the most probable token (greedy).
-    `Hypothesis.log_prob` is under the model's own distribution (temperature 1, no filtering).
-    Padding and the start token are never drawn.
-    """
-    cfg = model.cfg
-    max_new_tokens, seed = sampling.max_new_tokens, sampling.seed
-    temperature, top_k, top_p = sampling.temperature, sampling.top_k, sampling.top_p
-    device = next(model.parameters()).device
-    never = torch.tensor(sorted({cfg.pad_id, cfg.bos_id}), device=device)
-    results: list[Hypothesis | None] = [None] * len(prompts)
-    # Prompts of one length are batched together, so no prompt is ever padded.
-    for length, group in prompts_by_length(prompts, cfg).items():
-        steps = min(max_new_tokens, cfg.max_len - 1 - length)
-        generators = [torch.Generator(device).manual_seed(seed + i) for i in group]
-        tokens = torch.tensor([[cfg.bos_id, *prompts[i]] for i in group], device=device)
-        stepper = Stepper(
-            model, new_cache(model, capacity=length + 1 + steps if use_cache else 0), use_cache
-        )
-        log_prob = torch.zeros(len(group), device=device)
-        stopped = torch.zeros(len(group), dtype=torch.bool, device=device)
-        for _ in range(steps):
-            logits, normaliser = stepper(tokens)  # (N, V), (N,)
-            log_probs = logits - normaliser[:, None]
-            # Padding and the start token are never a language model's targets: never draw them.
-            allowed = log_probs.index_fill(1, never, float("-inf"))
-            next_token = draw(allowed, temperature, top_k, top_p, generators)
-            next_token = next_token.masked_fill(stopped, cfg.pad_id)
-            log_prob += (
-                log_probs.gather(1, next_token[:, None]).squeeze(1).masked_fill(stopped, 0.0)
-            )
-            tokens = torch.cat([tokens, next_token[:, None]], dim=1)
-            stopped |= next_token == cfg.eos_id
-            if bool(stopped.all()):
-                break
-        rows = tokens[:, 1 + length :].tolist()
-        for i, row, lp in zip(group, rows, log_prob.tolist(), strict=True):
-            out = strip(row, cfg.eos_id, cfg.pad_id)
-            results[i] = Hypothesis(out, lp, lp, len(out) < len(row))
-    return [r for r in results if r is not None]

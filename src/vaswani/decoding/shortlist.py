@@ -43,13 +43,16 @@ class Shortlist:
     frequent: Tensor
     per_token: Tensor
 
-    def allowed(self, src_ids: Tensor) -> tuple[Tensor, Tensor]:
+    def allowed(self, src_ids: Tensor, forced: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """For a batch of sources (B, S): the sorted union of their lists (T,) and which of
-        those each sentence may use (B, T) booleans. Padding in the sources adds nothing new:
-        the padding token's own list is empty."""
+        those each sentence may use (B, T) booleans; each sentence's `forced` first token (B,)
+        with them. Padding in the sources adds nothing new: the padding token's own list is
+        empty."""
         lists = self.per_token[src_ids.cpu()].flatten(1)  # (B, S*K)
         frequent = self.frequent[None].expand(lists.size(0), -1)
         lists = torch.cat([frequent, lists], dim=1)  # (B, F + S*K), -1 for none
+        if forced is not None:
+            lists = torch.cat([lists, forced.cpu()[:, None].to(lists.dtype)], dim=1)
         tokens = lists[lists >= 0].unique()  # sorted
         allowed = torch.zeros(lists.size(0), tokens.numel() + 1, dtype=torch.bool)
         columns = torch.searchsorted(tokens, lists).masked_fill(lists < 0, tokens.numel())

@@ -18,7 +18,8 @@ from torch import Tensor, nn
 from vaswani.config import DecodeConfig, ModelConfig, Sampling
 from vaswani.decoding.confidence import Signals, signals_of
 from vaswani.decoding.loops import loops
-from vaswani.decoding.search import Hypothesis, decode, sample
+from vaswani.decoding.sampling import sample
+from vaswani.decoding.search import Hypothesis, decode
 from vaswani.decoding.shortlist import Shortlist
 from vaswani.errors import VaswaniError
 from vaswani.model import DecoderOnly, EncoderClassifier
@@ -120,6 +121,10 @@ class TextModel:
     assess: Callable[[Signals], float] | None = None
     """Assess each best translation by this map of its signals (`vaswani.decoding.confidence`,
     e.g. a run's `Calibration`); None: its confidence is the mean probability per token."""
+    forces_target: bool = False
+    """Whether each segment's prefix ends with the target language's token, which is taken off
+    the source and forced as the translation's first token (M2M-100, NLLB-200, mBART-50:
+    `vaswani.languages.Languages.forced`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,11 +225,12 @@ def translate_segments(
         )
     device = next(model.parameters()).device
     encoded = encode_sources(tm.src_tokenizer, segments, cfg.max_len, too_long)
+    forced = split_forced(encoded) if tm.forces_target and segments.prefixes else {}
     results: list[list[Translation]] = [[] for _ in segments.texts]
     first: dict[tuple[int, ...], int] = {}  # each distinct segment is translated once
     copies: dict[int, list[int]] = {}
     for i, ids in encoded.items():
-        copies.setdefault(first.setdefault(tuple(ids), i), []).append(i)
+        copies.setdefault(first.setdefault((*ids, forced.get(i)), i), []).append(i)
     todo = sorted(first.values(), key=lambda i: len(encoded[i]))
     widths = [(len(encoded[i]) + 1) * dc.beam_size for i in todo]
     # The beam's other hypotheses are a signal of confidence: ask for all of them.
@@ -232,7 +238,8 @@ def translate_segments(
     for positions in length_batches(widths, dc.batch_tokens):
         batch = [todo[j] for j in positions]
         src = source_batch([encoded[i] for i in batch], cfg).to(device)
-        decoded = without_loops(tm, src, search, dc.n_best)
+        starts = torch.tensor([forced[i] for i in batch], device=device) if forced else None
+        decoded = without_loops(tm, src, search, dc.n_best, starts)
         for i, (mine, texts) in zip(batch, decoded, strict=True):
             found = [
                 Translation(text, h.score, h.log_prob, len(h.tokens) + h.finished)
@@ -252,8 +259,31 @@ class Looping(UserWarning):
     """A translation still repeats itself after it was decoded again with repeats barred."""
 
 
+def split_prefix(prefix: list[int] | None, forces_target: bool) -> tuple[list[int], list[int]]:
+    """A segment's prefix as the ids before its source and those after its translation's start
+    token: a model that forces its target (`TextModel.forces_target`) has [source language's
+    token, target language's token], the second forced as the translation's first token."""
+    if not prefix:
+        return [], []
+    return (prefix[:1], prefix[1:2]) if forces_target else (prefix, [])
+
+
+def split_forced(encoded: dict[int, list[int]]) -> dict[int, int]:
+    """Take each source's second token (its prefix's target-language token, after the source
+    language's) off it: the token to force as its translation's first (`split_prefix`)."""
+    forced = {}
+    for i, ids in encoded.items():
+        before, (forced[i],) = split_prefix(ids[:2], True)
+        encoded[i] = [*before, *ids[2:]]
+    return forced
+
+
 def without_loops(
-    tm: TextModel, src: Tensor, dc: DecodeConfig, keep: int | None = None
+    tm: TextModel,
+    src: Tensor,
+    dc: DecodeConfig,
+    keep: int | None = None,
+    forced: Tensor | None = None,
 ) -> list[tuple[list[Hypothesis], list[str]]]:
     """Each source's hypotheses and the texts of the first `keep` (all by default); with
     `dc.loop_guard` "retry", the sources whose best translation loops
@@ -264,13 +294,14 @@ def without_loops(
         return [tm.tgt_tokenizer.decode(h.tokens) for h in mine[:keep]]
 
     model, shortlist = tm.model, tm.shortlist
-    found = decode(model, src, dc, shortlist=shortlist)
+    found = decode(model, src, dc, shortlist=shortlist, forced=forced)
     texts = [texts_of(mine) for mine in found]
     looping = [i for i, mine in enumerate(texts) if mine and loops(mine[0])]
     if looping and dc.loop_guard == "retry":
         rows = torch.tensor(looping, device=src.device)
         barred = dataclasses.replace(dc, loop_guard="always")
-        again = decode(model, src[rows], barred, shortlist=shortlist)
+        starts = None if forced is None else forced[rows]
+        again = decode(model, src[rows], barred, shortlist=shortlist, forced=starts)
         for i, mine in zip(looping, again, strict=True):
             found[i], texts[i] = mine, texts_of(mine)
     still = sum(1 for mine in texts if mine and loops(mine[0]))

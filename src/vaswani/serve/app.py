@@ -23,7 +23,8 @@ from vaswani.decoding.text import Segments
 from vaswani.device import pick_precision
 from vaswani.errors import VaswaniError
 from vaswani.serve.file_api import FileService
-from vaswani.serve.libre import Access, Libre, Pairs, request_fields
+from vaswani.serve.libre import Access, Libre, request_fields
+from vaswani.serve.pairs import Pairs, spelling
 from vaswani.serve.schemas import (
     BodyError,
     ClassificationOut,
@@ -68,10 +69,11 @@ class Served:
 
     @property
     def prefix(self) -> list[int] | None:
-        """A multilingual model's token for `target`, put before each text."""
+        """A multilingual model's token for `target`, put before each text (with the source's,
+        for a model told both)."""
         if self.engine.languages is None or self.target is None:
             return None
-        return self.engine.prefixes(self.target, 1)[0]
+        return self.engine.prefixes(self.target, 1, self.source)[0]
 
 
 @dataclass
@@ -92,9 +94,9 @@ class State:
         `Pivot` chain) and the middle language it goes through."""
         if source is None and target is None and len(self.pairs.workers) <= 1:
             return next(iter(self.pairs.workers.values()), self.workers[0]), None
-        worker, middle = self.pairs.route(source, target)
+        worker, middle = self.pairs.route(self.pairs.spelt(source), self.pairs.spelt(target))
         if worker is None:
-            named = ", ".join(f"{s}:{t}" for s, t in self.pairs.reachable()) or "none"
+            named = self.pairs.listed()
             raise HTTPException(422, f'give "source" and "target" of a pair served: {named}')
         return worker, middle
 
@@ -138,6 +140,7 @@ def create_app(
             if s.source is not None and s.target is not None
         },
         pivot,
+        spelling([s.engine.languages for s in served]),
     )
     libre = Libre(pairs, access or Access(), settings) if pairs.workers else None
     state = State(settings, workers, pairs, libre)

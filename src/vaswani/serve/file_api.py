@@ -44,10 +44,10 @@ from vaswani.serve.libre import (
     LibreError,
     as_libre_error,
     client_of,
-    language_name,
     string_fields,
     values,
 )
+from vaswani.serve.pairs import language_name
 from vaswani.serve.worker import Route, prepared_for, translated, with_aids
 from vaswani.translation.documents import combined
 from vaswani.translation.pipeline import confident

@@ -24,7 +24,6 @@ import dataclasses
 import threading
 import time
 from contextlib import suppress
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -33,13 +32,14 @@ import torch
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from vaswani.decoding.text import Translation
+from vaswani.decoding.text import Translation, split_prefix
 from vaswani.documents.html import HtmlDocument, HtmlError
 from vaswani.errors import VaswaniError
 from vaswani.languages import lingua_language
 from vaswani.safe_io import read_text
+from vaswani.serve.pairs import Pairs
 from vaswani.serve.schemas import BodyError, json_body
-from vaswani.serve.worker import Pivot, Worker, prepared_for, text_problems, translated, with_aids
+from vaswani.serve.worker import Worker, prepared_for, text_problems, translated, with_aids
 from vaswani.translation.request import Request as Asked
 
 FORMATS = ("text", "html")
@@ -94,61 +94,6 @@ class Access:
                 self.buckets[who] = (tokens, now)
                 raise LibreError(429, f"Too many requests: the limit is {self.per_minute} a minute")
             self.buckets[who] = (tokens - 1.0, now)
-
-
-@dataclass
-class Pairs:
-    """The translation models served, by (source, target) language code (a multilingual model
-    serves several, as `Targeted` views of one worker), and with `pivot` the pairs that two of
-    them chain through a middle language (de->en then en->fr for de->fr)."""
-
-    workers: dict[tuple[str, str], Any]
-    pivot: bool = True
-
-    def route(self, source: Any, target: Any) -> tuple[Any, str | None]:
-        """The worker that translates source -> target and the middle language it goes
-        through: a model's own pair (middle None) before a chain of two (`Pivot`, the middle
-        language first in alphabetical order); (None, None) when there is neither."""
-        direct = self.workers.get((source, target))
-        if direct is not None or not self.pivot:
-            return direct, None
-        for (first_source, middle), first in sorted(self.workers.items()):
-            second = self.workers.get((middle, target))
-            if first_source == source and second is not None:
-                return Pivot(first, second, middle), middle
-        return None, None
-
-    def reachable(self) -> list[tuple[str, str]]:
-        """Every (source, target) translated here: the models' pairs, and with `pivot` the
-        chained ones."""
-        found = set(self.workers)
-        if self.pivot:
-            found |= {
-                (s, t) for s, m in self.workers for m2, t in self.workers if m == m2 and s != t
-            }
-        return sorted(found)
-
-    def languages(self) -> list[dict]:
-        pairs = self.reachable()
-        sources = sorted({source for source, _ in pairs})
-        return [
-            {
-                "code": source,
-                "name": language_name(source),
-                "targets": sorted(t for s, t in pairs if s == source),
-            }
-            for source in sources
-        ]
-
-    def sources_for(self, target: str) -> list[str]:
-        return sorted(source for source, t in self.reachable() if t == target)
-
-
-def language_name(code: str) -> str:
-    try:
-        return lingua_language(code).name.title()
-    except (ImportError, ValueError):
-        return code
 
 
 class Detector:
@@ -283,10 +228,10 @@ class Libre:
             texts, many = texts_of(fields, self.settings)
             if many:
                 raise LibreError(400, "Invalid request: attention takes one text")
-            worker = self.pairs.workers.get((fields.get("source"), fields.get("target")))
+            source, target = (self.pairs.spelt(fields.get(k)) for k in ("source", "target"))
+            worker = self.pairs.workers.get((source, target))
             if worker is None:
                 raise LibreError(400, "Invalid request: give a source and target served here")
-            source = fields.get("source")
             found, _ = await self.run(worker, texts, "text", 0, source, split_of(fields))
             translation = found[0][0]
             loop = asyncio.get_running_loop()
@@ -326,15 +271,17 @@ class Libre:
 
     async def translated(self, fields: dict[str, Any]) -> dict[str, Any]:
         texts, many = texts_of(fields, self.settings)
-        target, source = fields.get("target"), fields.get("source") or "auto"
+        target = self.pairs.spelt(fields.get("target"))
+        source = self.pairs.spelt(fields.get("source") or "auto")
         fmt = fields.get("format") or "text"
         if fmt not in FORMATS:
             raise LibreError(400, f"Invalid request: format must be text or html, not {fmt!r}")
         alternatives = alternatives_of(fields, self.settings.max_beam_size)
         candidates = self.pairs.sources_for(target) if isinstance(target, str) else []
         if not candidates:
-            served = ", ".join(f"{s}:{t}" for s, t in self.pairs.workers)
-            raise LibreError(400, f"{target!r} is not a target language served here ({served})")
+            raise LibreError(
+                400, f"{target!r} is not a target language served here ({self.pairs.listed()})"
+            )
         detected = None
         if source == "auto":
             detected = self.detector.detect(" ".join(texts), candidates)[0]
@@ -447,16 +394,17 @@ def client_of(request: Request) -> str:
 def attention_of(worker: Worker, text: str, translation: str) -> dict[str, Any]:
     """What /attention answers, from one teacher-forced pass over the text and its translation."""
     cfg, engine = worker.model.cfg, worker.engine
-    src_ids = [*(worker.prefix or []), *engine.src_tokenizer.encode(text)][: cfg.max_len - 1]
+    before, start = split_prefix(worker.prefix, engine.forces_target)
+    src_ids = [*before, *engine.src_tokenizer.encode(text)][: cfg.max_len - 1]
     src_ids.append(cfg.eos_id)
-    out_ids = engine.tgt_tokenizer.encode(translation)[: cfg.max_len - 1]
-    tgt_ids = [cfg.bos_id, *out_ids]
+    out_ids = engine.tgt_tokenizer.encode(translation)[: cfg.max_len - 2]
+    tgt_ids = [cfg.bos_id, *start, *out_ids]
     device = worker.device
     with torch.no_grad():
         maps = worker.model.attention_maps(
             torch.tensor([src_ids], device=device), torch.tensor([tgt_ids], device=device)
         )
-    weights = maps.cross[-1][0].float().mean(dim=0)  # (T, S): heads averaged
+    weights = maps.cross[-1][0, :, len(start) :].float().mean(dim=0)  # (T, S): heads averaged
     return {
         "translation": translation,
         "source_tokens": engine.src_tokenizer.tokens(src_ids),

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from vaswani.decoding.text import Segments, TextModel
+from vaswani.decoding.text import Segments, TextModel, split_prefix
 from vaswani.translation.segment import Segmented
 
 WORD_MARKS = ("\u0120", "\u2581")
@@ -126,11 +126,11 @@ def align(
     todo.sort(key=lambda i: len(src[i][0]) + len(tgt[i][0]))
     for start in range(0, len(todo), batch_size):
         batch = todo[start : start + batch_size]
-        lead = [len(prefixes[i]) if prefixes is not None else 0 for i in batch]
-        src_batch = padded(
-            [[*(prefixes[i] if prefixes else []), *src[i][0], cfg.eos_id] for i in batch], cfg
-        )
-        tgt_batch = padded([[cfg.bos_id, *tgt[i][0]] for i in batch], cfg)
+        parts = [split_prefix(prefixes[i] if prefixes else None, tm.forces_target) for i in batch]
+        lead = [len(before) for before, _ in parts]
+        pairs = list(zip(batch, parts, strict=True))
+        src_batch = padded([[*b, *src[i][0], cfg.eos_id] for i, (b, _) in pairs], cfg)
+        tgt_batch = padded([[cfg.bos_id, *s, *tgt[i][0]] for i, (_, s) in pairs], cfg)
         maps = model.attention_maps(src_batch.to(device), tgt_batch.to(device))
         layer = maps.cross[settings.layer].float()  # (B, H, T+1, S)
         head = cfg.alignment_head if settings.guided else None
@@ -138,6 +138,7 @@ def align(
         for row, i in enumerate(batch):
             n_src, n_tgt = len(src[i][0]), len(tgt[i][0])
             columns = weights[row, :, lead[row] : lead[row] + n_src]  # the source's own tokens
+            columns = columns[len(parts[row][1]) :]  # a forced target token's row is no word's
             rows = columns[:n_tgt] if settings.predicts else columns[1 : n_tgt + 1]
             found[i] = word_alignment(rows, src[i][1], tgt[i][1])
     return found

@@ -87,21 +87,35 @@ class Engine(TextModel):
 
     @property
     def languages(self) -> Languages | None:
-        """The language pairs of a multilingual model; None for a model of one pair."""
-        if "meta" not in self.info:
+        """The language pairs of a multilingual model; None for a model of one pair. Read once
+        per data record (NLLB-200's 200 languages make 39,800 pairs)."""
+        meta = self.info.get("meta")
+        if meta is None:
             return None
+        kept = self.__dict__.get("_languages")
+        if kept is not None and kept[0] is meta:
+            return kept[1]
         try:
-            return Languages.from_meta(self.info["meta"])
+            found = Languages.from_meta(meta)
         except LanguageError as error:
             raise RunError(f"{self.path / DATA_INFO}: {error}") from None
+        self.__dict__["_languages"] = (meta, found)
+        return found
 
     def prefixes(
-        self, targets: str | list[str] | tuple[str, ...] | None, count: int
+        self,
+        targets: str | list[str] | tuple[str, ...] | None,
+        count: int,
+        sources: str | list[str | None] | None = None,
     ) -> list[list[int]] | None:
         """What to put before each of `count` sources to ask a multilingual model for `targets`
         (one language for all, or one per source); None for a model of one pair. RunError when
-        a multilingual model is not told its target, or is asked for one it does not know."""
+        a multilingual model is not told its target, or is asked for one it does not know. A
+        model that is told its source language too (`Languages.forced`) reads it from
+        `sources` (one for all, or one per source)."""
         languages = self.languages
+        if languages is not None and languages.forced:
+            return self.forced_prefixes(languages, targets, count, sources)
         if languages is None:
             if targets is not None:
                 raise RunError(f"{self.path} translates one language pair; leave out --target")
@@ -118,6 +132,36 @@ class Engine(TextModel):
             raise ValueError(f"{len(asked)} target languages for {count} texts")
         try:
             return languages.prefixes([languages.target(t) for t in asked], self.src_tokenizer)
+        except ValueError as error:
+            raise RunError(str(error)) from None
+
+    def forced_prefixes(
+        self,
+        languages: Languages,
+        targets: str | list[str] | tuple[str, ...] | None,
+        count: int,
+        sources: str | list[str | None] | None,
+    ) -> list[list[int]]:
+        """`prefixes` of a model told both languages: [source token, target token] each."""
+        if targets is None or sources is None:
+            missing = " and ".join(
+                flag
+                for flag, given in (("--source-lang", sources), ("--target", targets))
+                if given is None
+            )
+            raise RunError(
+                f"{self.path} translates between {len(languages.targets)} languages "
+                f"({', '.join(languages.targets[:8])}, ...): give {missing}"
+            )
+        asked = [targets] * count if isinstance(targets, str) else list(targets)
+        given = [sources] * count if isinstance(sources, str) else list(sources)
+        if len(asked) != count or len(given) != count:
+            raise ValueError(f"{len(asked)} targets, {len(given)} sources for {count} texts")
+        if None in given:
+            raise RunError(f"{self.path} is told each text's source language: give --source-lang")
+        try:
+            found = [languages.target(t) for t in asked], [languages.source(s) for s in given]
+            return languages.prefixes(found[0], self.src_tokenizer, found[1])
         except ValueError as error:
             raise RunError(str(error)) from None
 
@@ -288,7 +332,9 @@ def load_run(run: str | Path, weights: str = "best") -> Engine:
     """
     run = Path(run)
     model, src_tok, tgt_tok, info = load_trained(run, weights)
-    return Engine(model, src_tok, tgt_tok, assess=calibration(run), path=run, info=info)
+    engine = Engine(model, src_tok, tgt_tok, assess=calibration(run), path=run, info=info)
+    engine.forces_target = engine.languages is not None and engine.languages.forced
+    return engine
 
 
 def calibration(run: Path) -> Calibration | None:

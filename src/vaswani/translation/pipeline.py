@@ -50,7 +50,12 @@ class Translating(Aligner, Protocol):
     @property
     def target_language(self) -> str | None: ...
 
-    def prefixes(self, targets: str | list[str] | None, count: int) -> list[list[int]] | None: ...
+    def prefixes(
+        self,
+        targets: str | list[str] | None,
+        count: int,
+        sources: str | list[str | None] | None = None,
+    ) -> list[list[int]] | None: ...
 
     def segments(
         self,
@@ -250,7 +255,9 @@ def translate(
     request = request or Request()
     if not isinstance(texts, Split):
         texts = sentences_of(texts, request, engine.source_language)
-    prepared = prepare(texts, request.aids, engine.prefixes(request.target, len(texts.protected)))
+    count = len(texts.protected)
+    prefixes = engine.prefixes(request.target, count, request.language or engine.source_language)
+    prepared = prepare(texts, request.aids, prefixes)
     if prepared.known and progress is not None:
         progress(len(prepared.known))
     answered = engine.segments(prepared.segments(), request, progress)

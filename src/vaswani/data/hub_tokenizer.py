@@ -1,0 +1,212 @@
+"""The tokenizers of multilingual Hugging Face models (NLLB-200, mBART-50, M2M-100), giving the ids
+their own tokenizers give.
+
+NLLB-200 and mBART-50 ship a `tokenizer.json`, which the `tokenizers` library runs as
+transformers 5 does (SentencePiece's normalisation, pieces, and the language codes as added
+special tokens). M2M-100 ships a SentencePiece model and a piece -> id `vocab.json`; its language
+tokens (`__fr__`) follow the vocabulary, in the order of the model's code list, then eight unused
+"madeupword" ids. Either way the text is encoded without the special tokens the families add around
+it: the language codes and end-of-sentence are placed by the decoding (`vaswani.languages`).
+
+One departure on purpose: text that spells a special token ("</s>", "fra_Latn") stays text, as
+in every vaswani tokenizer, so a user's text cannot end a sentence early or switch the language.
+On any other text the ids are those of transformers' tokenizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from vaswani.data.spm import SentencePieceTokenizer, read_vocab
+
+PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
+
+# M2M-100's language codes in the order of their ids (fairseq's `m2m100` list, which
+# transformers' M2M100Tokenizer holds as FAIRSEQ_LANGUAGE_CODES), and the WMT21 models' list.
+M2M100_CODES = [
+    "af",
+    "am",
+    "ar",
+    "ast",
+    "az",
+    "ba",
+    "be",
+    "bg",
+    "bn",
+    "br",
+    "bs",
+    "ca",
+    "ceb",
+    "cs",
+    "cy",
+    "da",
+    "de",
+    "el",
+    "en",
+    "es",
+    "et",
+    "fa",
+    "ff",
+    "fi",
+    "fr",
+    "fy",
+    "ga",
+    "gd",
+    "gl",
+    "gu",
+    "ha",
+    "he",
+    "hi",
+    "hr",
+    "ht",
+    "hu",
+    "hy",
+    "id",
+    "ig",
+    "ilo",
+    "is",
+    "it",
+    "ja",
+    "jv",
+    "ka",
+    "kk",
+    "km",
+    "kn",
+    "ko",
+    "lb",
+    "lg",
+    "ln",
+    "lo",
+    "lt",
+    "lv",
+    "mg",
+    "mk",
+    "ml",
+    "mn",
+    "mr",
+    "ms",
+    "my",
+    "ne",
+    "nl",
+    "no",
+    "ns",
+    "oc",
+    "or",
+    "pa",
+    "pl",
+    "ps",
+    "pt",
+    "ro",
+    "ru",
+    "sd",
+    "si",
+    "sk",
+    "sl",
+    "so",
+    "sq",
+    "sr",
+    "ss",
+    "su",
+    "sv",
+    "sw",
+    "ta",
+    "th",
+    "tl",
+    "tn",
+    "tr",
+    "uk",
+    "ur",
+    "uz",
+    "vi",
+    "wo",
+    "xh",
+    "yi",
+    "yo",
+    "zh",
+    "zu",
+]
+WMT21_CODES = ["en", "ha", "is", "ja", "cs", "ru", "zh", "de"]
+M2M_CODE_LISTS = {"m2m100": M2M100_CODES, "wmt21": WMT21_CODES}
+MADEUP_WORDS = 8
+
+
+class JsonTokenizer:
+    """A `tokenizer.json` (NLLB-200, mBART-50): text <-> ids with the model's own pieces."""
+
+    def __init__(self, path: Path, ids: int | None = None) -> None:
+        from tokenizers import Tokenizer
+
+        try:
+            self.tokenizer = Tokenizer.from_file(str(path))
+        except Exception as error:  # tokenizers raises bare Exceptions for bad files
+            raise ValueError(f"{path}: not a tokenizer.json ({error})") from None
+        # Text that spells a special token is text (see the module's docstring).
+        self.tokenizer.encode_special_tokens = True
+        # A tokenizer.json saved after a padded call pads every batch to its longest text.
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        specials = [self.tokenizer.token_to_id(token) for token in (PAD, BOS, EOS, UNK)]
+        if None in specials:
+            raise ValueError(f"{path}: the vocabulary lacks one of {PAD} {BOS} {EOS} {UNK}")
+        self.pad_id, self.bos_id, self.eos_id, self.unk_id = specials
+        self.own = self.tokenizer.get_vocab_size(with_added_tokens=True)
+        self.size = max(ids or 0, self.own)
+
+    @property
+    def vocab_size(self) -> int:
+        """The model's ids: NLLB-200's are two more than its tokenizer's (256,206 and 256,204)."""
+        return self.size
+
+    def token_id(self, token: str) -> int | None:
+        return self.tokenizer.token_to_id(token)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
+
+    def encode_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        encoding = self.tokenizer.encode(text, add_special_tokens=False)
+        return encoding.ids, encoding.offsets
+
+    def decode(self, ids: Iterable[int]) -> str:
+        own = self.own
+        return self.tokenizer.decode([i for i in ids if 0 <= i < own], skip_special_tokens=True)
+
+    def vocabulary(self) -> list[str]:
+        return [self.tokenizer.id_to_token(i) or f"<unused{i}>" for i in range(self.vocab_size)]
+
+    def tokens(self, ids: Iterable[int]) -> list[str]:
+        return [(self.tokenizer.id_to_token(i) or UNK).replace("\u2581", " ") for i in ids]
+
+
+def m2m_vocabulary(vocab_file: Path, codes: list[str]) -> dict[str, int]:
+    """M2M-100's ids: `vocab.json`'s, then `__xx__` for each code of `codes`, then the unused
+    madeup words, as transformers' M2M100Tokenizer numbers them."""
+    vocab = read_vocab(vocab_file)
+    size = len(vocab)
+    if sorted(vocab.values()) != list(range(size)):
+        raise ValueError(f"{vocab_file}: the ids are not 0..{size - 1}")
+    for i, code in enumerate(codes):
+        vocab[f"__{code}__"] = size + i
+    for i in range(MADEUP_WORDS):
+        vocab[f"madeupword{i:04d}"] = size + len(codes) + i
+    return vocab
+
+
+class M2MTokenizer(SentencePieceTokenizer):
+    """M2M-100's SentencePiece model and vocabulary with its language tokens; decoding starts
+    from end-of-sentence (`</s>`), as the family's decoder does."""
+
+    def __init__(self, model_file: Path, vocab: dict[str, int], ids: int | None = None) -> None:
+        super().__init__(model_file, vocab)
+        self._size = max(self._size, ids or 0)  # the model's ids, where it has more
+        self.bos_id = self.eos_id
+        languages = {i for piece, i in vocab.items() if piece.startswith("__")}
+        self.special_ids |= {vocab[BOS]} | languages if BOS in vocab else languages
+
+    def encode(self, text: str) -> list[int]:
+        pieces = self.processor.encode(text, out_type=str)
+        return [self.vocab.get(piece, self.unk_id) for piece in pieces]

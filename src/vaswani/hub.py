@@ -1,0 +1,188 @@
+"""Import Hugging Face's multilingual translation models: M2M-100, NLLB-200 and mBART-50.
+
+NLLB-200 and M2M-100 are one architecture (`M2M100ForConditionalGeneration`), mBART-50 a second
+(`MBartForConditionalGeneration`); both are the paper's encoder-decoder with switches `ModelConfig`
+has:
+- pre-norm layers with a final LayerNorm after each stack (`norm="pre"`);
+- embeddings scaled by sqrt(d_model) where the config says `scale_embedding`;
+- positions from row 2 of their table (`position_offset=2`): fairseq's sinusoids laid out as sines
+  then cosines (`sinusoid_layout="fairseq"`) for M2M-100, learned positions for mBART, which also
+  normalises the embeddings (`embedding_norm`) and adds a bias to the logits (`output_bias`);
+- decoding starts from end-of-sentence (`bos_id = eos_id = 2`) and the target language's token is
+  forced as the first token (`vaswani.languages.Languages.forced`), the source's put before the
+  source text.
+Anything else a config can say is refused, naming the field. The weights are laid out as
+Marian's (`vaswani.marian.convert_weights`); the tokenizer is the model's own
+(`vaswani.data.hub_tokenizer`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from vaswani import checkpoint as ckpt
+from vaswani.config import ModelConfig
+from vaswani.data.hub_tokenizer import M2M_CODE_LISTS
+from vaswani.languages import Languages, hub_languages
+from vaswani.marian import (
+    ACTIVATIONS,
+    MarianImportError,
+    embedding_ties,
+    load_marian_model,
+    refuse,
+)
+from vaswani.safe_io import read_json
+
+FAMILIES = {"m2m_100": "M2M-100 / NLLB-200", "mbart": "mBART"}
+JSON_TOKENIZER, SPM, VOCAB = "tokenizer.json", "sentencepiece.bpe.model", "vocab.json"
+# The language tokens of each family's tokenizer.json: NLLB's "spa_Latn", mBART-50's "es_XX".
+LANGUAGE_TOKEN = re.compile(r"^([a-z]{3}_[A-Z][a-z]{3}|[a-z]{2}_[A-Z]{2})$")
+POSITION_OFFSET = 2  # fairseq keeps rows 0 and 1 of the position table for padding
+
+
+def model_config(hf: dict[str, Any]) -> ModelConfig:
+    """The `ModelConfig` computing what the M2M-100 or mBART model of config `hf` computes."""
+    family = hf.get("model_type")
+    if family not in FAMILIES:
+        raise refuse(hf, "model_type", f"import-hf reads marian, {', '.join(FAMILIES)}")
+    for a, b in (
+        ("encoder_attention_heads", "decoder_attention_heads"),
+        ("encoder_ffn_dim", "decoder_ffn_dim"),
+    ):
+        if hf.get(a) != hf.get(b):
+            raise refuse(hf, b, f"differs from {a}={hf.get(a)!r}; vaswani uses one value for both")
+    if hf.get("activation_function", "relu") not in ACTIVATIONS:
+        raise refuse(hf, "activation_function", f"supported: {', '.join(ACTIVATIONS)}")
+    for field in ("pad_token_id", "eos_token_id", "decoder_start_token_id"):
+        if not isinstance(hf.get(field), int):
+            raise refuse(hf, field, "a token id is needed")
+    mbart = family == "mbart"
+    try:
+        vocab, _, tie = embedding_ties(hf)
+        return ModelConfig(
+            vocab_size=vocab,
+            d_model=hf["d_model"],
+            n_heads=hf["encoder_attention_heads"],
+            d_ff=hf["encoder_ffn_dim"],
+            n_encoder_layers=hf["encoder_layers"],
+            n_decoder_layers=hf["decoder_layers"],
+            dropout=hf.get("dropout", 0.1),
+            attention_dropout=hf.get("attention_dropout", 0.0),
+            activation_dropout=hf.get("activation_dropout", 0.0),
+            max_len=hf["max_position_embeddings"],
+            positions="learned" if mbart else "sinusoidal",
+            sinusoid_layout="fairseq",
+            position_offset=POSITION_OFFSET,
+            embedding_norm=mbart,
+            norm="pre",
+            activation=ACTIVATIONS[hf.get("activation_function", "relu")],
+            tie_embeddings=tie,
+            scale_embeddings=bool(hf.get("scale_embedding", False)),
+            output_bias=mbart,
+            layer_norm_eps=1e-5,
+            pad_id=hf["pad_token_id"],
+            bos_id=hf["decoder_start_token_id"],
+            eos_id=hf["eos_token_id"],
+        )
+    except KeyError as error:
+        raise MarianImportError(f"config.json: no {error.args[0]} field") from None
+    except ValueError as error:
+        raise MarianImportError(f"config.json describes no valid model: {error}") from None
+
+
+def tokenizer_files(hf_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """The tokenizer record for data.json and the model's language tokens, in id order:
+    tokenizer.json (NLLB, mBART-50) where there is one, else M2M-100's SentencePiece model,
+    vocabulary and code list."""
+    settings = {}
+    if (hf_dir / "tokenizer_config.json").is_file():
+        settings = read_json(hf_dir / "tokenizer_config.json", "tokenizer config", dict)
+    if settings.get("legacy_behaviour"):
+        raise MarianImportError(
+            "tokenizer_config.json: legacy_behaviour=true puts the language code after the "
+            "sentence; vaswani reads the current layout (code first)"
+        )
+    if (hf_dir / JSON_TOKENIZER).is_file():
+        added = read_json(hf_dir / JSON_TOKENIZER, "tokenizer", dict).get("added_tokens", [])
+        found = sorted(
+            (t["id"], t["content"])
+            for t in added
+            if isinstance(t, dict) and LANGUAGE_TOKEN.match(str(t.get("content", "")))
+        )
+        return {"kind": "hub", "files": {"src": JSON_TOKENIZER, "tgt": JSON_TOKENIZER}}, [
+            token for _, token in found
+        ]
+    if not (hf_dir / SPM).is_file() or not (hf_dir / VOCAB).is_file():
+        raise MarianImportError(
+            f"{hf_dir}: no {JSON_TOKENIZER}, nor {SPM} and {VOCAB} (the tokenizer files are needed)"
+        )
+    listed = settings.get("language_codes", "m2m100")
+    if listed not in M2M_CODE_LISTS:
+        raise refuse(settings, "language_codes", f"known lists: {', '.join(M2M_CODE_LISTS)}")
+    codes = M2M_CODE_LISTS[listed]
+    files = {"src": SPM, "tgt": SPM, "vocab": VOCAB}
+    return {"kind": "m2m", "files": files, "codes": codes}, [f"__{c}__" for c in codes]
+
+
+def import_hub(hf_dir: Path, out: Path) -> Path:
+    """Write a vaswani run directory at `out` from the Hugging Face M2M-100, NLLB-200 or mBART
+    directory `hf_dir`: config.json, data.json (the import, the tokenizer and every language the
+    model has, each a source and a target), the tokenizer's files and best/ weights."""
+    from vaswani.data.tokenizer import load_tokenizers
+    from vaswani.run import BEST, CONFIG, DATA_INFO
+
+    hf_config = read_json(hf_dir / "config.json", "model config", dict)
+    cfg = model_config(hf_config)
+    tokenizer_meta, language_tokens = tokenizer_files(hf_dir)
+    if len(language_tokens) < 2:
+        raise MarianImportError(f"{hf_dir}: the tokenizer names fewer than two language codes")
+    tokenizer_meta["ids"] = cfg.vocab_size
+    model = load_marian_model(hf_dir, cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in set(tokenizer_meta["files"].values()):
+        shutil.copyfile(hf_dir / name, out / name)
+    try:
+        tokenizer, _ = load_tokenizers(out, tokenizer_meta)
+    except ValueError as error:
+        raise MarianImportError(f"{hf_dir}: unusable tokenizer files: {error}") from None
+    if tokenizer.vocab_size != cfg.vocab_size:
+        raise MarianImportError(
+            f"{hf_dir}: the tokenizer has {tokenizer.vocab_size} ids, more than the model's "
+            f"{cfg.vocab_size}; they are not one model's"
+        )
+    languages = Languages.among(hub_languages(language_tokens))
+    info = {
+        "path": None,
+        "imported_from": {"format": hf_config["model_type"], "path": str(hf_dir.resolve())},
+        "meta": {"tokenizer": tokenizer_meta, "languages": languages.record()},
+    }
+    (out / CONFIG).write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
+    (out / DATA_INFO).write_text(json.dumps(info, indent=2) + "\n")
+    ckpt.write_checkpoint(out, BEST, {ckpt.WEIGHTS: lambda p: ckpt.save_weights(model, p)})
+    return out
+
+
+def import_hf(hf_dir: Path, out: Path, source: str = "mul") -> Path:
+    """Write a vaswani run directory at `out` from the Hugging Face translation model in `hf_dir`,
+    by its config's model_type: Marian / OPUS-MT (`vaswani.marian`, whose multilingual models
+    are named from `source`), M2M-100 and NLLB-200, or mBART-50 (this module)."""
+    from vaswani.marian import import_marian
+
+    hf_dir, out = Path(hf_dir), Path(out)
+    if not (hf_dir / "config.json").is_file():
+        raise MarianImportError(f"{hf_dir}: no config.json; give a Hugging Face model directory")
+    family = read_json(hf_dir / "config.json", "model config", dict).get("model_type")
+    if family == "marian":
+        return import_marian(hf_dir, out, source)
+    if out.exists() and any(out.iterdir()):
+        raise MarianImportError(f"{out}: exists and is not empty; choose a new directory")
+    if family not in FAMILIES:
+        raise MarianImportError(
+            f"config.json: model_type={family!r}: vaswani imports marian, m2m_100 (M2M-100, "
+            "NLLB-200) and mbart (mBART-50)"
+        )
+    return import_hub(hf_dir, out)

@@ -1,0 +1,301 @@
+"""Importing NLLB-200, M2M-100 and mBART-50 models, checked against `transformers` itself.
+
+No network: for each family a SentencePiece model is trained here on a few sentences of four
+languages, transformers builds the family's own tokenizer from it (NllbTokenizer,
+M2M100Tokenizer, MBart50Tokenizer) and a small model with the real configs' options, trained for a
+few seconds (so that it ends its sentences at varied lengths), and both are saved with
+`save_pretrained`, as the hub ships them.
+"""
+
+import io
+import json
+
+import pytest
+import sentencepiece
+import torch
+from transformers import (
+    M2M100Config,
+    M2M100ForConditionalGeneration,
+    M2M100Tokenizer,
+    MBart50Tokenizer,
+    MBartConfig,
+    MBartForConditionalGeneration,
+    NllbTokenizer,
+)
+from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES as NLLB_CODES
+
+from vaswani.cli import main
+from vaswani.config import DecodeConfig
+from vaswani.hub import import_hf
+from vaswani.languages import LanguageError
+from vaswani.marian import MarianImportError
+from vaswani.run import load_trained
+from vaswani.translation.engine import Engine, load_run
+from vaswani.translation.request import Request
+
+TEXTS = {
+    "de": [
+        "ein kleiner Hund läuft über die Straße",
+        "das Haus ist groß und alt",
+        "wir trinken Tee",
+    ],
+    "en": ["a small dog runs across the street", "the house is big and old", "we drink tea"],
+    "fr": [
+        "un petit chien traverse la rue",
+        "la maison est grande et vieille",
+        "nous buvons du thé",
+    ],
+    "es": ["un perro pequeño cruza la calle", "la casa es grande y vieja", "bebemos té"],
+}
+# Held-out inputs too: unseen words, characters no piece covers, spaces, a special token's spelling.
+INPUTS = [*TEXTS["de"], "der Hund trinkt Tee", "Zürich ist schön!  ", "ünd  ß ¿", "a </s> b"]
+CODES = {  # each family's spelling of the four languages
+    "nllb": {"de": "deu_Latn", "en": "eng_Latn", "fr": "fra_Latn", "es": "spa_Latn"},
+    "m2m": {"de": "de", "en": "en", "fr": "fr", "es": "es"},
+    "mbart": {"de": "de_DE", "en": "en_XX", "fr": "fr_XX", "es": "es_XX"},
+}
+
+
+def train_spm(directory):
+    lines = [line for texts in TEXTS.values() for line in texts]
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines * 20),
+        model_writer=model,
+        vocab_size=90,
+        model_type="bpe",
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        minloglevel=2,
+    )
+    directory.mkdir(parents=True)
+    (directory / "sentencepiece.bpe.model").write_bytes(model.getvalue())
+
+
+def build_tokenizer(family, directory):
+    train_spm(directory)
+    if family == "nllb":
+        return NllbTokenizer.from_pretrained(  # the 202 codes, as NLLB-200's tokenizer has them
+            str(directory), src_lang="deu_Latn", extra_special_tokens=NLLB_CODES
+        )
+    if family == "mbart":
+        return MBart50Tokenizer.from_pretrained(str(directory), src_lang="de_DE")
+    spm = sentencepiece.SentencePieceProcessor(
+        model_file=str(directory / "sentencepiece.bpe.model")
+    )
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}  # fairseq's dictionary: pieces after
+    for i in range(3, spm.get_piece_size()):
+        vocab.setdefault(spm.id_to_piece(i), len(vocab))
+    (directory / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
+    return M2M100Tokenizer(
+        str(directory / "vocab.json"), str(directory / "sentencepiece.bpe.model"), src_lang="de"
+    )
+
+
+def build_model(family, tokenizer):
+    sizes = dict(
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        dropout=0.1,
+    )
+    torch.manual_seed(0)
+    if family == "mbart":  # mBART-50: GELU, learned positions; unscaled embeddings here
+        # forced_eos_token_id (end-of-sentence forced at the length limit) has no vaswani form
+        config = MBartConfig(
+            vocab_size=len(tokenizer), scale_embedding=False, forced_eos_token_id=None, **sizes
+        )
+        model = MBartForConditionalGeneration(config)
+        with torch.no_grad():
+            model.final_logits_bias.normal_(0.0, 0.5)
+        return model
+    # NLLB's config has two ids more than its tokenizer (256,206 and 256,204); M2M-100's ids are
+    # its vocabulary's, 100 language codes and 8 unused words (128,112).
+    ids = len(tokenizer) + 2 if family == "nllb" else len(tokenizer.encoder) + 100 + 8
+    config = M2M100Config(vocab_size=ids, scale_embedding=True, activation_function="relu", **sizes)
+    return M2M100ForConditionalGeneration(config)
+
+
+def language_id(tokenizer, family, language):
+    if family == "m2m":
+        return tokenizer.get_lang_id(language)
+    return tokenizer.convert_tokens_to_ids(CODES[family][language])
+
+
+def train_briefly(model, tokenizer, family, steps=80):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    codes = CODES[family]
+    batches = []
+    for source, target in (("de", "en"), ("en", "fr"), ("es", "de"), ("fr", "es")):
+        tokenizer.src_lang, tokenizer.tgt_lang = codes[source], codes[target]
+        batch = tokenizer(
+            TEXTS[source], text_target=TEXTS[target], padding=True, return_tensors="pt"
+        )
+        batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100
+        batches.append(batch)
+    for step in range(steps):
+        loss = model(**batches[step % len(batches)]).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval()
+
+
+@pytest.fixture(scope="module", params=["nllb", "m2m", "mbart"])
+def family(request, tmp_path_factory):
+    """(family, Hugging Face directory, its model, its tokenizer, the imported run)."""
+    name = request.param
+    directory = tmp_path_factory.mktemp(name) / "hf"
+    tokenizer = build_tokenizer(name, directory)
+    model = train_briefly(build_model(name, tokenizer), tokenizer, name)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    run = import_hf(directory, tmp_path_factory.mktemp("runs") / name)
+    return name, directory, model, tokenizer, run
+
+
+def test_the_tokenizer_gives_transformers_ids(family):
+    name, _, _, tokenizer, run = family
+    engine = load_run(run)
+    for source in ("de", "fr"):
+        tokenizer.src_lang = CODES[name][source]
+        for text in INPUTS[:-1]:  # the last spells a special token: text for vaswani
+            ours = engine.prefixes("en", 1, source)[0][:1] + engine.src_tokenizer.encode(text)
+            assert [*ours, 2] == tokenizer(text).input_ids, (source, text)
+    # decoding drops end-of-sentence and the language codes
+    ids = tokenizer(INPUTS[1]).input_ids
+    assert engine.tgt_tokenizer.decode(ids) == tokenizer.decode(ids[1:], skip_special_tokens=True)
+
+
+def test_logits_equal_transformers(family):
+    name, _, model, tokenizer, run = family
+    ours, *_ = load_trained(run)
+    tokenizer.src_lang, tokenizer.tgt_lang = CODES[name]["de"], CODES[name]["fr"]
+    batch = tokenizer(
+        TEXTS["de"][:2], text_target=TEXTS["fr"][:2], padding=True, return_tensors="pt"
+    )
+    start = torch.full((2, 1), 2)  # decoding starts from </s>, then the target's code
+    decoder_in = torch.cat([start, batch["labels"][:, :-1]], dim=1)
+    decoder_in[decoder_in == -100] = 1
+    with torch.no_grad():
+        theirs = model(
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            decoder_input_ids=decoder_in,
+        ).logits
+        mine = ours(batch["input_ids"], decoder_in)
+    real = decoder_in != 1
+    assert torch.allclose(mine[real], theirs[real], atol=1e-5), (mine - theirs)[real].abs().max()
+
+
+@pytest.mark.parametrize("beams", [1, 4])
+def test_translations_equal_generate(family, beams):
+    name, _, model, tokenizer, run = family
+    engine = load_run(run)
+    for source, target in (("de", "en"), ("es", "fr")):
+        tokenizer.src_lang = CODES[name][source]
+        batch = tokenizer(INPUTS[:-1], padding=True, return_tensors="pt")
+        with torch.no_grad():
+            out = model.generate(
+                **batch,
+                forced_bos_token_id=language_id(tokenizer, name, target),
+                num_beams=beams,
+                max_new_tokens=20,
+                length_penalty=1.0,
+                early_stopping=False,
+                do_sample=False,
+            )
+        # M2M100Tokenizer writes language tokens out as text; vaswani drops them, as special.
+        codes = set(tokenizer.lang_token_to_id.values()) if name == "m2m" else set()
+        theirs = [
+            tokenizer.decode([i for i in row if i not in codes], skip_special_tokens=True)
+            for row in out[:, 2:].tolist()
+        ]
+        dc = DecodeConfig(
+            beam_size=beams, alpha=1.0, length_penalty="plain", max_new_tokens=19, loop_guard="off"
+        )
+        # The language's code spelt any way users write it: ISO 639-1 or 639-3, the model's own.
+        asked = {"de": "deu", "es": CODES[name]["es"]}.get(source, source)
+        request = Request(decoding=dc, target=target, language=asked, split=False)
+        mine = engine.translate(INPUTS[:-1], request)
+        assert [t.strip() for t in mine] == [t.strip() for t in theirs], (source, target)
+        assert len({*mine}) > 2  # the model says different things: the test can fail
+
+
+def test_the_run_knows_its_languages(family):
+    name, *_, run = family
+    languages = Engine.load(run).languages
+    assert languages.forced and {"de", "en", "fr", "es"} <= set(languages.targets)
+    assert languages.known(CODES[name]["fr"]) == "fr" and languages.known("fra") == "fr"
+    with pytest.raises(LanguageError, match="translates into"):
+        languages.target("xx")
+
+
+def test_the_cli_translates_between_any_two_languages(family, capsys, tmp_path):
+    name, directory, *_ = family
+    run = tmp_path / "run"
+    assert main(["import-hf", str(directory), "--out", str(run)]) == 0
+    said = capsys.readouterr().out
+    assert "languages, each a source and a target" in said and "--source-lang" in said
+    assert main(["translate", "--checkpoint", str(run), "--target", "fr", "das Haus"]) == 2
+    assert "--source-lang" in capsys.readouterr().err
+    flags = ["--source-lang", "de", "--target", "en", "--beam-size", "1"]
+    code = main(["translate", "--checkpoint", str(run), *flags, TEXTS["de"][1]])
+    assert code == 0 and capsys.readouterr().out.strip()
+
+
+def test_other_architectures_are_refused_by_name(family, tmp_path):
+    _, directory, *_ = family
+    config = json.loads((directory / "config.json").read_text())
+    for field, value, said in (
+        ("model_type", "t5", "model_type='t5'"),
+        ("decoder_ffn_dim", 128, "decoder_ffn_dim"),
+        ("activation_function", "tanh", "activation_function"),
+    ):
+        copy = tmp_path / field
+        copy.mkdir()
+        for path in directory.iterdir():
+            (copy / path.name).write_bytes(path.read_bytes())
+        (copy / "config.json").write_text(json.dumps({**config, field: value}))
+        with pytest.raises(MarianImportError, match=said):
+            import_hf(copy, tmp_path / f"run-{field}")
+
+
+def test_served_as_libretranslate_with_every_language(family):
+    name, *_, run = family
+    from helpers import Server
+    from vaswani.cli.serve import served_pairs
+    from vaswani.serve import ServeSettings, create_app
+
+    engine = Engine.load(run)
+    served = served_pairs(engine, None, None, run, named=False)
+    count = len(engine.languages.targets)
+    assert len(served) == count * (count - 1)
+    server = Server(create_app(engine, ServeSettings(precision="fp32"), served=served))
+    try:
+        status, listed = server.request("GET", "/languages")
+        assert status == 200 and len(listed) == count
+        german = next(entry for entry in listed if entry["code"] == "de")
+        assert german["name"] == "German" and len(german["targets"]) == count - 1
+        text = TEXTS["de"][1]
+        asked = {"q": text, "source": CODES[name]["de"], "target": "fra", "alternatives": 0}
+        status, body = server.request("POST", "/translate", asked)
+        dc = DecodeConfig(beam_size=1)
+        expected = engine.translate(text, Request(target="fr", language="de", decoding=dc))
+        assert status == 200
+        status, again = server.request(
+            "POST", "/translate", {"texts": [text], "source": "de", "target": "fr", "beam_size": 1}
+        )
+        assert status == 200 and body["translatedText"].strip()
+        assert again["translations"][0] == expected
+    finally:
+        server.stop()
