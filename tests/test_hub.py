@@ -299,3 +299,55 @@ def test_served_as_libretranslate_with_every_language(family):
         assert again["translations"][0] == expected
     finally:
         server.stop()
+
+
+def test_exported_to_huggingface_and_back_exactly(family, tmp_path):
+    name, directory, model, tokenizer, run = family
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from vaswani.export import export
+
+    out = export(run, "huggingface", tmp_path / "hf")
+    again = AutoModelForSeq2SeqLM.from_pretrained(out).eval()
+    assert type(again) is type(model)
+    batch = tokenizer(TEXTS["es"], return_tensors="pt", padding=True)
+    start = torch.tensor([[2, language_id(tokenizer, name, "de")]] * len(TEXTS["es"]))
+    with torch.no_grad():
+        theirs = model(**batch, decoder_input_ids=start).logits
+        mine = again(**batch, decoder_input_ids=start).logits
+    assert torch.allclose(mine, theirs, atol=1e-6)
+    if name != "m2m":  # transformers builds M2M100Tokenizer from its files, not AutoTokenizer's
+        reread = AutoTokenizer.from_pretrained(out, src_lang=CODES[name]["es"])
+        tokenizer.src_lang = CODES[name]["es"]
+        assert reread(INPUTS[5]).input_ids == tokenizer(INPUTS[5]).input_ids
+    back = import_hf(out, tmp_path / "back")
+    first, second = load_trained(run)[0].state_dict(), load_trained(back)[0].state_dict()
+    assert first.keys() == second.keys()
+    assert all(torch.equal(first[k], second[k]) for k in first)
+
+
+def test_exported_to_ctranslate2_translates_as_vaswani(family, tmp_path):
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    name, *_, run = family
+    from vaswani.export import export
+
+    out = export(run, "ctranslate2", tmp_path / "ct2")
+    engine = load_run(run)
+    vocabulary = engine.src_tokenizer.vocabulary()
+    source_token, target_token = (
+        engine.languages.token_of(engine.languages.source(language)) for language in ("de", "en")
+    )
+    texts = INPUTS[:-1]
+    pieces = [
+        [source_token, *(vocabulary[i] for i in engine.src_tokenizer.encode(text))]
+        for text in texts
+    ]
+    translator = ctranslate2.Translator(str(out), device="cpu")
+    found = translator.translate_batch(
+        pieces, target_prefix=[[target_token]] * len(texts), beam_size=1, max_decoding_length=21
+    )
+    index = {piece: i for i, piece in enumerate(vocabulary)}
+    theirs = [engine.tgt_tokenizer.decode([index[p] for p in r.hypotheses[0][1:]]) for r in found]
+    dc = DecodeConfig(beam_size=1, max_new_tokens=20, loop_guard="off")
+    mine = engine.translate(texts, Request(decoding=dc, target="en", language="de", split=False))
+    assert mine == theirs

@@ -26,6 +26,7 @@ from torch import Tensor, nn
 
 from vaswani.config import ModelConfig
 from vaswani.errors import VaswaniError
+from vaswani.hub import HF_CONFIG, KEPT, family_of, hub_config, hub_tensors
 from vaswani.marian import (
     BPE_FILE,
     BPE_TARGET_FILE,
@@ -35,7 +36,7 @@ from vaswani.marian import (
     weight_names,
 )
 from vaswani.model import sinusoidal_encoding
-from vaswani.safe_io import member
+from vaswani.safe_io import member, read_json
 from vaswani.translation.engine import Engine, load_run
 
 FORMATS = ("ctranslate2", "huggingface")
@@ -183,6 +184,8 @@ def to_huggingface(run: Engine, out: Path) -> Path:
     from safetensors.torch import save_file
 
     cfg = run.config
+    if family_of(cfg) is not None:
+        return to_hub_family(run, out)
     problems = marian_refusals(cfg)
     if problems:
         raise ExportError("Hugging Face Marian cannot represent this model: " + "; ".join(problems))
@@ -191,6 +194,25 @@ def to_huggingface(run: Engine, out: Path) -> Path:
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
     (out / "config.json").write_text(json.dumps(marian_config(cfg), indent=2) + "\n")
     write_hf_tokenizer(run, out)
+    return out
+
+
+def to_hub_family(run: Engine, out: Path) -> Path:
+    """An M2M-100 / NLLB-200 or mBART folder (`vaswani.hub`) with the tokenizer files the run
+    was imported with."""
+    from safetensors.torch import save_file
+
+    cfg = run.config
+    imported = {}
+    if (run.path / HF_CONFIG).is_file():
+        imported = read_json(run.path / HF_CONFIG, "imported model config", dict)
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(hub_tensors(run.model), str(out / "model.safetensors"), metadata={"format": "pt"})
+    config = hub_config(cfg, family_of(cfg), imported)
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    for name in set(run.info["meta"]["tokenizer"]["files"].values()) | set(KEPT):
+        if (run.path / name).is_file():
+            shutil.copyfile(member(run.path, name, "data.json"), out / name)
     return out
 
 
@@ -292,6 +314,7 @@ def save_ctranslate2(
         cfg.n_heads,
         pre_norm=cfg.norm == "pre",
         activation=getattr(common_spec.Activation, CT2_ACTIVATIONS[cfg.activation]),
+        layernorm_embedding=cfg.embedding_norm,
     )
     # Copies: CTranslate2 transforms the arrays it is given in place (quantization).
     state = {
@@ -319,12 +342,14 @@ def fill_ct2_spec(spec, state: dict, cfg: ModelConfig) -> None:  # noqa: ANN001
     for side in ("encoder", "decoder"):
         stack = getattr(spec, side)
         stack.scale_embeddings = scale
+        rows = cfg.max_len + cfg.position_offset  # CTranslate2's table starts at position 0
         if cfg.positions == "learned":
-            stack.position_encodings.encodings = state[f"{side}.embed.learned.weight"]
+            table = state[f"{side}.embed.learned.weight"]
         else:
-            stack.position_encodings.encodings = sinusoidal_encoding(
-                cfg.max_len, cfg.d_model, cfg.sinusoid_layout
-            ).numpy()
+            table = sinusoidal_encoding(rows, cfg.d_model, cfg.sinusoid_layout).numpy()
+        stack.position_encodings.encodings = table[cfg.position_offset :]
+        if cfg.embedding_norm:
+            set_norm(stack.layernorm_embedding, state, f"{side}.embed.norm")
         embeddings = stack.embeddings[0] if side == "encoder" else stack.embeddings
         embeddings.weight = state.get(
             f"{side}.embed.token.weight", state["decoder.embed.token.weight"]

@@ -34,10 +34,16 @@ from vaswani.marian import (
     embedding_ties,
     load_marian_model,
     refuse,
+    weight_names,
 )
 from vaswani.safe_io import read_json
 
-FAMILIES = {"m2m_100": "M2M-100 / NLLB-200", "mbart": "mBART"}
+FAMILIES = {"m2m_100": "M2M100ForConditionalGeneration", "mbart": "MBartForConditionalGeneration"}
+# Kept from the Hugging Face folder, beside the tokenizer, for `vaswani export --to huggingface`.
+KEPT = ("tokenizer_config.json", "special_tokens_map.json", "generation_config.json")
+HF_CONFIG = (
+    "hf_config.json"  # the imported config.json: the ids and settings vaswani has no use for
+)
 JSON_TOKENIZER, SPM, VOCAB = "tokenizer.json", "sentencepiece.bpe.model", "vocab.json"
 # The language tokens of each family's tokenizer.json: NLLB's "spa_Latn", mBART-50's "es_XX".
 LANGUAGE_TOKEN = re.compile(r"^([a-z]{3}_[A-Z][a-z]{3}|[a-z]{2}_[A-Z]{2})$")
@@ -143,8 +149,9 @@ def import_hub(hf_dir: Path, out: Path) -> Path:
     tokenizer_meta["ids"] = cfg.vocab_size
     model = load_marian_model(hf_dir, cfg)
     out.mkdir(parents=True, exist_ok=True)
-    for name in set(tokenizer_meta["files"].values()):
+    for name in set(tokenizer_meta["files"].values()) | {n for n in KEPT if (hf_dir / n).is_file()}:
         shutil.copyfile(hf_dir / name, out / name)
+    shutil.copyfile(hf_dir / "config.json", out / HF_CONFIG)
     try:
         tokenizer, _ = load_tokenizers(out, tokenizer_meta)
     except ValueError as error:
@@ -186,3 +193,62 @@ def import_hf(hf_dir: Path, out: Path, source: str = "mul") -> Path:
             "NLLB-200) and mbart (mBART-50)"
         )
     return import_hub(hf_dir, out)
+
+
+def family_of(cfg: ModelConfig) -> str | None:
+    """The Hugging Face family whose architecture computes what `cfg` does: "m2m_100", "mbart",
+    or None (Marian's, or none)."""
+    if cfg.norm != "pre" or cfg.position_offset != POSITION_OFFSET or cfg.tie_embeddings != "all":
+        return None
+    if cfg.positions == "learned" and cfg.embedding_norm and cfg.output_bias:
+        return "mbart"
+    if cfg.sinusoid_layout == "fairseq" and not cfg.embedding_norm and not cfg.output_bias:
+        return "m2m_100"
+    return None
+
+
+def hub_config(cfg: ModelConfig, family: str, imported: dict[str, Any]) -> dict[str, Any]:
+    """config.json of the `family` model computing what `cfg` does; the `imported` config's
+    other settings (token ids, generation defaults) kept."""
+    activations = {ours: theirs for theirs, ours in ACTIVATIONS.items() if theirs != "swish"}
+    return {
+        **imported,
+        "architectures": [FAMILIES[family]],
+        "model_type": family,
+        "vocab_size": cfg.vocab_size,
+        "d_model": cfg.d_model,
+        "encoder_layers": cfg.n_encoder_layers,
+        "decoder_layers": cfg.n_decoder_layers,
+        "encoder_attention_heads": cfg.n_heads,
+        "decoder_attention_heads": cfg.n_heads,
+        "encoder_ffn_dim": cfg.d_ff,
+        "decoder_ffn_dim": cfg.d_ff,
+        "activation_function": activations[cfg.activation],
+        "max_position_embeddings": cfg.max_len,
+        "scale_embedding": cfg.scale_embeddings,
+        "dropout": cfg.dropout,
+        "attention_dropout": cfg.attention_dropout,
+        "activation_dropout": cfg.activation_dropout,
+        "pad_token_id": cfg.pad_id,
+        "eos_token_id": cfg.eos_id,
+        "decoder_start_token_id": cfg.bos_id,
+        "tie_word_embeddings": True,
+        "is_encoder_decoder": True,
+    }
+
+
+def hub_tensors(model: Any) -> dict[str, Any]:
+    """The checkpoint tensors of an M2M-100 or mBART model from a vaswani `Transformer` of
+    `family_of` its config (the tied embedding written under each of its names)."""
+    cfg = model.cfg
+    state = {name: t.detach().float().cpu() for name, t in model.state_dict().items()}
+    tensors = {}
+    for ours, theirs in weight_names(cfg).items():
+        for name, part in zip(theirs, state[ours].chunk(len(theirs)), strict=True):
+            tensors[name] = part.clone().contiguous()
+    shared = tensors["model.decoder.embed_tokens.weight"]
+    for name in ("model.shared.weight", "model.encoder.embed_tokens.weight", "lm_head.weight"):
+        tensors[name] = shared.clone()
+    if cfg.output_bias:
+        tensors["final_logits_bias"] = tensors["final_logits_bias"].reshape(1, -1)
+    return tensors
