@@ -7,6 +7,7 @@ few seconds (so that it ends its sentences at varied lengths), and both are save
 `save_pretrained`, as the hub ships them.
 """
 
+import dataclasses
 import io
 import json
 
@@ -351,3 +352,50 @@ def test_exported_to_ctranslate2_translates_as_vaswani(family, tmp_path):
     dc = DecodeConfig(beam_size=1, max_new_tokens=20, loop_guard="off")
     mine = engine.translate(texts, Request(decoding=dc, target="en", language="de", split=False))
     assert mine == theirs
+
+
+def test_fine_tuned_on_new_pairs_with_its_own_tokenizer_and_languages(family, tmp_path, capsys):
+    """prepare --tokenizer-from and train --init: the model learns pairs of one language pair,
+    its tokens placed as the family places them, and keeps all its languages."""
+    name, _, model, tokenizer, run = family
+    from vaswani.config import TrainConfig
+    from vaswani.data import PreparedData
+    from vaswani.train.loop import evaluate
+    from vaswani.train.recipe import resolved
+
+    colours = [("rot", "rouge"), ("blau", "bleu"), ("grün", "vert"), ("gelb", "jaune")]
+    colours += [("weiß", "blanche"), ("schwarz", "noire")]
+    things = [("Haus", "maison"), ("Tür", "porte"), ("Blume", "fleur"), ("Lampe", "lampe")]
+    things += [("Tasche", "valise"), ("Küche", "cuisine")]
+    corpus = tmp_path / "pairs.tsv"
+    lines = [f"das {t} ist {c}\tla {u} est {d}" for t, u in things for c, d in colours]
+    corpus.write_text("\n".join(lines) + "\n")
+    data = tmp_path / "data"
+    args = ["prepare", str(corpus), "--out", str(data), "--valid-fraction", "0.2", "--seed", "1"]
+    args += ["--tokenizer-from", str(run), "--src-lang", "de", "--tgt-lang", "fra"]
+    assert main(args) == 0
+    prepared = PreparedData(data)
+    assert prepared.languages.forced and prepared.pair_names("valid")[0] == "de-fr"
+    # the ids transformers would train on: [de code] text </s> and [fr code] text </s>
+    tokenizer.src_lang, tokenizer.tgt_lang = CODES[name]["de"], CODES[name]["fr"]
+    sources, targets = prepared.text("valid")
+    source, target = sources[0], targets[0]
+    src, tgt = prepared.split("valid").pair(0)
+    expected = tokenizer(source, text_target=target)
+    assert [*src.tolist(), 2] == expected["input_ids"]
+    assert [*tgt.tolist(), 2] == expected["labels"]
+
+    tuned = tmp_path / "tuned"
+    tc = TrainConfig(data=str(data), out=str(tuned), init=str(run), max_steps=80)
+    tc = resolved(dataclasses.replace(tc, batch_tokens=512, precision="fp32"))
+    args = ["train", "--data", str(data), "--out", str(tuned), "--init", str(run)]
+    args += ["--max-steps", "80", "--warmup", "10", "--batch-tokens", "512", "--eval-every", "80"]
+    assert main([*args, "--save-every", "80", "--precision", "fp32"]) == 0
+    records = [json.loads(line) for line in (tuned / "metrics.jsonl").open()]
+    before = evaluate(load_trained(run)[0], prepared, tc, torch.device("cpu"))["valid_loss"]
+    after = [r["valid_loss"] for r in records if "valid_loss" in r][-1]
+    assert after < 0.5 * before, (before, after)
+    engine = load_run(tuned)
+    assert engine.languages.forced and len(engine.languages.targets) > 4
+    found = engine.translate("das Haus ist rot", Request(target="fr", language="de"))
+    assert found.startswith("la ") and found.split()[2] == "est", found  # what it learnt

@@ -28,6 +28,7 @@ from vaswani.data.tokenizer import LabelSet
 from vaswani.decoding.confidence import Calibration, fit, mean_probability, spearman
 from vaswani.decoding.text import Segments, Tokenizer, encode_each, encode_sources
 from vaswani.errors import VaswaniError
+from vaswani.languages import parse_pair
 from vaswani.metrics import Scores, perplexity_of, score, sentence_chrf
 from vaswani.run import CONFIDENCE
 from vaswani.safe_io import write_atomic
@@ -102,16 +103,22 @@ def calibrate(
     engine: Engine,
     sources: list[str],
     references: list[str],
+    pairs: list[str] | None = None,
     dc: DecodeConfig | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Calibration:
     """Fit `engine`'s confidence calibration on its translations of `sources` (its validation
-    split) and their sentence chrF against `references`, and store it in the run
-    (confidence.json), where translation reads it."""
-    # Signals are read wherever a translation is assessed: by the mean probability here. A
-    # multilingual model's validation sources carry their target's token.
+    split; of a multilingual model, each of language pair `pairs`, "de-en") and their sentence
+    chrF against `references`, and store it in the run (confidence.json), where translation
+    reads it."""
+    # Signals are read wherever a translation is assessed: by the mean probability here.
     assessing = dataclasses.replace(engine, assess=mean_probability)
     request = Request(decoding=dc or DecodeConfig(), too_long="truncate", split=False)
+    if pairs is not None:
+        named = [parse_pair(name) for name in pairs]
+        request = dataclasses.replace(
+            request, target=[t for _, t in named], language=[s for s, _ in named]
+        )
     found = assessing.translate_nbest(sources, request, progress).found
     kept = [i for i, f in enumerate(found) if f and f[0].signals is not None]
     if len(kept) < 20:

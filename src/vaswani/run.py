@@ -171,13 +171,23 @@ def truncate_metrics(run: Path, step: int) -> None:
         write_atomic(run / METRICS, lines.encode())
 
 
-def validation_pairs(info: dict, limit: int, alternative: str) -> tuple[list[str], list[str]]:
+def validation_pairs(
+    info: dict, limit: int, alternative: str
+) -> tuple[list[str], list[str], list[str] | None]:
     """The first `limit` sources and references of the validation split a run was trained on
-    (from its data.json `info`), blank pairs left out; a RunError (or OSError) where
-    the data cannot be had, naming `alternative` as `training_data` does."""
-    sources, references = training_data(info, alternative).text("valid")
-    pairs = [(s, r) for s, r in zip(sources, references, strict=True) if s.strip() and r.strip()]
-    return [s for s, _ in pairs[:limit]], [r for _, r in pairs[:limit]]
+    (from its data.json `info`), blank pairs left out, and for a multilingual dataset each one's
+    language pair ("de-en"); a RunError (or OSError) where the data cannot be had, naming
+    `alternative` as `training_data` does."""
+    data = training_data(info, alternative)
+    sources, references = data.text("valid")
+    names = data.pair_names("valid") or [None] * len(sources)
+    kept = [
+        (s, r, n)
+        for s, r, n in zip(sources, references, names, strict=True)
+        if s.strip() and r.strip()
+    ][:limit]
+    pairs = [n for _, _, n in kept] if data.languages is not None else None
+    return [s for s, _, _ in kept], [r for _, r, _ in kept], pairs
 
 
 def training_data(info: dict, alternative: str) -> PreparedData:

@@ -33,6 +33,7 @@ from vaswani.data.dataset import EncodedSplit, ParallelSplit, PreparedData
 from vaswani.decoding.sampling import sample
 from vaswani.decoding.text import Segments, TextModel, translate
 from vaswani.device import autocast
+from vaswani.languages import parse_pair
 from vaswani.loss import LossHead, classification_loss, label_smoothed_cross_entropy
 from vaswani.metrics import perplexity_of, score
 from vaswani.model import DecoderOnly, EncoderClassifier, Transformer
@@ -179,14 +180,17 @@ class Translate(Task):
         eval_sentences, deadline = how.eval_sentences, how.deadline
         batch_tokens, precision = how.batch_tokens, how.precision
         sources, references = data.text("valid")
-        targets, prefixes = data.targets("valid"), None
-        if targets is None:
+        names, prefixes, languages = data.pair_names("valid"), None, data.languages
+        if names is None:
             sources, references = sources[:eval_sentences], references[:eval_sentences]
         else:  # a multilingual model: a sample spread over the pairs (the split is by pair), each
-            # source asking for its language
+            # source asking for its language (and saying its own, to a model told both)
             picked = sorted({i * len(sources) // eval_sentences for i in range(eval_sentences)})
             sources, references = [sources[i] for i in picked], [references[i] for i in picked]
-            prefixes = data.languages.prefixes([targets[i] for i in picked], data.src_tokenizer)
+            pairs = [parse_pair(names[i]) for i in picked]
+            told = [s for s, _ in pairs] if languages.forced else None
+            prefixes = languages.prefixes([t for _, t in pairs], data.src_tokenizer, told)
+        forces = languages is not None and languages.forced
         device = next(model.parameters()).device
         hypotheses: list[str] = []
         began = time.perf_counter()
@@ -199,7 +203,7 @@ class Translate(Task):
                     break
             with autocast(device, precision):
                 hypotheses += translate(
-                    TextModel(model, data.src_tokenizer, data.tgt_tokenizer),
+                    TextModel(model, data.src_tokenizer, data.tgt_tokenizer, forces_target=forces),
                     Segments(sources[start:end], None if prefixes is None else prefixes[start:end]),
                     DecodeConfig(beam_size=1, batch_tokens=batch_tokens),
                 )

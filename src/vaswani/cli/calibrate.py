@@ -43,7 +43,7 @@ def calibrate_run(loaded: Engine, max_sentences: int = 1000) -> Calibration | No
     from vaswani.run import validation_pairs
 
     try:
-        sources, references = validation_pairs(
+        sources, references, pairs = validation_pairs(
             loaded.info, max_sentences, "a run whose data directory is at hand"
         )
     except (VaswaniError, OSError) as error:
@@ -52,7 +52,7 @@ def calibrate_run(loaded: Engine, max_sentences: int = 1000) -> Calibration | No
     try:
         bar = progress_bar(total=len(sources), unit="sent", desc="calibrating")
         with bar:
-            calibration = calibrate(loaded, sources, references, progress=bar.update)
+            calibration = calibrate(loaded, sources, references, pairs, progress=bar.update)
     except VaswaniError as error:
         print(f"confidence: not calibrated ({error})", file=sys.stderr)
         return None

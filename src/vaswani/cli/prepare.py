@@ -156,7 +156,10 @@ def run(args: argparse.Namespace) -> int:
             f"  {where} ({corpus['name']}): read {corpus['pairs_read']}, kept "
             f"{corpus['kept']}, dropped {corpus['dropped'] or 'none'}"
         )
-    if "languages" in meta:
+    if meta.get("languages", {}).get("forced"):
+        told = len(meta["languages"]["tokens"])
+        print(f"each source led by its language's token, each target by its own ({told} languages)")
+    if "by_pair" in meta.get("languages", {}):
         record = meta["languages"]
         print(f"language pairs (token {record['token']}, temperature {record['temperature']}):")
         for name, found in record["by_pair"].items():

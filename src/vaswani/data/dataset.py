@@ -127,6 +127,14 @@ class PreparedData:
         if languages is None:
             return None
         path = self.directory / f"{split}.pair.txt"
+        pair = self.meta.get("pair")
+        if languages.forced and not path.exists() and isinstance(pair, dict):
+            # one pair, for a model told every pair's languages (prepare --tokenizer-from)
+            try:
+                name = pair_name(languages.source(pair["source"]), languages.target(pair["target"]))
+            except (KeyError, TypeError, ValueError) as error:
+                raise DataError(f"{self.directory / 'meta.json'}: pair: {error}") from None
+            return [name] * len(self.text(split)[0])
         names = read_text(path, f"{split} split").split("\n")[:-1]
         known = {pair_name(*pair) for pair in languages.pairs}
         lines = len(self.text(split)[0])

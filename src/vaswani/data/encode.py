@@ -46,24 +46,30 @@ def cut_into_pieces(texts: list[list[int]], room: int) -> list[list[int]]:
     return [ids[i : i + room] for ids in texts for i in range(0, len(ids), room)]
 
 
+Prefix = Callable[[Example], tuple[list[int], list[int]]]
+"""What goes before a pair's source ids and before its target ids: in a multilingual dataset the
+token that asks for the target language (before the source), in a back-translated pair the tag, for
+a model of the NLLB family the source's and the target's language tokens (`vaswani.hub`)."""
+
+
 def encode_chunk(
     chunk: list[Example],
     tokenizers: dict[str, SubwordTokenizer],
     room: dict[str, int],
     task: Task,
-    prefix: Callable[[Example], list[int]] | None = None,
+    prefix: Prefix | None = None,
 ) -> tuple[dict[str, list[list[int]]], list[int], int]:
     """Token ids of a chunk of pairs by side, the indices of those that fit their `room`, and how
     many texts were cut into pieces (a language model's long texts are cut, not dropped). Each
-    source starts with the ids `prefix(pair)`: in a multilingual dataset the token that asks for
-    its target language, in a back-translated pair the tag."""
+    source, and each target, starts with the ids `prefix(pair)` gives it (`Prefix`)."""
     ids = {
         side: tokenizers[side].encode_batch([p[k] for p in chunk]) for k, side in enumerate(SIDES)
     }
     if prefix is not None:
-        ids["src"] = [
-            [*prefix(pair), *source] for pair, source in zip(chunk, ids["src"], strict=True)
-        ]
+        for i, pair in enumerate(chunk):
+            before_source, before_target = prefix(pair)
+            ids["src"][i] = [*before_source, *ids["src"][i]]
+            ids["tgt"][i] = [*before_target, *ids["tgt"][i]]
     cut = 0
     if task.cuts_long_texts:
         pieces = cut_into_pieces(ids["tgt"], room["tgt"])
@@ -85,7 +91,7 @@ def encoded_chunks(
     tokenizers: dict[str, SubwordTokenizer],
     room: dict[str, int],
     task: Task,
-    prefix: Callable[[Example], list[int]] | None = None,
+    prefix: Prefix | None = None,
 ) -> Iterator[tuple[list[Example], tuple[dict[str, list[list[int]]], list[int], int]]]:
     """Chunks of `pairs` with their `encode_chunk`, each encoded (by the tokenizer's threads,
     outside the GIL, on every core) while the caller writes the one before."""
@@ -123,7 +129,7 @@ class Encoding:
     tokenizers: dict[str, SubwordTokenizer]
     dtype: np.dtype
     opts: PrepareOptions
-    prefix: Callable[[Example], list[int]] | None = None
+    prefix: Prefix | None = None
     languages: Languages | None = None
 
 

@@ -42,7 +42,7 @@ from vaswani.data.encode import Encoding, encode_split
 from vaswani.data.options import PrepareOptions
 from vaswani.data.read import CorpusSource, corpus_languages, open_corpus
 from vaswani.data.split import KeptText, cleaning_record, split_corpus
-from vaswani.data.vocab import dataset_tokenizers
+from vaswani.data.vocab import dataset_tokenizers, forced_languages
 from vaswani.data.wordalign import write_alignments
 from vaswani.languages import check_token_form
 from vaswani.safe_io import built_in_place
@@ -176,6 +176,9 @@ def _prepare_into(
         meta["languages"] = text.languages_record(opts.temperature, splits_meta)
     elif opts.src_lang or opts.tgt_lang:  # what splits a text into sentences when translating
         meta["pair"] = {"source": opts.src_lang, "target": opts.tgt_lang}
+    forced = forced_languages(opts.tokenizer_from)
+    if forced is not None:  # a model told both languages keeps all its languages
+        meta["languages"] = {**meta.get("languages", {}), **forced.record()}
     if tagged_from is not None:
         meta["back_translated"] = {
             **tokenizer_meta["back_translation_tag"],

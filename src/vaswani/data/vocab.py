@@ -13,6 +13,7 @@ from typing import Any
 
 from vaswani.data.corpora import DataError, Example
 from vaswani.data.dataset import SIDES, SPLITS
+from vaswani.data.encode import Prefix
 from vaswani.data.options import LABELS_FILE, PrepareOptions
 from vaswani.data.split import KeptText, training_words
 from vaswani.data.tokenizer import (
@@ -34,10 +35,9 @@ def dataset_tokenizers(
     records: Path,
     text: KeptText,
     opts: PrepareOptions,
-) -> tuple[dict[str, Any], dict, Callable[[Example], list[int]] | None]:
+) -> tuple[dict[str, Any], dict, Prefix | None]:
     """The dataset's tokenizers (learnt, or --tokenizer-from a run) and their meta.json record,
-    and what goes before a pair's source ids, if anything: in a multilingual dataset its
-    target-language token, in a back-translated pair the tag token."""
+    and what goes before a pair's source and target ids, if anything (`Prefix`)."""
     if opts.tokenizer_from is None:
         sides = get_task(opts.task).sides
         learnt = sides if opts.shared_vocab else sides[:1]  # (both sides of a shared vocabulary)
@@ -49,7 +49,12 @@ def dataset_tokenizers(
         tokenizers, tokenizer_meta = copy_tokenizers(work, Path(opts.tokenizer_from))
     prefix = None
     file = work / tokenizer_meta["files"]["src"]
-    if text.languages is not None:
+    forced = forced_languages(opts.tokenizer_from)
+    if forced is not None:
+        pairs = text.languages.pairs if text.languages is not None else [one_pair(opts)]
+        ids = forced_ids(forced, pairs, tokenizers["src"], opts.tokenizer_from)
+        prefix = partial(forced_tokens_of, ids)
+    elif text.languages is not None:
         ids = language_token_ids(text.languages, tokenizers["src"], file, opts.tokenizer_from)
         prefix = partial(language_token_of, ids)
     if text.tagged_from is not None:
@@ -63,14 +68,55 @@ def dataset_tokenizers(
     return tokenizers, tokenizer_meta, prefix
 
 
-def language_token_of(ids: list[int], pair: Example) -> list[int]:
-    """A multilingual pair's source prefix: the token of its target language."""
-    return [ids[pair.language_pair]]
+def forced_languages(run: Path | None) -> Languages | None:
+    """The languages of the run a dataset takes its tokenizer from, where that model is told
+    both (`Languages.forced`: NLLB-200, M2M-100, mBART-50); None otherwise."""
+    if run is None:
+        return None
+    try:
+        found = Languages.from_meta(read_json(Path(run) / "data.json", "run record", dict)["meta"])
+    except (KeyError, TypeError, ValueError):
+        return None  # copy_tokenizers has said what is wrong with the run
+    return found if found is not None and found.forced else None
 
 
-def tag_of(tag_id: int, pair: Example) -> list[int]:
-    """A back-translated pair's source prefix: the tag."""
-    return [tag_id] if pair.tagged else []
+def one_pair(opts: PrepareOptions) -> tuple[str, str]:
+    if not (opts.src_lang and opts.tgt_lang):
+        raise DataError(
+            f"--tokenizer-from {opts.tokenizer_from}: that model is told the source and target "
+            "language of every pair; give --src-lang and --tgt-lang"
+        )
+    return opts.src_lang, opts.tgt_lang
+
+
+def forced_ids(
+    languages: Languages, pairs: list[tuple[str, str]], tokenizer: Any, run: Path
+) -> list[list[int]]:
+    """The source and target language tokens of each pair, for a model told both."""
+    try:
+        sources = [languages.source(s) for s, _ in pairs]
+        targets = [languages.target(t) for _, t in pairs]
+        return languages.prefixes(targets, tokenizer, sources)
+    except ValueError as error:
+        raise DataError(f"--tokenizer-from {run}: {error}") from None
+
+
+def language_token_of(ids: list[int], pair: Example) -> tuple[list[int], list[int]]:
+    """A multilingual pair's prefixes (`Prefix`): the token of its target language, before the
+    source."""
+    return [ids[pair.language_pair]], []
+
+
+def tag_of(tag_id: int, pair: Example) -> tuple[list[int], list[int]]:
+    """A back-translated pair's prefixes: the tag, before the source."""
+    return [tag_id] if pair.tagged else [], []
+
+
+def forced_tokens_of(ids: list[list[int]], pair: Example) -> tuple[list[int], list[int]]:
+    """The prefixes of a pair for a model that forces its target (`Languages.forced`): its source
+    language's token before the source, its target's before the target (`ids` by pair)."""
+    source, target = ids[pair.language_pair or 0]
+    return [source], [target]
 
 
 def new_tokenizers(
@@ -172,7 +218,9 @@ def copy_tokenizers(work: Path, run: Path) -> tuple[dict[str, Any], dict]:
     # One vocabulary for both sides: Marian's vocab.json (unless a target_vocab.json is added), or
     # one BPE file.
     shared = "tgt_vocab" not in files if kind == "marian" else files["src"] == files["tgt"]
+    # The record's own settings (an M2M-100 tokenizer's codes, a model's larger vocabulary) too.
     return {"src": src, "tgt": tgt}, {
+        **tokenizer_meta,
         "kind": kind,
         "shared": shared,
         "files": files,

@@ -154,7 +154,7 @@ def validation_text(loaded: Run) -> tuple[list[str], list[str]] | None:
     """Up to SENTENCES of the run's validation pairs; None without 20 of them."""
 
     try:
-        sources, references = validation_pairs(loaded.info, SENTENCES, "")
+        sources, references, _ = validation_pairs(loaded.info, SENTENCES, "")
     except (OSError, VaswaniError):
         return None
     return (sources, references) if len(sources) >= 20 else None
