@@ -26,7 +26,6 @@ import argparse
 import concurrent.futures
 import json
 import multiprocessing
-import resource
 import tempfile
 import time
 from pathlib import Path
@@ -75,7 +74,12 @@ def hf_model(family: str):
 
 
 def peak_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak resident memory (VmHWM: ru_maxrss would count its parent's peak, which
+    a spawned process inherits on Linux)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def import_alone(directory: str) -> tuple[float, float, float]:
@@ -88,9 +92,12 @@ def import_alone(directory: str) -> tuple[float, float, float]:
     return time.perf_counter() - start, peak_mib(), before
 
 
-def fine_tune_alone(directory: str, batch: int, length: int, frozen: bool, threads: int) -> dict:
+def fine_tune_alone(
+    directory: str, batch: int, length: int, frozen: bool, threads: int, precision: str
+) -> dict:
     """In a process of its own: one training update's seconds (the second of two) and peak MiB."""
     from vaswani.data.batching import Batch
+    from vaswani.device import autocast
     from vaswani.tasks import TRANSLATE
 
     torch.set_num_threads(threads)
@@ -108,7 +115,8 @@ def fine_tune_alone(directory: str, batch: int, length: int, frozen: bool, threa
     for _ in range(2):  # the first update also allocates the optimizer's state
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss, _ = TRANSLATE.training_loss(model, data, cfg.pad_id, 0.1)
+        with autocast(torch.device("cpu"), precision):
+            loss, _ = TRANSLATE.training_loss(model, data, cfg.pad_id, 0.1)
         (loss / data.tgt_out.numel()).backward()
         optimizer.step()
         seconds = time.perf_counter() - start
@@ -149,6 +157,7 @@ def main() -> None:
     parser.add_argument("--shortlist-per-token", type=int, default=10)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--fine-tune-batch", type=int, default=16)
+    parser.add_argument("--fine-tune-precisions", nargs="+", default=["fp32", "bf16"])
     parser.add_argument("--skip-decoding", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -167,10 +176,12 @@ def main() -> None:
             f"({before:,.0f} MiB before reading)",
             flush=True,
         )
-        for frozen in (False, True):
+        for frozen, precision in [(f, p) for p in args.fine_tune_precisions for f in (False, True)]:
             sizes = (args.fine_tune_batch, args.src_len)
-            found = in_process(fine_tune_alone, str(directory), *sizes, frozen, args.threads)
-            what = "embedding frozen" if frozen else "all weights"
+            found = in_process(
+                fine_tune_alone, str(directory), *sizes, frozen, args.threads, precision
+            )
+            what = f"{precision}, " + ("embedding frozen" if frozen else "all weights")
             print(
                 f"{family} fine-tuning, {what}: one update of {args.fine_tune_batch} x "
                 f"{args.src_len} tokens {found['seconds']:.1f} s "

@@ -75,6 +75,12 @@ def pair_name(src: str, tgt: str) -> str:
     return f"{src}-{tgt}"
 
 
+def listed(codes: list[str], limit: int = 30) -> str:
+    """Language codes for a message: all of them, or the first `limit` and how many more."""
+    more = f" and {len(codes) - limit} more" if len(codes) > limit else ""
+    return ", ".join(codes[:limit]) + more
+
+
 def check_token_form(form: str) -> str:
     """A language-token form must hold {lang} once and something around it."""
     if form.count("{lang}") != 1 or form == "{lang}" or any(c.isspace() for c in form):
@@ -146,7 +152,7 @@ class Languages:
         found = self.known(asked)
         if found not in self.targets:
             raise LanguageError(
-                f"--target {asked}: this model translates into {', '.join(self.targets)}"
+                f"--target {asked}: this model translates into {listed(self.targets)}"
             )
         return found
 
@@ -155,7 +161,7 @@ class Languages:
         found = self.known(asked)
         if found not in self.sources:
             raise LanguageError(
-                f"--source-lang {asked}: this model translates from {', '.join(self.sources)}"
+                f"--source-lang {asked}: this model translates from {listed(self.sources)}"
             )
         return found
 

@@ -23,6 +23,7 @@ SETTINGS = (
     "preset",
     "task",
     "init",
+    "freeze",
     "batch_tokens",
     "accumulate",
     "schedule",

@@ -172,10 +172,12 @@ class Trainer:
         if initial is not None:
             model.load_state_dict(initial.state_dict())
         self.model = model.to(dist.device)
+        if tc.freeze == "embeddings":  # (and the output layer, where tied to them)
+            for name, weight in self.model.named_parameters():
+                weight.requires_grad_(not name.endswith("embed.token.weight"))
+        trained = [p for p in self.model.parameters() if p.requires_grad]
         self.net = DistributedDataParallel(self.model) if dist.enabled else self.model
-        self.optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=0.0, betas=tc.adam_betas, eps=tc.adam_eps
-        )
+        self.optimizer = torch.optim.Adam(trained, lr=0.0, betas=tc.adam_betas, eps=tc.adam_eps)
         self.scaler = grad_scaler(dist.device, tc.precision)
         self.guide = None  # --guided-alignment: one cross-attention head learns word alignments
         if tc.guided_alignment > 0:
