@@ -74,3 +74,27 @@ def losses(run: Path) -> list[float]:
     """The training loss of every logged step of a run."""
     records = map(json.loads, (Path(run) / "metrics.jsonl").read_text().splitlines())
     return [r["loss"] for r in records if "loss" in r]
+
+
+def train_sentencepiece(
+    lines: list[str], path: Path, vocab_size: int = 60, model_type: str = "unigram"
+) -> list[str]:
+    """A SentencePiece model trained on `lines` (repeated 20 times), written to `path`: its pieces,
+    by id."""
+    import io
+
+    import sentencepiece
+
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines * 20),
+        model_writer=model,
+        vocab_size=vocab_size,
+        model_type=model_type,
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        minloglevel=2,
+    )
+    path.write_bytes(model.getvalue())
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(path))
+    return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]

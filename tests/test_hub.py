@@ -8,7 +8,6 @@ few seconds (so that it ends its sentences at varied lengths), and both are save
 """
 
 import dataclasses
-import io
 import json
 
 import pytest
@@ -25,6 +24,7 @@ from transformers import (
 )
 from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES as NLLB_CODES
 
+from helpers import train_sentencepiece
 from vaswani.cli import main
 from vaswani.config import DecodeConfig
 from vaswani.hub import import_hf
@@ -57,24 +57,10 @@ CODES = {  # each family's spelling of the four languages
 }
 
 
-def train_spm(directory):
-    lines = [line for texts in TEXTS.values() for line in texts]
-    model = io.BytesIO()
-    sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines * 20),
-        model_writer=model,
-        vocab_size=90,
-        model_type="bpe",
-        character_coverage=1.0,
-        hard_vocab_limit=False,
-        minloglevel=2,
-    )
-    directory.mkdir(parents=True)
-    (directory / "sentencepiece.bpe.model").write_bytes(model.getvalue())
-
-
 def build_tokenizer(family, directory):
-    train_spm(directory)
+    directory.mkdir(parents=True)
+    lines = [line for texts in TEXTS.values() for line in texts]
+    train_sentencepiece(lines, directory / "sentencepiece.bpe.model", 90, "bpe")
     if family == "nllb":
         return NllbTokenizer.from_pretrained(  # the 202 codes, as NLLB-200's tokenizer has them
             str(directory), src_lang="deu_Latn", extra_special_tokens=NLLB_CODES

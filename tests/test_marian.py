@@ -7,17 +7,15 @@ sentences at varied lengths like a real model does, then saved with `save_pretra
 """
 
 import dataclasses
-import io
 import json
 import pickle
 import shutil
 
 import pytest
-import sentencepiece
 import torch
 from transformers import MarianConfig, MarianMTModel, MarianTokenizer
 
-from helpers import Server
+from helpers import Server, train_sentencepiece
 from vaswani.checkpoint import CheckpointError
 from vaswani.cli import main
 from vaswani.config import DecodeConfig
@@ -48,22 +46,6 @@ ENGLISH = [
 ]
 # Held-out inputs too: unseen words, a character no piece covers, a language code.
 INPUTS = [*GERMAN, "der Hund trinkt Milch", "Zürich ist schön!", ">>deu<< das Haus", ""]
-
-
-def train_sentencepiece(lines: list[str], path) -> list[str]:
-    model = io.BytesIO()
-    sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines * 20),
-        model_writer=model,
-        vocab_size=60,
-        model_type="unigram",
-        character_coverage=1.0,
-        hard_vocab_limit=False,
-        minloglevel=2,
-    )
-    path.write_bytes(model.getvalue())
-    processor = sentencepiece.SentencePieceProcessor(model_file=str(path))
-    return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
 
 
 def build_marian(directory, activation="swish", steps=200, codes=(">>deu<<",)) -> MarianMTModel:

@@ -33,7 +33,8 @@ from vaswani.marian import (
     FILES,
     LANGUAGES_FILE,
     TARGET_VOCAB,
-    weight_names,
+    bart_fields,
+    split_tensors,
 )
 from vaswani.model import sinusoidal_encoding
 from vaswani.safe_io import member, read_json
@@ -124,29 +125,13 @@ def marian_config(cfg: ModelConfig) -> dict:
     return {
         "architectures": ["MarianMTModel"],
         "model_type": "marian",
-        "vocab_size": cfg.vocab_size,
+        **bart_fields(cfg),
         "decoder_vocab_size": cfg.target_vocab_size,
-        "d_model": cfg.d_model,
-        "encoder_layers": cfg.n_encoder_layers,
-        "decoder_layers": cfg.n_decoder_layers,
-        "encoder_attention_heads": cfg.n_heads,
-        "decoder_attention_heads": cfg.n_heads,
-        "encoder_ffn_dim": cfg.d_ff,
-        "decoder_ffn_dim": cfg.d_ff,
         "activation_function": MARIAN_ACTIVATIONS[cfg.activation],
-        "max_position_embeddings": cfg.max_len,
-        "scale_embedding": cfg.scale_embeddings,
-        "dropout": cfg.dropout,
-        "attention_dropout": cfg.attention_dropout,
-        "activation_dropout": cfg.activation_dropout,
-        "pad_token_id": cfg.pad_id,
-        "eos_token_id": cfg.eos_id,
         "bos_token_id": cfg.bos_id,
-        "decoder_start_token_id": cfg.bos_id,
         "forced_eos_token_id": None,  # vaswani does not force an end at the length limit
         "share_encoder_decoder_embeddings": cfg.tie_embeddings == "all",
         "tie_word_embeddings": cfg.tie_embeddings != "none",
-        "is_encoder_decoder": True,
         "init_std": 0.02,
     }
 
@@ -163,11 +148,9 @@ def marian_tensors(model: nn.Module) -> dict[str, Tensor]:
         state["output_projection.bias"] = torch.zeros(cfg.target_vocab_size)
     state.setdefault("output_projection.weight", state["decoder.embed.token.weight"])
     state.setdefault("encoder.embed.token.weight", state["decoder.embed.token.weight"])
-    names = weight_names(dataclasses.replace(cfg, tie_embeddings="none", output_bias=True))
-    tensors = {}
-    for ours, theirs in names.items():
-        for name, part in zip(theirs, state[ours].chunk(len(theirs)), strict=True):
-            tensors[name] = part.clone().contiguous()
+    tensors = split_tensors(
+        state, dataclasses.replace(cfg, tie_embeddings="none", output_bias=True)
+    )
     tensors["final_logits_bias"] = tensors["final_logits_bias"].reshape(1, -1)
     if cfg.tie_embeddings == "all":
         tensors["model.shared.weight"] = tensors["model.decoder.embed_tokens.weight"].clone()

@@ -31,10 +31,12 @@ from vaswani.languages import Languages, hub_languages
 from vaswani.marian import (
     ACTIVATIONS,
     MarianImportError,
-    embedding_ties,
+    bart_config,
+    bart_fields,
+    check_shared,
     load_marian_model,
     refuse,
-    weight_names,
+    split_tensors,
 )
 from vaswani.safe_io import read_json
 
@@ -55,49 +57,19 @@ def model_config(hf: dict[str, Any]) -> ModelConfig:
     family = hf.get("model_type")
     if family not in FAMILIES:
         raise refuse(hf, "model_type", f"import-hf reads marian, {', '.join(FAMILIES)}")
-    for a, b in (
-        ("encoder_attention_heads", "decoder_attention_heads"),
-        ("encoder_ffn_dim", "decoder_ffn_dim"),
-    ):
-        if hf.get(a) != hf.get(b):
-            raise refuse(hf, b, f"differs from {a}={hf.get(a)!r}; vaswani uses one value for both")
-    if hf.get("activation_function", "relu") not in ACTIVATIONS:
-        raise refuse(hf, "activation_function", f"supported: {', '.join(ACTIVATIONS)}")
-    for field in ("pad_token_id", "eos_token_id", "decoder_start_token_id"):
-        if not isinstance(hf.get(field), int):
-            raise refuse(hf, field, "a token id is needed")
+    check_shared(hf)
     mbart = family == "mbart"
-    try:
-        vocab, _, tie = embedding_ties(hf)
-        return ModelConfig(
-            vocab_size=vocab,
-            d_model=hf["d_model"],
-            n_heads=hf["encoder_attention_heads"],
-            d_ff=hf["encoder_ffn_dim"],
-            n_encoder_layers=hf["encoder_layers"],
-            n_decoder_layers=hf["decoder_layers"],
-            dropout=hf.get("dropout", 0.1),
-            attention_dropout=hf.get("attention_dropout", 0.0),
-            activation_dropout=hf.get("activation_dropout", 0.0),
-            max_len=hf["max_position_embeddings"],
-            positions="learned" if mbart else "sinusoidal",
-            sinusoid_layout="fairseq",
-            position_offset=POSITION_OFFSET,
-            embedding_norm=mbart,
-            norm="pre",
-            activation=ACTIVATIONS[hf.get("activation_function", "relu")],
-            tie_embeddings=tie,
-            scale_embeddings=bool(hf.get("scale_embedding", False)),
-            output_bias=mbart,
-            layer_norm_eps=1e-5,
-            pad_id=hf["pad_token_id"],
-            bos_id=hf["decoder_start_token_id"],
-            eos_id=hf["eos_token_id"],
-        )
-    except KeyError as error:
-        raise MarianImportError(f"config.json: no {error.args[0]} field") from None
-    except ValueError as error:
-        raise MarianImportError(f"config.json describes no valid model: {error}") from None
+    return bart_config(  # the families' own defaults where a config leaves one out
+        {"activation_function": "gelu" if mbart else "relu", **hf},
+        {
+            "positions": "learned" if mbart else "sinusoidal",
+            "sinusoid_layout": "fairseq",
+            "position_offset": POSITION_OFFSET,
+            "embedding_norm": mbart,
+            "norm": "pre",
+            "output_bias": mbart,
+        },
+    )
 
 
 def tokenizer_files(hf_dir: Path) -> tuple[dict[str, Any], list[str]]:
@@ -215,25 +187,9 @@ def hub_config(cfg: ModelConfig, family: str, imported: dict[str, Any]) -> dict[
         **imported,
         "architectures": [FAMILIES[family]],
         "model_type": family,
-        "vocab_size": cfg.vocab_size,
-        "d_model": cfg.d_model,
-        "encoder_layers": cfg.n_encoder_layers,
-        "decoder_layers": cfg.n_decoder_layers,
-        "encoder_attention_heads": cfg.n_heads,
-        "decoder_attention_heads": cfg.n_heads,
-        "encoder_ffn_dim": cfg.d_ff,
-        "decoder_ffn_dim": cfg.d_ff,
+        **bart_fields(cfg),
         "activation_function": activations[cfg.activation],
-        "max_position_embeddings": cfg.max_len,
-        "scale_embedding": cfg.scale_embeddings,
-        "dropout": cfg.dropout,
-        "attention_dropout": cfg.attention_dropout,
-        "activation_dropout": cfg.activation_dropout,
-        "pad_token_id": cfg.pad_id,
-        "eos_token_id": cfg.eos_id,
-        "decoder_start_token_id": cfg.bos_id,
         "tie_word_embeddings": True,
-        "is_encoder_decoder": True,
     }
 
 
@@ -242,10 +198,7 @@ def hub_tensors(model: Any) -> dict[str, Any]:
     `family_of` its config (the tied embedding written under each of its names)."""
     cfg = model.cfg
     state = {name: t.detach().float().cpu() for name, t in model.state_dict().items()}
-    tensors = {}
-    for ours, theirs in weight_names(cfg).items():
-        for name, part in zip(theirs, state[ours].chunk(len(theirs)), strict=True):
-            tensors[name] = part.clone().contiguous()
+    tensors = split_tensors(state, cfg)
     shared = tensors["model.decoder.embed_tokens.weight"]
     for name in ("model.shared.weight", "model.encoder.embed_tokens.weight", "lm_head.weight"):
         tensors[name] = shared.clone()

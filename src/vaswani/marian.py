@@ -70,6 +70,15 @@ def check_architecture(hf: dict[str, Any]) -> None:
     for field, expected in ARCHITECTURE_FIELDS.items():
         if field in hf and hf[field] != expected:
             raise refuse(hf, field, f"vaswani's Marian import needs {json.dumps(expected)}")
+    check_shared(hf)
+    if hf["decoder_start_token_id"] == hf["eos_token_id"]:
+        raise refuse(hf, "decoder_start_token_id", "decoding cannot start from end-of-sentence")
+
+
+def check_shared(hf: dict[str, Any]) -> None:
+    """Refuse, naming the field, what no model of the BART family vaswani imports (Marian,
+    M2M-100, mBART) may say: encoder and decoder of different widths, an activation vaswani does
+    not compute, token ids missing."""
     for a, b in (
         ("encoder_attention_heads", "decoder_attention_heads"),
         ("encoder_ffn_dim", "decoder_ffn_dim"),
@@ -81,8 +90,63 @@ def check_architecture(hf: dict[str, Any]) -> None:
     for field in ("pad_token_id", "eos_token_id", "decoder_start_token_id"):
         if not isinstance(hf.get(field), int):
             raise refuse(hf, field, "a token id is needed")
-    if hf["decoder_start_token_id"] == hf["eos_token_id"]:
-        raise refuse(hf, "decoder_start_token_id", "decoding cannot start from end-of-sentence")
+
+
+def bart_config(hf: dict[str, Any], switches: dict[str, Any]) -> ModelConfig:
+    """The `ModelConfig` of the BART-family config `hf` (sizes, dropouts, activation, token ids,
+    ties), with the family's `switches` (positions, norm, biases); a MarianImportError for a
+    missing field or settings that describe no valid model."""
+    try:
+        vocab, tgt_vocab, tie = embedding_ties(hf)
+        return ModelConfig(
+            vocab_size=vocab,
+            tgt_vocab_size=None if tgt_vocab == vocab else tgt_vocab,
+            d_model=hf["d_model"],
+            n_heads=hf["encoder_attention_heads"],
+            d_ff=hf["encoder_ffn_dim"],
+            n_encoder_layers=hf["encoder_layers"],
+            n_decoder_layers=hf["decoder_layers"],
+            dropout=hf.get("dropout", 0.1),
+            attention_dropout=hf.get("attention_dropout", 0.0),
+            activation_dropout=hf.get("activation_dropout", 0.0),
+            max_len=hf["max_position_embeddings"],
+            activation=ACTIVATIONS[hf.get("activation_function", "gelu")],
+            tie_embeddings=tie,
+            scale_embeddings=bool(hf.get("scale_embedding", False)),
+            layer_norm_eps=1e-5,
+            pad_id=hf["pad_token_id"],
+            bos_id=hf["decoder_start_token_id"],
+            eos_id=hf["eos_token_id"],
+            **switches,
+        )
+    except KeyError as error:
+        raise MarianImportError(f"config.json: no {error.args[0]} field") from None
+    except ValueError as error:
+        raise MarianImportError(f"config.json describes no valid model: {error}") from None
+
+
+def bart_fields(cfg: ModelConfig) -> dict[str, Any]:
+    """The config.json fields of a BART-family model that `bart_config` reads back: sizes,
+    dropouts, scaling and token ids (each family adds its architecture, activation and ties)."""
+    return {
+        "vocab_size": cfg.vocab_size,
+        "d_model": cfg.d_model,
+        "encoder_layers": cfg.n_encoder_layers,
+        "decoder_layers": cfg.n_decoder_layers,
+        "encoder_attention_heads": cfg.n_heads,
+        "decoder_attention_heads": cfg.n_heads,
+        "encoder_ffn_dim": cfg.d_ff,
+        "decoder_ffn_dim": cfg.d_ff,
+        "max_position_embeddings": cfg.max_len,
+        "scale_embedding": cfg.scale_embeddings,
+        "dropout": cfg.dropout,
+        "attention_dropout": cfg.attention_dropout,
+        "activation_dropout": cfg.activation_dropout,
+        "pad_token_id": cfg.pad_id,
+        "eos_token_id": cfg.eos_id,
+        "decoder_start_token_id": cfg.bos_id,
+        "is_encoder_decoder": True,
+    }
 
 
 def embedding_ties(hf: dict[str, Any]) -> tuple[int, int, str]:
@@ -105,36 +169,8 @@ def embedding_ties(hf: dict[str, Any]) -> tuple[int, int, str]:
 def model_config(hf: dict[str, Any]) -> ModelConfig:
     """The `ModelConfig` computing what `MarianMTModel` with config `hf` computes."""
     check_architecture(hf)
-    try:
-        vocab, tgt_vocab, tie = embedding_ties(hf)
-        return ModelConfig(
-            vocab_size=vocab,
-            tgt_vocab_size=None if tgt_vocab == vocab else tgt_vocab,
-            d_model=hf["d_model"],
-            n_heads=hf["encoder_attention_heads"],
-            d_ff=hf["encoder_ffn_dim"],
-            n_encoder_layers=hf["encoder_layers"],
-            n_decoder_layers=hf["decoder_layers"],
-            dropout=hf.get("dropout", 0.1),
-            attention_dropout=hf.get("attention_dropout", 0.0),
-            activation_dropout=hf.get("activation_dropout", 0.0),
-            max_len=hf["max_position_embeddings"],
-            positions="sinusoidal",
-            sinusoid_layout="halves",
-            norm="post",
-            activation=ACTIVATIONS[hf.get("activation_function", "gelu")],
-            tie_embeddings=tie,
-            scale_embeddings=bool(hf.get("scale_embedding", False)),
-            output_bias=True,
-            layer_norm_eps=1e-5,
-            pad_id=hf["pad_token_id"],
-            bos_id=hf["decoder_start_token_id"],
-            eos_id=hf["eos_token_id"],
-        )
-    except KeyError as error:
-        raise MarianImportError(f"config.json: no {error.args[0]} field") from None
-    except ValueError as error:
-        raise MarianImportError(f"config.json describes no valid model: {error}") from None
+    switches = {"positions": "sinusoidal", "sinusoid_layout": "halves", "norm": "post"}
+    return bart_config(hf, {**switches, "output_bias": True})
 
 
 def weight_names(cfg: ModelConfig) -> dict[str, list[str]]:
@@ -193,6 +229,16 @@ POSITION_TABLES = tuple(
     for side in ("encoder", "decoder")
     for name in ("weight", "weights")  # M2M-100 calls its buffer "weights"
 )
+
+
+def split_tensors(state: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str, torch.Tensor]:
+    """The Hugging Face tensors of vaswani's `state` by `weight_names(cfg)`: the fused
+    projections cut back into their parts (the inverse of `convert_weights`)."""
+    tensors = {}
+    for ours, theirs in weight_names(cfg).items():
+        for name, part in zip(theirs, state[ours].chunk(len(theirs)), strict=True):
+            tensors[name] = part.clone().contiguous()
+    return tensors
 
 
 def read_hf_weights(hf_dir: Path) -> dict[str, torch.Tensor]:

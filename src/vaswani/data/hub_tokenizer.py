@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from vaswani.data.spm import SentencePieceTokenizer, read_vocab
+from vaswani.data.tokenizer_file import TokenizerFile
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 
@@ -131,54 +132,33 @@ M2M_CODE_LISTS = {"m2m100": M2M100_CODES, "wmt21": WMT21_CODES}
 MADEUP_WORDS = 8
 
 
-class JsonTokenizer:
-    """A `tokenizer.json` (NLLB-200, mBART-50): text <-> ids with the model's own pieces."""
+class JsonTokenizer(TokenizerFile):
+    """A `tokenizer.json` (NLLB-200, mBART-50): text <-> ids with the model's own pieces and
+    special ids (not vaswani's 0..3), and as many ids as the model has (`ids`: NLLB-200's are two
+    more than its tokenizer's, 256,206 and 256,204)."""
 
     def __init__(self, path: Path, ids: int | None = None) -> None:
         from tokenizers import Tokenizer
 
         try:
-            self.tokenizer = Tokenizer.from_file(str(path))
+            tokenizer = Tokenizer.from_file(str(path))
         except Exception as error:  # tokenizers raises bare Exceptions for bad files
             raise ValueError(f"{path}: not a tokenizer.json ({error})") from None
-        # Text that spells a special token is text (see the module's docstring).
-        self.tokenizer.encode_special_tokens = True
         # A tokenizer.json saved after a padded call pads every batch to its longest text.
-        self.tokenizer.no_padding()
-        self.tokenizer.no_truncation()
-        specials = [self.tokenizer.token_to_id(token) for token in (PAD, BOS, EOS, UNK)]
-        if None in specials:
-            raise ValueError(f"{path}: the vocabulary lacks one of {PAD} {BOS} {EOS} {UNK}")
-        self.pad_id, self.bos_id, self.eos_id, self.unk_id = specials
-        self.own = self.tokenizer.get_vocab_size(with_added_tokens=True)
-        self.size = max(ids or 0, self.own)
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        try:
+            super().__init__(tokenizer, [PAD, BOS, EOS, UNK])
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
+        self.size = max(ids or 0, tokenizer.get_vocab_size())
 
     @property
     def vocab_size(self) -> int:
-        """The model's ids: NLLB-200's are two more than its tokenizer's (256,206 and 256,204)."""
         return self.size
 
-    def token_id(self, token: str) -> int | None:
-        return self.tokenizer.token_to_id(token)
-
-    def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False).ids
-
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
-
-    def encode_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-        encoding = self.tokenizer.encode(text, add_special_tokens=False)
-        return encoding.ids, encoding.offsets
-
-    def decode(self, ids: Iterable[int]) -> str:
-        own = self.own
-        return self.tokenizer.decode([i for i in ids if 0 <= i < own], skip_special_tokens=True)
-
-    def vocabulary(self) -> list[str]:
-        return [self.tokenizer.id_to_token(i) or f"<unused{i}>" for i in range(self.vocab_size)]
-
     def tokens(self, ids: Iterable[int]) -> list[str]:
+        """Each id's piece with the word-boundary mark shown as a space (for attention plots)."""
         return [(self.tokenizer.id_to_token(i) or UNK).replace("\u2581", " ") for i in ids]
 
 

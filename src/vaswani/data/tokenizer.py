@@ -16,6 +16,7 @@ from typing import Any
 from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, trainers
 from tokenizers.models import BPE
 
+from vaswani.data.tokenizer_file import TokenizerFile
 from vaswani.safe_io import member, read_json
 
 # Their ids are 0..3, matching ModelConfig's pad_id, bos_id, eos_id defaults.
@@ -37,18 +38,14 @@ def auto_vocab_size(words: int) -> int:
     return int(min(max(round(size / 500) * 500, VOCAB_RANGE[0]), VOCAB_RANGE[1]))
 
 
-class SubwordTokenizer:
-    """Text <-> token ids, with the special ids a `ModelConfig` needs."""
+class SubwordTokenizer(TokenizerFile):
+    """Text <-> token ids, with the special ids a `ModelConfig` needs (0..3)."""
 
     def __init__(self, tokenizer: Tokenizer) -> None:
-        self.tokenizer = tokenizer
-        # Text that spells a special token ("</s>") is ordinary text, not that token: otherwise a
-        # user's "</s>" would end the sentence early. (A run-time setting; tokenizer.json omits it.)
-        tokenizer.encode_special_tokens = True
         ids = [tokenizer.token_to_id(token) for token in SPECIAL_TOKENS]
         if ids != [0, 1, 2, 3]:
             raise ValueError(f"tokenizer must hold {SPECIAL_TOKENS} as ids 0..3, got {ids}")
-        self.pad_id, self.bos_id, self.eos_id, self.unk_id = ids
+        super().__init__(tokenizer, SPECIAL_TOKENS)
 
     @classmethod
     def train(
@@ -93,39 +90,10 @@ class SubwordTokenizer:
         data = json.loads(self.tokenizer.to_str())
         Path(path).write_text(json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
 
-    @property
-    def vocab_size(self) -> int:
-        return self.tokenizer.get_vocab_size()
-
     def add_special_tokens(self, tokens: list[str]) -> None:
         """Append `tokens` (e.g. target-language tokens) to the vocabulary as special tokens: BPE
         never makes them from text, text that spells one stays text, decoding drops them."""
         self.tokenizer.add_special_tokens(tokens)
-
-    def token_id(self, token: str) -> int | None:
-        """The id of a whole token of the vocabulary, or None."""
-        return self.tokenizer.token_to_id(token)
-
-    def encode(self, text: str) -> list[int]:
-        """Subword ids of `text`, without BOS/EOS (the batching adds them)."""
-        return self.tokenizer.encode(text, add_special_tokens=False).ids
-
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
-
-    def encode_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-        """`encode(text)` and where in `text` each token comes from: (start, end) characters."""
-        encoding = self.tokenizer.encode(text, add_special_tokens=False)
-        return encoding.ids, encoding.offsets
-
-    def decode(self, ids: Iterable[int]) -> str:
-        """Text of `ids`; special tokens are dropped, and ids outside the vocabulary too."""
-        size = self.vocab_size
-        return self.tokenizer.decode([i for i in ids if 0 <= i < size], skip_special_tokens=True)
-
-    def vocabulary(self) -> list[str]:
-        """Every token's own string, by id (byte-level marks such as 'Ġ' kept): unique."""
-        return [self.tokenizer.id_to_token(i) for i in range(self.vocab_size)]
 
     def tokens(self, ids: Iterable[int]) -> list[str]:
         """Each id as readable text (for attention plots): bytes decoded, not 'Ġ'-marked."""
