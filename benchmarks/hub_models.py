@@ -157,7 +157,9 @@ def main() -> None:
     parser.add_argument("--shortlist-per-token", type=int, default=10)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--fine-tune-batch", type=int, default=16)
-    parser.add_argument("--fine-tune-precisions", nargs="+", default=["fp32", "bf16"])
+    parser.add_argument(
+        "--fine-tune-precisions", nargs="*", default=["fp32", "bf16"], help="none: no fine-tuning"
+    )
     parser.add_argument("--skip-decoding", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

@@ -43,9 +43,8 @@ from vaswani.safe_io import read_json
 FAMILIES = {"m2m_100": "M2M100ForConditionalGeneration", "mbart": "MBartForConditionalGeneration"}
 # Kept from the Hugging Face folder, beside the tokenizer, for `vaswani export --to huggingface`.
 KEPT = ("tokenizer_config.json", "special_tokens_map.json", "generation_config.json")
-HF_CONFIG = (
-    "hf_config.json"  # the imported config.json: the ids and settings vaswani has no use for
-)
+# The imported config.json, kept for export: the ids and settings vaswani has no use for.
+HF_CONFIG = "hf_config.json"
 JSON_TOKENIZER, SPM, VOCAB = "tokenizer.json", "sentencepiece.bpe.model", "vocab.json"
 # The language tokens of each family's tokenizer.json: NLLB's "spa_Latn", mBART-50's "es_XX".
 LANGUAGE_TOKEN = re.compile(r"^([a-z]{3}_[A-Z][a-z]{3}|[a-z]{2}_[A-Z]{2})$")
@@ -89,7 +88,10 @@ def tokenizer_files(hf_dir: Path) -> tuple[dict[str, Any], list[str]]:
         found = sorted(
             (t["id"], t["content"])
             for t in added
-            if isinstance(t, dict) and LANGUAGE_TOKEN.match(str(t.get("content", "")))
+            if isinstance(added, list)
+            if isinstance(t, dict)
+            and isinstance(t.get("id"), int)
+            and LANGUAGE_TOKEN.match(str(t.get("content", "")))
         )
         return {"kind": "hub", "files": {"src": JSON_TOKENIZER, "tgt": JSON_TOKENIZER}}, [
             token for _, token in found

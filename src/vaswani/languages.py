@@ -268,7 +268,7 @@ def hub_languages(tokens: list[str]) -> dict[str, str]:
     "spa_Latn", mBART-50's "es_XX" and M2M-100's "__es__" are all "es". A language written in
     two scripts ("zho_Hans", "zho_Hant") keeps the bare code for the script CLDR says is usual
     and gets the script after it for the other ("zh", "zh_hant")."""
-    parsed: dict[str, list[tuple[str, str]]] = {}
+    parsed: dict[str, list[tuple[bool, str, str]]] = {}
     for token in tokens:
         inner = token[2:-2] if token.startswith("__") and token.endswith("__") else token
         base, _, rest = inner.partition("_")
