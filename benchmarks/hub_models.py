@@ -134,7 +134,9 @@ def int8_generate_rows(hf, src: torch.Tensor, args) -> list[str]:  # noqa: ANN00
     """transformers' generate with its linear layers quantized to int8 (dynamic, PyTorch's)."""
     from decode_speed import generate_fixed
 
-    quantized = torch.ao.quantization.quantize_dynamic(hf, {torch.nn.Linear}, dtype=torch.qint8)
+    quantized = torch.ao.quantization.quantize_dynamic(  # from fp32 (compare() may have cast it)
+        hf.float(), {torch.nn.Linear}, dtype=torch.qint8
+    )
     rows = []
     for beams in args.beams:
         for new in args.new:

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from vaswani.config import DecodeConfig
 from vaswani.decoding.search import decode
-from vaswani.decoding.text import TextModel
+from vaswani.decoding.text import TextModel, split_prefix
 from vaswani.errors import VaswaniError
 from vaswani.model import sinusoidal_encoding
 from vaswani.run import METRICS
@@ -115,12 +115,17 @@ def attention_figures(
     ids = src_tokenizer.encode(text)
     if not ids:
         raise ValueError("the sentence to plot is empty")
-    ids = [*(prefix or []), *ids]
+    before, start = split_prefix(prefix, tm.forces_target)  # a forced language token: target's
+    ids = [*before, *ids]
     if len(ids) + 1 > cfg.max_len:
         raise ValueError(f"the sentence has {len(ids) + 1} tokens, over max_len={cfg.max_len}")
     src = torch.tensor([[*ids, cfg.eos_id]], device=device)
+    forced = torch.tensor(start, device=device) if start else None
     with torch.no_grad():
-        output = decode(model, src, DecodeConfig(beam_size=1))[0][0].tokens
+        output = [
+            *start,
+            *decode(model, src, DecodeConfig(beam_size=1), forced=forced)[0][0].tokens,
+        ]
         tgt = torch.tensor([[cfg.bos_id, *output]], device=device)
         maps = model.attention_maps(src, tgt)
     src_labels = [*src_tokenizer.tokens(ids), "</s>"]

@@ -35,6 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     attention.add_argument(
         "--target", metavar="LANG", help="a multilingual model: the language to translate into"
     )
+    attention.add_argument(
+        "--source-lang",
+        metavar="LANG",
+        help="the sentence's language, for a model told it (NLLB-200, M2M-100, mBART-50)",
+    )
     positions = kinds.add_parser(
         "positional-encoding",
         help="the sinusoidal encoding as a heat map",
@@ -70,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         if args.what == "attention":
             loaded = load_for_inference(args, TRANSLATE)
             out = args.out or Path("attention.png")
-            prefixes = loaded.prefixes(args.target, 1)
+            prefixes = loaded.prefixes(args.target, 1, args.source_lang)
             plot.attention(loaded, args.sentence, out, prefixes[0] if prefixes else None)
             for kind in ("encoder", "decoder", "cross"):
                 print(f"wrote {out.with_name(f'{out.stem}-{kind}{out.suffix}')}")
