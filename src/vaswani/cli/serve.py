@@ -61,6 +61,7 @@ LIMITS = (
     "batch_wait_ms",
     "batch_tokens",
     "dynamic_batching",
+    "metrics",
 )
 FLAGS = {"timeout_s": "--timeout", "dynamic_batching": "--batching", "file_ttl_s": "--file-ttl"}
 # The search settings of a request that gives none; beam_size is ServeSettings'.

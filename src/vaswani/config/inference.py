@@ -158,6 +158,9 @@ class ServeSettings:
     """Token budget of one model call (source tokens x beam size)."""
     dynamic_batching: bool = True
     """False: one request per model call (for comparison)."""
+    metrics: bool = False
+    """GET /metrics in Prometheus' text format: requests, rejections, characters, batches, time
+    per request and per token, queues (`vaswani.serve.metrics`); never a key or a text."""
     precision: str = one_of("auto", PRECISIONS)
     """bf16, fp16, fp32, or auto: chosen for the model's device (`vaswani.device`)."""
     decoding: DecodeConfig = dataclasses.field(default_factory=DecodeConfig)

@@ -4,7 +4,6 @@ with uvicorn."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import signal
 import socket
 import time
@@ -24,6 +23,7 @@ from vaswani.device import pick_precision
 from vaswani.errors import VaswaniError
 from vaswani.serve.file_api import FileService
 from vaswani.serve.libre import Access, Libre, request_fields
+from vaswani.serve.native import native_translate, over, stream_translation
 from vaswani.serve.pairs import Pairs, spelling
 from vaswani.serve.schemas import (
     BodyError,
@@ -38,19 +38,11 @@ from vaswani.serve.schemas import (
     json_body,
 )
 from vaswani.serve.worker import (
-    Route,
     Targeted,
     Worker,
-    prepared_for,
-    text_problems,
-    translated,
-    with_aids,
 )
 from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, TRANSLATE
-from vaswani.translation.align import pharaoh
-from vaswani.translation.documents import fuzzy_record, terms_record
 from vaswani.translation.engine import Engine
-from vaswani.translation.glossary import Glossary
 from vaswani.translation.request import Aids
 from vaswani.translation.request import Request as Asked
 
@@ -165,6 +157,13 @@ def create_app(
         max_bytes=settings.max_body_bytes,
         larger={"/translate_file": settings.max_file_bytes + (1 << 16)},  # + the form's fields
     )
+    if settings.metrics:
+        from vaswani.serve.metrics import Metrics
+
+        metrics = Metrics()
+        for worker in workers:
+            metrics.watch(worker)
+        metrics.add_routes(app)
     app.get("/health")(workers[0].health if len(workers) == 1 else health_of(pairs))
     workers[0].endpoint.route(app, state)
     if libre is not None:
@@ -182,11 +181,6 @@ def health_of(pairs: Pairs) -> Callable[[], JSONResponse]:
         return JSONResponse(body, status_code=200 if ok else 503)
 
     return health
-
-
-def over(name: str, value: int | None, limit: int) -> list[str]:
-    """A request setting over the server's limit, as a problem."""
-    return [f"{name} {value} is over the limit of {limit}"] if value and value > limit else []
 
 
 TRANSLATE_BODY = {  # for /docs: the route reads its body itself, to take either API
@@ -244,49 +238,11 @@ def translate_route(app: FastAPI, state: State) -> None:
         except ValidationError as error:
             return validation_response(error.errors())
         worker, middle = state.translator(asked.source, asked.target)
+        if asked.stream:  # server-sent events, a sentence at a time
+            return stream_translation(asked, worker, settings)
         answer = await native_translate(asked, worker, settings)
         answer.pivot = middle
         return answer
-
-
-async def native_translate(
-    asked: TranslateRequest, worker: Route, settings: ServeSettings
-) -> TranslateResponse:
-    texts, beam = asked.all_texts(), asked.beam_size or settings.beam_size
-    decoding = dataclasses.replace(
-        settings.decoding,
-        beam_size=beam,
-        max_new_tokens=asked.max_length,
-        batch_tokens=max(settings.batch_tokens, beam),
-    )
-    glossary = Glossary.of(asked.glossary.items()) if asked.glossary else None
-    split = asked.split and not text_problems(texts, settings)  # refused before splitting
-    request = Asked(decoding=decoding, split=split, language=asked.source, align=asked.alignments)
-    request = with_aids(worker, request, glossary)
-    prepared = prepared_for(worker, texts, request)
-    problems, tokens = worker.problems(
-        texts, worker.model.cfg.max_len, sentences=prepared.sentences
-    )
-    problems += over("beam_size", beam, settings.max_beam_size)
-    problems += over("max_length", asked.max_length, settings.max_length)
-    start = time.perf_counter()
-    if asked.alignments and worker.aligner is None:
-        problems.append("alignments are not given for a pair translated through a pivot")
-    done = await translated(worker, prepared, request, (problems, tokens))
-    best, aids = done.best, worker.aids
-    return TranslateResponse(
-        translations=[t.text if t else "" for t in best],
-        confidences=[round(t.confidence, 4) if t else 1.0 for t in best],
-        alignments=[pharaoh(a) for a in done.alignments] if request.align else None,
-        origins=[t.origin if t else "model" for t in best] if aids and aids.memory else None,
-        fuzzy_matches=[fuzzy_record(t) for t in best] if aids and aids.fuzzy_threshold else None,
-        terms=[terms_record(t) for t in best] if request.aids.glossary else None,
-        unsafe=[t.unsafe if t else None for t in best]
-        if any(t and t.unsafe for t in best)
-        else None,
-        beam_size=beam,
-        seconds=time.perf_counter() - start,
-    )
 
 
 def generate_route(app: FastAPI, state: State) -> None:

@@ -41,6 +41,10 @@ class TranslateRequest(TextsRequest):
     )
     max_length: int | None = Field(default=None, ge=1, le=INT32, description="most output tokens")
     source: str | None = Field(default=None, description="source language, with several models")
+    stream: bool = Field(
+        default=False,
+        description="answer as server-sent events (text/event-stream), one a sentence, in order",
+    )
     target: str | None = Field(default=None, description="target language, with several models")
     split: bool = Field(
         default=True,

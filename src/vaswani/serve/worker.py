@@ -48,12 +48,16 @@ class Worker:
     for all its pairs (`Targeted` views); a batch may mix target languages."""
 
     prefix: list[int] | None = None  # a worker asked for no target language
+    metrics: Any = None
+    """Where its model calls are counted (`serve.metrics.Metrics`), with `serve --metrics`."""
     aids: Aids | None = None
     """The glossary and translation memory of the model served without a language pair."""
 
     def __init__(self, engine: Engine, settings: ServeSettings, endpoint: Any) -> None:
         self.engine = engine
         """The model with its tokenizers, shortlist, calibration and precision."""
+        self.name = engine.path.name if engine.path is not None else "model"
+        """What metrics call its model: its run directory's name."""
         self.task = engine.task
         self.endpoint = endpoint
         """The `serve.app.Endpoint` of the task: its route, its model call, its health check."""
@@ -244,11 +248,15 @@ class Worker:
         prefixes = None
         if any(job.prefix is not None for job in batch):
             prefixes = [job.prefix or [] for job in batch for _ in job.texts]
+        started = time.perf_counter()
         try:
             out: list[Any] | Exception = self.run(texts, batch[0].settings, prefixes)
         except Exception as error:  # answered to the request, the server keeps serving
             out = error
         self.batches += 1
+        if self.metrics is not None:
+            tokens = sum(job.tokens for job in batch)
+            self.metrics.model_call(self.name, texts, tokens, time.perf_counter() - started)
         start = 0
         for job in batch:
             if isinstance(out, Exception):
