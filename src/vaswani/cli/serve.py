@@ -94,6 +94,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--api-keys", type=Path, metavar="FILE", help="LibreTranslate API keys, one a line"
     )
     parser.add_argument(
+        "--keys-db",
+        type=Path,
+        metavar="FILE",
+        help="API keys with limits of their own, made with `vaswani keys --db FILE add`; "
+        "a key's limits replace --rate-limit's",
+    )
+    parser.add_argument(
         "--rate-limit",
         type=positive_int,
         metavar="N",
@@ -198,6 +205,13 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("give --checkpoint RUN_DIR, or one or more --model SRC:TGT=RUN_DIR")
     settings = serve_settings(args)
     access = Access.from_file(args.api_keys, args.rate_limit)
+    if args.keys_db is not None:
+        from vaswani.serve.keys import KeyStore, KeyStoreError
+
+        try:
+            access.store = KeyStore(args.keys_db)
+        except KeyStoreError as error:
+            raise CliError(str(error)) from None
     served: list[Served] = []
     loaded_runs: dict[Path, Engine] = {}  # a run named twice: loaded once
     asked = args.precision

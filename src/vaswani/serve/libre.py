@@ -37,6 +37,7 @@ from vaswani.documents.html import HtmlDocument, HtmlError
 from vaswani.errors import VaswaniError
 from vaswani.languages import lingua_language
 from vaswani.safe_io import read_text
+from vaswani.serve.keys import KeyStore
 from vaswani.serve.pairs import Pairs
 from vaswani.serve.schemas import BodyError, json_body
 from vaswani.serve.worker import Worker, prepared_for, text_problems, translated, with_aids
@@ -62,10 +63,17 @@ class AccessError(VaswaniError):
 
 class Access:
     """Optional API keys (a file, one key a line) and a per-key (or, without keys, per-client)
-    limit of requests a minute: a token bucket refilled continuously."""
+    limit of requests a minute: a token bucket refilled continuously. Keys in a database
+    (`store`, `serve --keys-db`) have limits of their own, requests a minute and characters a
+    day, counted in the database for every server that shares it."""
 
-    def __init__(self, keys: set[str] | None = None, per_minute: int | None = None) -> None:
-        self.keys, self.per_minute = keys, per_minute
+    def __init__(
+        self,
+        keys: set[str] | None = None,
+        per_minute: int | None = None,
+        store: KeyStore | None = None,
+    ) -> None:
+        self.keys, self.per_minute, self.store = keys, per_minute, store
         self.buckets: dict[str, tuple[float, float]] = {}
         self.lock = threading.Lock()
 
@@ -79,8 +87,18 @@ class Access:
             raise AccessError(f"--api-keys {path}: no key in it (one key a line)")
         return cls(keys, per_minute)
 
-    def check(self, key: Any, client: str) -> None:
-        """403 for a missing or wrong key (when keys are set), 429 over the rate limit."""
+    def check(self, key: Any, client: str, chars: int = 0) -> None:
+        """403 for a missing or wrong key (when keys are set), 429 over the rate limit (or a
+        database key's limits, `chars` counted against its day's)."""
+        if self.store is not None:
+            found = self.store.get(key) if isinstance(key, str) and key else None
+            if found is not None:
+                why = self.store.spend(found, chars)
+                if why is not None:
+                    raise LibreError(429, why)
+                return
+            if self.keys is None:
+                raise LibreError(403, "Invalid API key" if key else "An API key is required")
         if self.keys is not None and (not isinstance(key, str) or key not in self.keys):
             raise LibreError(403, "Invalid API key" if key else "An API key is required")
         if self.per_minute is None:
@@ -258,7 +276,9 @@ class Libre:
 
     async def translate(self, request: Request, fields: dict[str, Any]) -> JSONResponse:
         try:
-            self.access.check(string_fields(fields).get("api_key"), client_of(request))
+            q = fields.get("q")
+            chars = sum(len(t) for t in (q if isinstance(q, list) else [q]) if isinstance(t, str))
+            self.access.check(string_fields(fields).get("api_key"), client_of(request), chars)
             return JSONResponse(await self.translated(fields))
         except LibreError as error:
             return error.response()

@@ -1,0 +1,145 @@
+"""API keys with limits of their own, in a database (`vaswani keys`, `serve --keys-db FILE`), as
+LibreTranslate's `ltmanage keys` keeps them: each key with its requests a minute and, optionally,
+its characters a day.
+
+The database is SQLite (Python's own `sqlite3`), one file. The usage counts live in it too, so
+every server process given the same file (replicas on one machine) counts each key once. Writes are
+short transactions; SQLite's lock orders them, and a busy database is waited on for up to 10 s.
+Requests are counted in one-minute windows and characters in UTC days, the windows' rows
+deleted when they are over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from vaswani.errors import VaswaniError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS api_keys (
+    key TEXT PRIMARY KEY,
+    name TEXT,
+    req_limit INTEGER NOT NULL,
+    char_limit INTEGER,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS key_usage (
+    key TEXT NOT NULL,
+    window TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (key, window)
+);
+"""
+
+
+class KeyStoreError(VaswaniError):
+    """A keys database that cannot be opened or used; the message names it."""
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    key: str
+    name: str | None
+    req_limit: int
+    """Requests a minute."""
+    char_limit: int | None
+    """Characters a day (UTC); None: no limit."""
+
+
+class KeyStore:
+    """The keys database at `path` (created when `create`, else it must exist)."""
+
+    def __init__(self, path: Path, create: bool = False) -> None:
+        path = Path(path)
+        if str(path).startswith(("postgres://", "postgresql://")):
+            raise KeyStoreError(f"{path}: PostgreSQL is not supported yet; give a SQLite file")
+        if not create and not path.is_file():
+            raise KeyStoreError(
+                f"{path}: no keys database; make one with `vaswani keys --db {path} add N`"
+            )
+        self.path = path
+        try:
+            with self.connect() as db:
+                db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as error:
+            raise KeyStoreError(f"{path}: not a keys database ({error})") from None
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[sqlite3.Connection]:
+        """A connection whose statements are one transaction (taking the write lock at its
+        first statement, so a read-then-write cannot interleave with another process'),
+        committed or rolled back, then closed."""
+        db = sqlite3.connect(self.path, timeout=10.0, isolation_level="IMMEDIATE")
+        try:
+            with db:
+                yield db
+        finally:
+            db.close()
+
+    def add(self, req_limit: int, char_limit: int | None = None, name: str | None = None) -> ApiKey:
+        """A new key (random, 128 bits), stored with its limits."""
+        if req_limit < 1 or (char_limit is not None and char_limit < 1):
+            raise KeyStoreError("limits are counts of 1 or more")
+        found = ApiKey(secrets.token_hex(16), name, req_limit, char_limit)
+        with self.connect() as db:
+            db.execute(
+                "INSERT INTO api_keys VALUES (?, ?, ?, ?, ?)",
+                (found.key, name, req_limit, char_limit, time.time()),
+            )
+        return found
+
+    def listed(self) -> list[ApiKey]:
+        with self.connect() as db:
+            rows = db.execute(
+                "SELECT key, name, req_limit, char_limit FROM api_keys ORDER BY created"
+            ).fetchall()
+        return [ApiKey(*row) for row in rows]
+
+    def remove(self, key: str) -> bool:
+        """Whether there was such a key (its usage goes with it)."""
+        with self.connect() as db:
+            gone = db.execute("DELETE FROM api_keys WHERE key = ?", (key,)).rowcount
+            db.execute("DELETE FROM key_usage WHERE key = ?", (key,))
+        return gone > 0
+
+    def get(self, key: str) -> ApiKey | None:
+        with self.connect() as db:
+            row = db.execute(
+                "SELECT key, name, req_limit, char_limit FROM api_keys WHERE key = ?", (key,)
+            ).fetchone()
+        return ApiKey(*row) if row else None
+
+    def spend(self, key: ApiKey, chars: int, now: float | None = None) -> str | None:
+        """Count a request of `chars` characters against `key`; why it is refused (over its
+        requests a minute or characters a day, the request not counted), or None."""
+        now = time.time() if now is None else now
+        minute = f"m{int(now // 60)}"
+        day = "d" + time.strftime("%Y-%m-%d", time.gmtime(now))
+        with self.connect() as db:
+            db.execute(
+                "DELETE FROM key_usage WHERE key = ? AND window NOT IN (?, ?)",
+                (key.key, minute, day),
+            )
+            used = dict(
+                db.execute(
+                    "SELECT window, count FROM key_usage WHERE key = ? AND window IN (?, ?)",
+                    (key.key, minute, day),
+                ).fetchall()
+            )
+            if used.get(minute, 0) + 1 > key.req_limit:
+                return f"Too many requests: the limit of this key is {key.req_limit} a minute"
+            if key.char_limit is not None and used.get(day, 0) + chars > key.char_limit:
+                return f"Too many characters: the limit of this key is {key.char_limit:,} a day"
+            for window, count in ((minute, 1), (day, chars)):
+                db.execute(
+                    "INSERT INTO key_usage VALUES (?, ?, ?) ON CONFLICT (key, window) "
+                    "DO UPDATE SET count = count + excluded.count",
+                    (key.key, window, count),
+                )
+        return None

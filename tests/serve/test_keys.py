@@ -1,0 +1,93 @@
+"""API keys with limits of their own in a database: `vaswani keys` and `serve --keys-db`."""
+
+import subprocess
+import sys
+
+import pytest
+
+from helpers import Server
+from vaswani.cli import main
+from vaswani.serve import Served, ServeSettings, create_app
+from vaswani.serve.keys import KeyStore, KeyStoreError
+from vaswani.serve.libre import Access, LibreError
+from vaswani.translation.engine import load_run
+
+
+def test_the_command_adds_lists_and_removes_keys(tmp_path, capsys):
+    db = tmp_path / "keys.db"
+    assert (
+        main(["keys", "--db", str(db), "add", "60", "--char-limit", "5000", "--name", "ann"]) == 0
+    )
+    key = capsys.readouterr().out.strip()
+    assert len(key) == 32 and int(key, 16) >= 0
+    assert main(["keys", "--db", str(db), "list"]) == 0
+    listed = capsys.readouterr().out
+    assert key in listed and "60 requests a minute, 5,000 characters a day" in listed
+    assert "ann" in listed
+    assert main(["keys", "--db", str(db), "remove", key]) == 0
+    assert main(["keys", "--db", str(db), "remove", key]) == 2
+    assert f"no key {key}" in capsys.readouterr().err
+    assert main(["keys", "--db", str(tmp_path / "none.db"), "list"]) == 2
+    assert "no keys database" in capsys.readouterr().err
+
+
+def test_a_keys_limits_per_minute_and_per_day(tmp_path):
+    store = KeyStore(tmp_path / "keys.db", create=True)
+    key = store.add(2, char_limit=30)
+    start = 1_800_000_000.0  # a minute's start
+    assert store.spend(key, 10, start) is None
+    assert store.spend(key, 10, start + 1) is None
+    assert "2 a minute" in store.spend(key, 1, start + 2)
+    assert store.spend(key, 5, start + 61) is None  # a new minute
+    assert "30 a day" in store.spend(key, 6, start + 62)  # 25 + 6 characters today
+    assert store.spend(key, 30, start + 86_400) is None  # a new day
+    with pytest.raises(KeyStoreError, match="not a keys database"):
+        (tmp_path / "text.db").write_text("not sqlite at all, long enough to be read" * 10)
+        KeyStore(tmp_path / "text.db")
+
+
+def test_servers_sharing_the_database_count_each_key_once(tmp_path):
+    """Two stores (as two server processes would open it) and a process of its own."""
+    path = tmp_path / "keys.db"
+    key = KeyStore(path, create=True).add(3).key
+    first, second = Access(store=KeyStore(path)), Access(store=KeyStore(path))
+    first.check(key, "a")
+    second.check(key, "b")
+    spend = (
+        "import sys; from vaswani.serve.keys import KeyStore; s = KeyStore(sys.argv[1]); "
+        "print(s.spend(s.get(sys.argv[2]), 0))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", spend, str(path), key], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "None"
+    for access in (first, second):
+        with pytest.raises(LibreError) as refused:
+            access.check(key, "c")
+        assert refused.value.status == 429
+
+
+def test_served_keys_get_libretranslates_answers(numbers_run, tmp_path):
+    store = KeyStore(tmp_path / "keys.db", create=True)
+    fast, wordy = store.add(2), store.add(100, char_limit=12)
+    access = Access(None, per_minute=1, store=store)  # --rate-limit 1: a key's own replace it
+    app = create_app(
+        settings=ServeSettings(precision="fp32"),
+        served=[Served(load_run(numbers_run), "en", "de")],
+        access=access,
+    )
+    server = Server(app)
+    try:
+        asked = {"q": "four two", "source": "en", "target": "de"}
+        assert server.request("POST", "/translate", {**asked, "api_key": fast.key})[0] == 200
+        assert server.request("POST", "/translate", {**asked, "api_key": fast.key})[0] == 200
+        status, body = server.request("POST", "/translate", {**asked, "api_key": fast.key})
+        assert status == 429 and "a minute" in body["error"]
+        assert server.request("POST", "/translate", {**asked, "api_key": wordy.key})[0] == 200
+        status, body = server.request("POST", "/translate", {**asked, "api_key": wordy.key})
+        assert status == 429 and "12 a day" in body["error"]  # 8 + 8 characters
+        status, body = server.request("POST", "/translate", {**asked, "api_key": "made-up"})
+        assert status == 403 and body["error"] == "Invalid API key"
+        assert server.request("POST", "/translate", asked)[0] == 403
+    finally:
+        server.stop()
