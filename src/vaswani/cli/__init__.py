@@ -34,6 +34,7 @@ from vaswani.cli import (
     runs,
     serve,
     shortlist,
+    suggestions,
     train,
     translate,
 )
@@ -55,6 +56,7 @@ COMMANDS = {
     "classify": classify,
     "serve": serve,
     "keys": keys,
+    "suggestions": suggestions,
     "plot": plot,
     "runs": runs,
     "average": average,

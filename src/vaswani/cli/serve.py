@@ -101,6 +101,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "a key's limits replace --rate-limit's",
     )
     parser.add_argument(
+        "--suggestions",
+        type=Path,
+        metavar="FILE",
+        help="take users' better translations (POST /suggest) into this SQLite file (made "
+        "where missing); `vaswani suggestions FILE --tmx OUT` writes them out",
+    )
+    parser.add_argument(
         "--rate-limit",
         type=positive_int,
         metavar="N",
@@ -251,7 +258,21 @@ def run(args: argparse.Namespace) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}: reachable from other machines", file=sys.stderr)
     print(f"serving {what_is_served(args)} on http://{args.host}:{args.port} (docs at /docs)")
-    app = create_app(settings=settings, served=served, access=access, pivot=args.pivot)
+    suggestions = None
+    if args.suggestions is not None:
+        from vaswani.serve.suggestions import Suggestions, SuggestionsError
+
+        try:
+            suggestions = Suggestions(args.suggestions)
+        except SuggestionsError as error:
+            raise CliError(str(error)) from None
+    app = create_app(
+        settings=settings,
+        served=served,
+        access=access,
+        pivot=args.pivot,
+        suggestions=suggestions,
+    )
     serve(app, args.host, args.port, sock=sock)
     print("server stopped")
     return 0

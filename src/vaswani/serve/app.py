@@ -37,6 +37,7 @@ from vaswani.serve.schemas import (
     TranslateResponse,
     json_body,
 )
+from vaswani.serve.suggestions import Suggestions
 from vaswani.serve.worker import (
     Targeted,
     Worker,
@@ -100,12 +101,14 @@ def create_app(
     served: list[Served] | None = None,
     access: Access | None = None,
     pivot: bool = True,
+    suggestions: Suggestions | None = None,
 ) -> FastAPI:
     """The HTTP API over an engine, or over several translation engines named by language pair
     (`served`): GET /health, and POST /translate (with the LibreTranslate API beside it),
     /generate or /classify by the kind of model. `access`: API keys and a rate limit for the
     LibreTranslate endpoints. `pivot`: translate a pair no model serves through a middle
-    language when two served pairs chain (de->en, en->fr). An engine whose precision nothing
+    language when two served pairs chain (de->en, en->fr). `suggestions`: where POST /suggest
+    keeps users' translations (none: it answers 403). An engine whose precision nothing
     decided (`load_run`, or built from a model in Python) computes in `settings.precision`."""
     settings = settings or ServeSettings()
     served = served or [Served(engine)]
@@ -134,7 +137,7 @@ def create_app(
         pivot,
         spelling([s.engine.languages for s in served]),
     )
-    libre = Libre(pairs, access or Access(), settings) if pairs.workers else None
+    libre = Libre(pairs, access or Access(), settings, suggestions) if pairs.workers else None
     state = State(settings, workers, pairs, libre)
 
     @contextlib.asynccontextmanager

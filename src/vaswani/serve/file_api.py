@@ -82,7 +82,7 @@ class FileService:
                 "frontendTimeout": 500,
                 "apiKeys": keys,
                 "keyRequired": keys,
-                "suggestions": False,
+                "suggestions": self.libre.suggestions is not None,
                 "filesTranslation": True,
                 "supportedFilesFormat": sorted(available()),
                 "language": {

@@ -40,6 +40,7 @@ from vaswani.safe_io import read_text
 from vaswani.serve.keys import KeyStore
 from vaswani.serve.pairs import Pairs
 from vaswani.serve.schemas import BodyError, json_body
+from vaswani.serve.suggestions import Suggestions
 from vaswani.serve.worker import Worker, prepared_for, text_problems, translated, with_aids
 from vaswani.translation.request import Request as Asked
 
@@ -223,14 +224,23 @@ def alternatives_of(fields: dict[str, Any], max_beam: int) -> int:
 class Libre:
     """The LibreTranslate endpoints over the translation workers `pairs`."""
 
-    def __init__(self, pairs: Pairs, access: Access, settings: Any) -> None:
+    def __init__(
+        self,
+        pairs: Pairs,
+        access: Access,
+        settings: Any,
+        suggestions: Suggestions | None = None,
+    ) -> None:
         self.pairs, self.access, self.settings = pairs, access, settings
         self.detector = Detector(sorted({source for source, _ in pairs.workers}))
+        self.suggestions = suggestions
+        """Where POST /suggest stores what users send (`serve --suggestions FILE`)."""
 
     def add_routes(self, app: FastAPI) -> None:
         app.get("/languages")(self.languages)
         app.post("/detect")(self.detect_endpoint)
         app.post("/attention")(self.attention_endpoint)
+        app.post("/suggest")(self.suggest)
         app.get("/", response_class=HTMLResponse, include_in_schema=False)(self.page)
 
     async def page(self) -> HTMLResponse:
@@ -259,6 +269,28 @@ class Libre:
             return error.response()
         except HTTPException as error:
             return as_libre_error(error)
+
+    async def suggest(self, request: Request) -> JSONResponse:
+        """A user's better translation: q (the text), s (its translation), source, target;
+        {"success": true} once stored, 403 where suggestions are off (as LibreTranslate)."""
+        try:
+            fields = await request_fields(request, await request.body())
+            self.access.check(fields.get("api_key"), client_of(request))
+            if self.suggestions is None:
+                raise LibreError(403, "Suggestions are disabled on this server.")
+            source, target = (self.pairs.spelt(fields.get(k)) for k in ("source", "target"))
+            if (source, target) not in self.pairs.workers:
+                raise LibreError(400, f"{source}:{target} is not served; see /languages")
+            texts = [fields.get(k) for k in ("q", "s")]
+            if not all(isinstance(t, str) and t.strip() for t in texts):
+                raise LibreError(400, "Invalid request: give q (the text) and s (its translation)")
+            problems = text_problems(texts, self.settings)
+            if problems:
+                raise LibreError(400, "Invalid request: " + "; ".join(problems))
+            self.suggestions.add(source, target, *texts)
+            return JSONResponse({"success": True})
+        except LibreError as error:
+            return error.response()
 
     async def languages(self) -> JSONResponse:
         """The source languages served, each with the targets it can be translated into."""
