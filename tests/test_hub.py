@@ -238,10 +238,11 @@ def test_the_cli_translates_between_any_two_languages(family, capsys, tmp_path):
     flags = ["--source-lang", "de", "--target", "en", "--beam-size", "1"]
     code = main(["translate", "--checkpoint", str(run), *flags, TEXTS["de"][1]])
     assert code == 0 and capsys.readouterr().out.strip()
-    out = tmp_path / "attention.png"
-    flags = ["--source-lang", "de", "--target", "en", "--out", str(out)]
-    assert main(["plot", "attention", "--checkpoint", str(run), *flags, TEXTS["de"][1]]) == 0
-    assert out.with_name("attention-cross.png").stat().st_size > 1000
+    if name == "nllb":  # the pictures of one family: the forced token is placed the same way
+        out = tmp_path / "attention.png"
+        flags = ["--source-lang", "de", "--target", "en", "--out", str(out)]
+        assert main(["plot", "attention", "--checkpoint", str(run), *flags, TEXTS["de"][1]]) == 0
+        assert out.with_name("attention-cross.png").stat().st_size > 1000
 
 
 def test_other_architectures_are_refused_by_name(family, tmp_path):
