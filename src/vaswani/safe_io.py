@@ -346,3 +346,19 @@ def built_in_place(out: Path) -> Iterator[Path]:
             work.rename(out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def sqlite_transaction(path: Path, immediate: bool = False) -> Iterator[Any]:
+    """A connection to the SQLite file `path` whose statements are one transaction, committed or
+    rolled back, then closed; a database another process holds is waited on for up to 10 s. With
+    `immediate` the transaction takes the write lock at its first statement, so that a
+    read-then-write cannot interleave with another process'."""
+    import sqlite3
+
+    db = sqlite3.connect(path, timeout=10.0, isolation_level="IMMEDIATE" if immediate else "")
+    try:
+        with db:
+            yield db
+    finally:
+        db.close()

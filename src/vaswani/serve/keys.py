@@ -15,11 +15,11 @@ import contextlib
 import secrets
 import sqlite3
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from vaswani.errors import VaswaniError
+from vaswani.safe_io import sqlite_transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS api_keys (
@@ -57,7 +57,7 @@ class KeyStore:
 
     def __init__(self, path: Path, create: bool = False) -> None:
         path = Path(path)
-        if str(path).startswith(("postgres://", "postgresql://")):
+        if str(path).startswith(("postgres:", "postgresql:")):  # (a Path keeps one slash)
             raise KeyStoreError(f"{path}: PostgreSQL is not supported yet; give a SQLite file")
         if not create and not path.is_file():
             raise KeyStoreError(
@@ -70,17 +70,9 @@ class KeyStore:
         except sqlite3.DatabaseError as error:
             raise KeyStoreError(f"{path}: not a keys database ({error})") from None
 
-    @contextlib.contextmanager
-    def connect(self) -> Iterator[sqlite3.Connection]:
-        """A connection whose statements are one transaction (taking the write lock at its
-        first statement, so a read-then-write cannot interleave with another process'),
-        committed or rolled back, then closed."""
-        db = sqlite3.connect(self.path, timeout=10.0, isolation_level="IMMEDIATE")
-        try:
-            with db:
-                yield db
-        finally:
-            db.close()
+    def connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """One transaction that takes the write lock first (usage is read, then written)."""
+        return sqlite_transaction(self.path, immediate=True)
 
     def add(self, req_limit: int, char_limit: int | None = None, name: str | None = None) -> ApiKey:
         """A new key (random, 128 bits), stored with its limits."""

@@ -8,10 +8,10 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from vaswani.errors import VaswaniError
+from vaswani.safe_io import sqlite_transaction
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS suggestions (
@@ -39,14 +39,8 @@ class Suggestions:
         except sqlite3.DatabaseError as error:
             raise SuggestionsError(f"{path}: not a suggestions database ({error})") from None
 
-    @contextlib.contextmanager
-    def connect(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=10.0)
-        try:
-            with db:  # one transaction, committed or rolled back
-                yield db
-        finally:
-            db.close()
+    def connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return sqlite_transaction(self.path)
 
     def add(self, source: str, target: str, text: str, suggestion: str) -> None:
         with self.connect() as db:
