@@ -61,12 +61,14 @@ COMMANDS = {
     "runs": runs,
     "average": average,
     "import-hf": import_hf,
-    "import-marian": import_hf,  # the name it had when it read Marian models only
     "export": export,
     "shortlist": shortlist,
     "demo": demo,
 }
-CONFIG_COMMANDS = ("train", "prepare")  # those that take --config FILE and --print-config
+CONFIG_COMMANDS = ("train", "prepare")
+ALIASES = {
+    "import-hf": ["import-marian"]
+}  # the name it had when it read Marian models only  # those that take --config FILE and --print-config
 
 
 def build_parser() -> SettingsParser:
@@ -83,6 +85,7 @@ def build_parser() -> SettingsParser:
     for name, command in COMMANDS.items():
         command_parser = sub.add_parser(
             name,
+            aliases=ALIASES.get(name, []),
             help=command.HELP,
             description=command.__doc__,
             formatter_class=HelpFormatter,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from vaswani.export import FORMATS, QUANTIZATIONS, export
 
-HELP = "export a translation model to CTranslate2 (int8 ...) or Hugging Face (MarianMTModel)"
+HELP = "export a translation model to CTranslate2 (int8 ...) or Hugging Face (MarianMTModel, or an imported model's own)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
