@@ -26,7 +26,7 @@ from typing import Any
 
 from vaswani import checkpoint as ckpt
 from vaswani.config import ModelConfig
-from vaswani.data.hub_tokenizer import M2M_CODE_LISTS
+from vaswani.data.hub_tokenizer import M2M_CODE_LISTS, MBART50_CODES
 from vaswani.languages import Languages, hub_languages
 from vaswani.marian import (
     ACTIVATIONS,
@@ -71,10 +71,10 @@ def model_config(hf: dict[str, Any]) -> ModelConfig:
     )
 
 
-def tokenizer_files(hf_dir: Path) -> tuple[dict[str, Any], list[str]]:
+def tokenizer_files(hf_dir: Path, family: str) -> tuple[dict[str, Any], list[str]]:
     """The tokenizer record for data.json and the model's language tokens, in id order:
     tokenizer.json (NLLB, mBART-50) where there is one, else M2M-100's SentencePiece model,
-    vocabulary and code list."""
+    vocabulary and code list, or mBART-50's SentencePiece model and code list."""
     settings = {}
     if (hf_dir / "tokenizer_config.json").is_file():
         settings = read_json(hf_dir / "tokenizer_config.json", "tokenizer config", dict)
@@ -96,6 +96,10 @@ def tokenizer_files(hf_dir: Path) -> tuple[dict[str, Any], list[str]]:
         return {"kind": "hub", "files": {"src": JSON_TOKENIZER, "tgt": JSON_TOKENIZER}}, [
             token for _, token in found
         ]
+    if family == "mbart" and (hf_dir / SPM).is_file():
+        listed = settings.get("additional_special_tokens") or MBART50_CODES
+        codes = [c for c in listed if isinstance(c, str) and LANGUAGE_TOKEN.match(c)]
+        return {"kind": "mbart", "files": {"src": SPM, "tgt": SPM}, "codes": codes}, codes
     if not (hf_dir / SPM).is_file() or not (hf_dir / VOCAB).is_file():
         raise MarianImportError(
             f"{hf_dir}: no {JSON_TOKENIZER}, nor {SPM} and {VOCAB} (the tokenizer files are needed)"
@@ -117,7 +121,7 @@ def import_hub(hf_dir: Path, out: Path) -> Path:
 
     hf_config = read_json(hf_dir / "config.json", "model config", dict)
     cfg = model_config(hf_config)
-    tokenizer_meta, language_tokens = tokenizer_files(hf_dir)
+    tokenizer_meta, language_tokens = tokenizer_files(hf_dir, hf_config["model_type"])
     if len(language_tokens) < 2:
         raise MarianImportError(f"{hf_dir}: the tokenizer names fewer than two language codes")
     tokenizer_meta["ids"] = cfg.vocab_size

@@ -22,6 +22,7 @@ from vaswani.safe_io import member, read_json
 # Their ids are 0..3, matching ModelConfig's pad_id, bos_id, eos_id defaults.
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]
+HUB_KINDS = ("hub", "m2m", "mbart")  # imported models' own tokenizers
 
 
 # Vocabulary sizes found best for a corpus size, in training words: ~100k -> 2,000 (Sennrich &
@@ -140,7 +141,8 @@ class LabelSet:
 def load_tokenizers(directory: Path, meta: dict) -> tuple[Any, Any]:
     """The source and target tokenizers a `tokenizer` record of meta.json / data.json names; one
     object when shared. kind "bpe" (vaswani's own, the default), "marian" (SentencePiece), "hub"
-    (a Hugging Face tokenizer.json) or "m2m" (M2M-100's SentencePiece and vocabulary); with
+    (a Hugging Face tokenizer.json), "m2m" (M2M-100's SentencePiece and vocabulary) or "mbart"
+    (mBART-50's SentencePiece alone); with
     "labels" set (classification), the target side is a `LabelSet`."""
     directory, files = Path(directory), meta["files"]
 
@@ -157,22 +159,26 @@ def load_tokenizers(directory: Path, meta: dict) -> tuple[Any, Any]:
             SentencePieceTokenizer(file("src"), vocab),
             SentencePieceTokenizer(file("tgt"), tgt_vocab),
         )
-    if kind in ("hub", "m2m"):  # one tokenizer for both sides: `vaswani.data.hub_tokenizer`
+    if kind in HUB_KINDS:  # one tokenizer for both sides: `vaswani.data.hub_tokenizer`
         from vaswani.data import hub_tokenizer as hub
 
         ids = meta.get("ids")  # the model's vocabulary, where it is larger than the tokenizer's
         if kind == "hub":
             shared = hub.JsonTokenizer(file("src"), ids)
+            return shared, shared
+        codes = meta.get("codes")
+        if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+            raise ValueError(f"a {kind} tokenizer record needs its language codes")
+        if kind == "m2m":
+            vocab, languages = hub.m2m_vocabulary(file("vocab"), codes), [f"__{c}__" for c in codes]
         else:
-            codes = meta.get("codes")
-            if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
-                raise ValueError("an m2m tokenizer record needs its language codes")
-            vocab = hub.m2m_vocabulary(file("vocab"), codes)
-            shared = hub.M2MTokenizer(file("src"), vocab, ids)
+            vocab, languages = hub.mbart_vocabulary(file("src"), codes), codes
+        shared = hub.FairseqTokenizer(file("src"), vocab, languages, ids)
         return shared, shared
     if kind != "bpe":
         raise ValueError(
-            f"unknown tokenizer kind {kind!r} (this vaswani reads bpe, marian, hub, m2m)"
+            f"unknown tokenizer kind {kind!r} (this vaswani reads bpe, marian, "
+            f"{', '.join(HUB_KINDS)})"
         )
     src = SubwordTokenizer.load(file("src"))
     if meta.get("labels"):
