@@ -6,12 +6,14 @@ transformers 5 does (SentencePiece's normalisation, pieces, and the language cod
 special tokens). M2M-100 ships a SentencePiece model and a piece -> id `vocab.json`; its language
 tokens (`__fr__`) follow the vocabulary, in the order of the model's code list, then eight unused
 "madeupword" ids. An mBART-50 folder without tokenizer.json has its SentencePiece model alone,
-numbered as fairseq numbers it. Either way the text is encoded without the special tokens the families add around
-it: the language codes and end-of-sentence are placed by the decoding (`vaswani.languages`).
+numbered as fairseq numbers it. Either way the text is encoded without the special tokens the
+families add around it: the language codes and end-of-sentence are placed by the decoding
+(`vaswani.languages`).
 
 One departure on purpose: text that spells a special token ("</s>", "fra_Latn") stays text, as
 in every vaswani tokenizer, so a user's text cannot end a sentence early or switch the language.
-On any other text the ids are those of transformers' tokenizer.
+On any other text the ids are those of transformers' tokenizer (for an mBART-50 SentencePiece
+model alone, spaces at a text's ends and runs of them as transformers 4's tokenizer read them).
 """
 
 from __future__ import annotations
