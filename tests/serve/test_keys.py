@@ -35,12 +35,13 @@ def test_a_keys_limits_per_minute_and_per_day(tmp_path):
     store = KeyStore(tmp_path / "keys.db", create=True)
     key = store.add(2, char_limit=30)
     start = 1_800_000_000.0  # a minute's start
-    assert store.spend(key, 10, start) is None
-    assert store.spend(key, 10, start + 1) is None
-    assert "2 a minute" in store.spend(key, 1, start + 2)
-    assert store.spend(key, 5, start + 61) is None  # a new minute
-    assert "30 a day" in store.spend(key, 6, start + 62)  # 25 + 6 characters today
-    assert store.spend(key, 30, start + 86_400) is None  # a new day
+    assert store.spend(key.key, 10, start) == (key, None)
+    assert store.spend(key.key, 10, start + 1) == (key, None)
+    assert "2 a minute" in store.spend(key.key, 1, start + 2)[1]
+    assert store.spend(key.key, 5, start + 61) == (key, None)  # a new minute
+    assert "30 a day" in store.spend(key.key, 6, start + 62)[1]  # 25 + 6 characters today
+    assert store.spend(key.key, 30, start + 86_400) == (key, None)  # a new day
+    assert store.spend("made-up", 1, start) == (None, None)  # no such key: nothing counted
     with pytest.raises(KeyStoreError, match="not a keys database"):
         (tmp_path / "text.db").write_text("not sqlite at all, long enough to be read" * 10)
         KeyStore(tmp_path / "text.db")
@@ -55,7 +56,7 @@ def test_servers_sharing_the_database_count_each_key_once(tmp_path):
     second.check(key, "b")
     spend = (
         "import sys; from vaswani.serve.keys import KeyStore; s = KeyStore(sys.argv[1]); "
-        "print(s.spend(s.get(sys.argv[2]), 0))"
+        "print(s.spend(sys.argv[2], 0)[1])"
     )
     done = subprocess.run(
         [sys.executable, "-c", spend, str(path), key], capture_output=True, text=True, check=True

@@ -100,20 +100,20 @@ class KeyStore:
             db.execute("DELETE FROM key_usage WHERE key = ?", (key,))
         return gone > 0
 
-    def get(self, key: str) -> ApiKey | None:
-        with self.connect() as db:
-            row = db.execute(
-                "SELECT key, name, req_limit, char_limit FROM api_keys WHERE key = ?", (key,)
-            ).fetchone()
-        return ApiKey(*row) if row else None
-
-    def spend(self, key: ApiKey, chars: int, now: float | None = None) -> str | None:
-        """Count a request of `chars` characters against `key`; why it is refused (over its
-        requests a minute or characters a day, the request not counted), or None."""
+    def spend(
+        self, asked: str, chars: int, now: float | None = None
+    ) -> tuple[ApiKey | None, str | None]:
+        """Count a request of `chars` characters against the key `asked`, in one transaction
+        with its lookup: the key (None: no such key, nothing counted) and why the request is
+        refused (over its requests a minute or characters a day, the request not counted), or
+        None."""
         now = time.time() if now is None else now
         minute = f"m{int(now // 60)}"
         day = "d" + time.strftime("%Y-%m-%d", time.gmtime(now))
         with self.connect() as db:
+            key = looked_up(db, asked)
+            if key is None:
+                return None, None
             db.execute(
                 "DELETE FROM key_usage WHERE key = ? AND window NOT IN (?, ?)",
                 (key.key, minute, day),
@@ -125,13 +125,22 @@ class KeyStore:
                 ).fetchall()
             )
             if used.get(minute, 0) + 1 > key.req_limit:
-                return f"Too many requests: the limit of this key is {key.req_limit} a minute"
+                return key, f"Too many requests: the limit of this key is {key.req_limit} a minute"
             if key.char_limit is not None and used.get(day, 0) + chars > key.char_limit:
-                return f"Too many characters: the limit of this key is {key.char_limit:,} a day"
+                return key, (
+                    f"Too many characters: the limit of this key is {key.char_limit:,} a day"
+                )
             for window, count in ((minute, 1), (day, chars)):
                 db.execute(
                     "INSERT INTO key_usage VALUES (?, ?, ?) ON CONFLICT (key, window) "
                     "DO UPDATE SET count = count + excluded.count",
                     (key.key, window, count),
                 )
-        return None
+        return key, None
+
+
+def looked_up(db: sqlite3.Connection, key: str) -> ApiKey | None:
+    row = db.execute(
+        "SELECT key, name, req_limit, char_limit FROM api_keys WHERE key = ?", (key,)
+    ).fetchone()
+    return ApiKey(*row) if row else None

@@ -92,9 +92,8 @@ class Access:
         """403 for a missing or wrong key (when keys are set), 429 over the rate limit (or a
         database key's limits, `chars` counted against its day's)."""
         if self.store is not None:
-            found = self.store.get(key) if isinstance(key, str) and key else None
+            found, why = self.store.spend(key, chars) if isinstance(key, str) else (None, None)
             if found is not None:
-                why = self.store.spend(found, chars)
                 if why is not None:
                     raise LibreError(429, why)
                 return
