@@ -98,3 +98,17 @@ def train_sentencepiece(
     path.write_bytes(model.getvalue())
     processor = sentencepiece.SentencePieceProcessor(model_file=str(path))
     return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+
+
+# The size of the small BART-family models (Marian, M2M-100, NLLB, mBART) that the import tests
+# build with transformers: seconds to train, the real configs' options otherwise.
+TOY_BART = {
+    "d_model": 32,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "encoder_ffn_dim": 64,
+    "decoder_ffn_dim": 64,
+    "max_position_embeddings": 64,
+}

@@ -24,7 +24,7 @@ from transformers import (
 )
 from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES as NLLB_CODES
 
-from helpers import train_sentencepiece
+from helpers import TOY_BART, train_sentencepiece
 from vaswani.cli import main
 from vaswani.config import DecodeConfig
 from vaswani.hub import import_hf
@@ -81,14 +81,7 @@ def build_tokenizer(family, directory):
 
 def build_model(family, tokenizer):
     sizes = dict(
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=64,
+        **TOY_BART,
         pad_token_id=1,
         bos_token_id=0,
         eos_token_id=2,

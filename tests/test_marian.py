@@ -15,7 +15,7 @@ import pytest
 import torch
 from transformers import MarianConfig, MarianMTModel, MarianTokenizer
 
-from helpers import Server, train_sentencepiece
+from helpers import TOY_BART, Server, train_sentencepiece
 from vaswani.checkpoint import CheckpointError
 from vaswani.cli import main
 from vaswani.config import DecodeConfig
@@ -66,14 +66,7 @@ def build_marian(directory, activation="swish", steps=200, codes=(">>deu<<",)) -
     config = MarianConfig(
         vocab_size=len(vocab),
         decoder_vocab_size=len(vocab),
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=64,
+        **TOY_BART,
         activation_function=activation,
         scale_embedding=True,
         pad_token_id=pad,
