@@ -26,7 +26,7 @@ from typing import Any
 
 from vaswani import checkpoint as ckpt
 from vaswani.config import ModelConfig
-from vaswani.data.hub_tokenizer import M2M_CODE_LISTS, MBART50_CODES
+from vaswani.data.hub_tokenizer import M2M_CODE_LISTS, MBART50_CODES, JsonTokenizer
 from vaswani.languages import Languages, hub_languages
 from vaswani.marian import (
     ACTIVATIONS,
@@ -71,10 +71,10 @@ def model_config(hf: dict[str, Any]) -> ModelConfig:
     )
 
 
-def tokenizer_files(hf_dir: Path, family: str) -> tuple[dict[str, Any], list[str]]:
-    """The tokenizer record for data.json and the model's language tokens, in id order:
-    tokenizer.json (NLLB, mBART-50) where there is one, else M2M-100's SentencePiece model,
-    vocabulary and code list, or mBART-50's SentencePiece model and code list."""
+def tokenizer_files(hf_dir: Path, family: str) -> dict[str, Any]:
+    """The tokenizer record for data.json: tokenizer.json (NLLB, mBART-50) where there is one,
+    else M2M-100's SentencePiece model, vocabulary and code list, or mBART-50's SentencePiece
+    model and code list."""
     settings = {}
     if (hf_dir / "tokenizer_config.json").is_file():
         settings = read_json(hf_dir / "tokenizer_config.json", "tokenizer config", dict)
@@ -84,22 +84,11 @@ def tokenizer_files(hf_dir: Path, family: str) -> tuple[dict[str, Any], list[str
             "sentence; vaswani reads the current layout (code first)"
         )
     if (hf_dir / JSON_TOKENIZER).is_file():
-        added = read_json(hf_dir / JSON_TOKENIZER, "tokenizer", dict).get("added_tokens", [])
-        found = sorted(
-            (t["id"], t["content"])
-            for t in added
-            if isinstance(added, list)
-            if isinstance(t, dict)
-            and isinstance(t.get("id"), int)
-            and LANGUAGE_TOKEN.match(str(t.get("content", "")))
-        )
-        return {"kind": "hub", "files": {"src": JSON_TOKENIZER, "tgt": JSON_TOKENIZER}}, [
-            token for _, token in found
-        ]
+        return {"kind": "hub", "files": {"src": JSON_TOKENIZER, "tgt": JSON_TOKENIZER}}
     if family == "mbart" and (hf_dir / SPM).is_file():
         listed = settings.get("additional_special_tokens") or MBART50_CODES
         codes = [c for c in listed if isinstance(c, str) and LANGUAGE_TOKEN.match(c)]
-        return {"kind": "mbart", "files": {"src": SPM, "tgt": SPM}, "codes": codes}, codes
+        return {"kind": "mbart", "files": {"src": SPM, "tgt": SPM}, "codes": codes}
     if not (hf_dir / SPM).is_file() or not (hf_dir / VOCAB).is_file():
         raise MarianImportError(
             f"{hf_dir}: no {JSON_TOKENIZER}, nor {SPM} and {VOCAB} (the tokenizer files are needed)"
@@ -107,31 +96,32 @@ def tokenizer_files(hf_dir: Path, family: str) -> tuple[dict[str, Any], list[str
     listed = settings.get("language_codes", "m2m100")
     if listed not in M2M_CODE_LISTS:
         raise refuse(settings, "language_codes", f"known lists: {', '.join(M2M_CODE_LISTS)}")
-    codes = M2M_CODE_LISTS[listed]
     files = {"src": SPM, "tgt": SPM, "vocab": VOCAB}
-    return {"kind": "m2m", "files": files, "codes": codes}, [f"__{c}__" for c in codes]
+    return {"kind": "m2m", "files": files, "codes": M2M_CODE_LISTS[listed]}
 
 
-def import_hub(hf_dir: Path, out: Path) -> Path:
+def language_tokens(tokenizer: Any) -> list[str]:
+    """The model's language tokens, in id order: a tokenizer.json's added tokens spelt as
+    language codes, or a SentencePiece tokenizer's list (`FairseqTokenizer.languages`)."""
+    if isinstance(tokenizer, JsonTokenizer):
+        added = tokenizer.tokenizer.get_added_tokens_decoder()
+        return [t.content for _, t in sorted(added.items()) if LANGUAGE_TOKEN.match(t.content)]
+    return tokenizer.languages
+
+
+def import_hub(hf_dir: Path, out: Path, hf_config: dict[str, Any]) -> Path:
     """Write a vaswani run directory at `out` from the Hugging Face M2M-100, NLLB-200 or mBART
-    directory `hf_dir`: config.json, data.json (the import, the tokenizer and every language the
-    model has, each a source and a target), the tokenizer's files and best/ weights."""
+    directory `hf_dir` (its config.json read as `hf_config`): config.json, data.json (the
+    import, the tokenizer and every language the model has, each a source and a target), the
+    tokenizer's files and best/ weights. The tokenizer is checked before the weights are read."""
     from vaswani.data.tokenizer import load_tokenizers
     from vaswani.run import BEST, CONFIG, DATA_INFO
 
-    hf_config = read_json(hf_dir / "config.json", "model config", dict)
     cfg = model_config(hf_config)
-    tokenizer_meta, language_tokens = tokenizer_files(hf_dir, hf_config["model_type"])
-    if len(language_tokens) < 2:
-        raise MarianImportError(f"{hf_dir}: the tokenizer names fewer than two language codes")
+    tokenizer_meta = tokenizer_files(hf_dir, hf_config["model_type"])
     tokenizer_meta["ids"] = cfg.vocab_size
-    model = load_marian_model(hf_dir, cfg)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in set(tokenizer_meta["files"].values()) | {n for n in KEPT if (hf_dir / n).is_file()}:
-        shutil.copyfile(hf_dir / name, out / name)
-    shutil.copyfile(hf_dir / "config.json", out / HF_CONFIG)
     try:
-        tokenizer, _ = load_tokenizers(out, tokenizer_meta)
+        tokenizer, _ = load_tokenizers(hf_dir, tokenizer_meta)
     except ValueError as error:
         raise MarianImportError(f"{hf_dir}: unusable tokenizer files: {error}") from None
     if tokenizer.vocab_size != cfg.vocab_size:
@@ -139,7 +129,15 @@ def import_hub(hf_dir: Path, out: Path) -> Path:
             f"{hf_dir}: the tokenizer has {tokenizer.vocab_size} ids, more than the model's "
             f"{cfg.vocab_size}; they are not one model's"
         )
-    languages = Languages.among(hub_languages(language_tokens))
+    found = language_tokens(tokenizer)
+    if len(found) < 2:
+        raise MarianImportError(f"{hf_dir}: the tokenizer names fewer than two language codes")
+    model = load_marian_model(hf_dir, cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in set(tokenizer_meta["files"].values()) | {n for n in KEPT if (hf_dir / n).is_file()}:
+        shutil.copyfile(hf_dir / name, out / name)
+    shutil.copyfile(hf_dir / "config.json", out / HF_CONFIG)
+    languages = Languages.among(hub_languages(found))
     info = {
         "path": None,
         "imported_from": {"format": hf_config["model_type"], "path": str(hf_dir.resolve())},
@@ -160,7 +158,8 @@ def import_hf(hf_dir: Path, out: Path, source: str = "mul") -> Path:
     hf_dir, out = Path(hf_dir), Path(out)
     if not (hf_dir / "config.json").is_file():
         raise MarianImportError(f"{hf_dir}: no config.json; give a Hugging Face model directory")
-    family = read_json(hf_dir / "config.json", "model config", dict).get("model_type")
+    hf_config = read_json(hf_dir / "config.json", "model config", dict)
+    family = hf_config.get("model_type")
     if family == "marian":
         return import_marian(hf_dir, out, source)
     if out.exists() and any(out.iterdir()):
@@ -170,7 +169,7 @@ def import_hf(hf_dir: Path, out: Path, source: str = "mul") -> Path:
             f"config.json: model_type={family!r}: vaswani imports marian, m2m_100 (M2M-100, "
             "NLLB-200) and mbart (mBART-50)"
         )
-    return import_hub(hf_dir, out)
+    return import_hub(hf_dir, out, hf_config)
 
 
 def family_of(cfg: ModelConfig) -> str | None:

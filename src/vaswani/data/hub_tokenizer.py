@@ -130,6 +130,8 @@ class FairseqTokenizer(SentencePieceTokenizer):
         super().__init__(model_file, vocab)
         self._size = max(self._size, ids or 0)  # the model's ids, where it has more
         self.bos_id = self.eos_id
+        self.languages = list(languages)
+        """The language tokens, in the order of the model's code list."""
         self.special_ids |= {vocab[t] for t in [*languages, BOS, MASK] if t in vocab}
 
     def encode(self, text: str) -> list[int]:
