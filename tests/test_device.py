@@ -143,3 +143,18 @@ def test_env_reports_the_hardware_and_what_auto_picks(capsys):
     code, out, _ = cli(capsys, "env", "--json")
     report = json.loads(out)
     assert report["auto"]["device"] == "cpu" and report["torch"] == torch.__version__
+
+
+def test_a_cuda_placement_leaves_cudnn_attention_out():
+    """cuDNN's attention builds a graph for each new shape: on an H100, mini training steps of 40
+    batch shapes took 527 ms each with it and 31 ms without (benchmarks/gpu_shapes.py)."""
+    was = torch.backends.cuda.cudnn_sdp_enabled()
+    try:
+        torch.backends.cuda.enable_cudnn_sdp(True)
+        place("cpu", "fp32", hw=A100)
+        assert torch.backends.cuda.cudnn_sdp_enabled()  # the CPU's placement leaves it alone
+        placement = place("auto", "auto", hw=A100)
+        assert placement.device.type == "cuda"
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(was)

@@ -265,7 +265,16 @@ def place(
     where, where_reason = pick_device(device, hw)
     how, how_reason = pick_precision(precision, where, hw)
     threads, threads_reason = set_threads(world_size, hw)
+    if where.type == "cuda":
+        steady_attention()
     return Placement(where, how, where_reason, how_reason, threads, threads_reason)
+
+
+def steady_attention() -> None:
+    """Leave cuDNN's kernel out of `scaled_dot_product_attention` on CUDA (the flash and
+    memory-efficient kernels remain). cuDNN builds a graph for each new shape, and batches of
+    sentences come in a new shape nearly every step."""
+    torch.backends.cuda.enable_cudnn_sdp(False)
 
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
