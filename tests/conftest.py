@@ -1,3 +1,8 @@
+import shutil
+import socket
+import subprocess
+import time
+
 import pytest
 import torch
 
@@ -138,3 +143,58 @@ def classify_run(classify_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "sentiment"
     train_classifier(classify_data, out, "mean")
     return out
+
+
+# A real Redis server for the tests of shared storage: Debian's redis-server, started once per
+# session on a free port with nothing saved to disk; its tests skip, saying why, where it is not
+# installed (.ci/run installs it) or does not start.
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    binary = shutil.which("redis-server") or shutil.which("/usr/bin/redis-server")
+    if binary is None:
+        pytest.skip("redis-server is not installed (Debian's redis-server; .ci/run installs it)")
+    import redis
+
+    port = free_port()
+    directory = tmp_path_factory.mktemp("redis")
+    settings = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    process = subprocess.Popen(
+        [binary, *settings, "--dir", str(directory)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    uri = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(uri)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                said = process.stdout.read().decode(errors="replace")[-300:]
+                pytest.skip(f"redis-server did not start: {said}")
+            time.sleep(0.05)
+    yield uri
+    client.close()
+    process.terminate()
+    process.wait(10)
+
+
+@pytest.fixture
+def redis_uri(redis_server):
+    """The session's Redis, emptied for this test."""
+    import redis
+
+    with redis.Redis.from_url(redis_server) as client:
+        client.flushdb()
+    return redis_server

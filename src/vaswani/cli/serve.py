@@ -44,7 +44,8 @@ from vaswani.translation.memory import Memory
 from vaswani.translation.request import Aids
 
 if TYPE_CHECKING:
-    from vaswani.serve import Served
+    from vaswani.serve import Access, Served
+    from vaswani.serve.suggestions import RedisSuggestions, Suggestions
 
 HELP = "serve a trained model over HTTP (POST /translate, /generate or /classify, GET /health)"
 LIMITS = (
@@ -102,10 +103,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--suggestions",
-        type=Path,
-        metavar="FILE",
+        metavar="FILE|URI",
         help="take users' better translations (POST /suggest) into this SQLite file (made "
-        "where missing); `vaswani suggestions FILE --tmx OUT` writes them out",
+        "where missing) or Redis database (redis://host:port/db, for replicas on several "
+        "machines); `vaswani suggestions FILE|URI --tmx OUT` writes them out",
+    )
+    parser.add_argument(
+        "--shared-storage",
+        metavar="URI",
+        help="where the state replicas must share lives: memory:// (this process, the "
+        "default) or redis://host:port/db (rate-limit windows, --keys-db usage, translated "
+        "files; several `vaswani serve` behind one load balancer then act as one)",
     )
     parser.add_argument(
         "--rate-limit",
@@ -206,19 +214,12 @@ def check_aid_pairs(args: argparse.Namespace, pairs: set[tuple[str, str]]) -> No
 
 
 def run(args: argparse.Namespace) -> int:
-    from vaswani.serve import Access, create_app, listen, serve  # the web stack only here
+    from vaswani.serve import create_app, listen, serve  # the web stack only here
 
     if (args.checkpoint is None) == (not args.model):
         raise CliError("give --checkpoint RUN_DIR, or one or more --model SRC:TGT=RUN_DIR")
     settings = serve_settings(args)
-    access = Access.from_file(args.api_keys, args.rate_limit)
-    if args.keys_db is not None:
-        from vaswani.serve.keys import KeyStore, KeyStoreError
-
-        try:
-            access.store = KeyStore(args.keys_db)
-        except KeyStoreError as error:
-            raise CliError(str(error)) from None
+    access = access_of(args)
     served: list[Served] = []
     loaded_runs: dict[Path, Engine] = {}  # a run named twice: loaded once
     asked = args.precision
@@ -258,24 +259,46 @@ def run(args: argparse.Namespace) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {args.host}: reachable from other machines", file=sys.stderr)
     print(f"serving {what_is_served(args)} on http://{args.host}:{args.port} (docs at /docs)")
-    suggestions = None
-    if args.suggestions is not None:
-        from vaswani.serve.suggestions import Suggestions, SuggestionsError
-
-        try:
-            suggestions = Suggestions(args.suggestions)
-        except SuggestionsError as error:
-            raise CliError(str(error)) from None
     app = create_app(
         settings=settings,
         served=served,
         access=access,
         pivot=args.pivot,
-        suggestions=suggestions,
+        suggestions=suggestions_of(args),
     )
     serve(app, args.host, args.port, sock=sock)
     print("server stopped")
     return 0
+
+
+def access_of(args: argparse.Namespace) -> Access:
+    """The keys, limits and shared storage that guard the LibreTranslate endpoints."""
+    from vaswani.serve import Access
+    from vaswani.serve.keys import KeyStore, KeyStoreError
+    from vaswani.serve.shared import SharedStorageError, open_storage, shown_uri
+
+    access = Access.from_file(args.api_keys, args.rate_limit)
+    try:
+        if args.keys_db is not None:
+            access.store = KeyStore(args.keys_db)
+        if args.shared_storage is not None:
+            access.storage = open_storage(args.shared_storage)
+            print(f"shared storage: {shown_uri(args.shared_storage)}", file=sys.stderr)
+    except (KeyStoreError, SharedStorageError) as error:
+        raise CliError(str(error)) from None
+    return access
+
+
+def suggestions_of(args: argparse.Namespace) -> Suggestions | RedisSuggestions | None:
+    """Where POST /suggest keeps what it is sent (--suggestions), or None."""
+    if args.suggestions is None:
+        return None
+    from vaswani.serve.suggestions import Suggestions, SuggestionsError
+
+    try:
+        return Suggestions.open(args.suggestions)
+    except SuggestionsError as error:
+        raise CliError(str(error)) from None
 
 
 def served_pairs(

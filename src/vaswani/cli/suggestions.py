@@ -1,4 +1,4 @@
-"""What users suggested through `serve --suggestions FILE` (LibreTranslate's POST /suggest): how
+"""What users suggested through `serve --suggestions FILE|URI` (LibreTranslate's POST /suggest): how
 many for each language pair, and with --tmx written out as a TMX, which `vaswani prepare` reads to
 fine-tune on and `--memory` serves from."""
 
@@ -13,7 +13,9 @@ HELP = "count the suggestions users sent to a server, or write them out as TMX"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("db", type=Path, metavar="FILE", help="the file of serve --suggestions")
+    parser.add_argument(
+        "db", metavar="FILE|URI", help="what serve --suggestions was given: a file or redis://..."
+    )
     parser.add_argument("--tmx", type=Path, metavar="OUT", help="write them to this TMX file")
     parser.add_argument(
         "--pair", metavar="SRC:TGT", help="only this language pair's (de:en); default: all"
@@ -21,9 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vaswani.serve.suggestions import Suggestions, SuggestionsError
+    from vaswani.serve.suggestions import Suggestions, SuggestionsError, write_tmx
 
-    if not args.db.is_file():
+    redis = args.db.startswith(("redis://", "rediss://", "unix://"))
+    if not redis and not Path(args.db).is_file():
         raise CliError(f"{args.db}: no such file (serve --suggestions FILE makes it)")
     pair = None
     if args.pair is not None:
@@ -32,11 +35,11 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--pair {args.pair}: give SRC:TGT, such as de:en")
         pair = (source, target)
     try:
-        store = Suggestions(args.db)
+        store = Suggestions.open(args.db)
         for (source, target), count in sorted(store.pairs().items()):
             print(f"{source}:{target}  {count:,} suggestions")
         if args.tmx is not None:
-            written = store.write_tmx(args.tmx, pair)
+            written = write_tmx(store.rows(pair), args.tmx, pair)
             print(f"wrote {written:,} translation units to {args.tmx}")
     except SuggestionsError as error:
         raise CliError(str(error)) from None

@@ -9,25 +9,23 @@ Files are read by `vaswani.documents` (every format of `vaswani translate --inpu
 server's limits: --max-file-bytes, --max-file-chars, and the zip and XML limits of the readers.
 Their sentences go through the same worker as /translate requests, at most --max-texts at a
 time, so a long file shares the model with short requests instead of blocking them. A
-download's name is looked up among the files this server wrote, never joined to a path.
+download's name is looked up among the files this server (or, with --shared-storage redis://, a
+replica) wrote, never joined to a path.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import mimetypes
 import re
-import shutil
-import tempfile
-import threading
-import time
+import urllib.parse
 import uuid
-import weakref
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request, UploadFile
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from vaswani.documents.formats import (
     Document,
@@ -61,10 +59,7 @@ class FileService:
 
     def __init__(self, libre: Libre) -> None:
         self.libre, self.settings = libre, libre.settings
-        self.directory = Path(tempfile.mkdtemp(prefix="vaswani-files-"))
-        weakref.finalize(self, shutil.rmtree, self.directory, True)
-        self.files: dict[str, tuple[Path, str, float]] = {}  # name -> path, filename, written
-        self.lock = threading.Lock()
+        self.storage = libre.access.storage  # where the translated files wait (--shared-storage)
 
     def add_routes(self, app: FastAPI) -> None:
         app.post("/translate_file")(self.translate_file)
@@ -179,32 +174,24 @@ class FileService:
         return settled(document, texts, found), done.alignments
 
     def keep(self, data: bytes, filename: str) -> str:
-        """Store a translated file for download; its name, unguessable."""
-        self.expire()
+        """Store a translated file for download (--file-ttl seconds); its name, unguessable."""
         name = f"{uuid.uuid4().hex}.{filename}"
-        path = self.directory / uuid.uuid4().hex
-        path.write_bytes(data)
-        with self.lock:
-            self.files[name] = (path, filename, time.monotonic())
+        self.storage.put_file(name, filename, data, self.settings.file_ttl_s)
         return name
-
-    def expire(self) -> None:
-        """Delete the files older than --file-ttl."""
-        now = time.monotonic()
-        with self.lock:
-            old = [n for n, (_, _, t) in self.files.items() if now - t > self.settings.file_ttl_s]
-            for name in old:
-                self.files.pop(name)[0].unlink(missing_ok=True)
 
     async def download_file(self, name: str) -> Any:
         """A translated file, by the name /translate_file gave."""
-        self.expire()
-        with self.lock:
-            entry = self.files.get(name)
-        if entry is None:
+        found = self.storage.get_file(name)
+        if found is None:
             return JSONResponse({"error": "no such file (or it expired)"}, status_code=404)
-        path, filename, _ = entry
-        return FileResponse(path, filename=filename)
+        filename, data = found
+        media = mimetypes.guess_type(filename)[0] or "application/octet-stream"
+        quoted = urllib.parse.quote(filename)
+        return Response(
+            data,
+            media_type=media,
+            headers={"Content-Disposition": f"attachment; filename*=utf-8''{quoted}"},
+        )
 
 
 def safe_name(filename: str) -> str:

@@ -3,7 +3,8 @@ LibreTranslate's `ltmanage keys` keeps them: each key with its requests a minute
 its characters a day.
 
 The database is SQLite (Python's own `sqlite3`), one file. The usage counts live in it too, so
-every server process given the same file (replicas on one machine) counts each key once. Writes are
+every server process given the same file (replicas on one machine) counts each key once; replicas
+sharing Redis (`serve --shared-storage redis://`) count it there instead. Writes are
 short transactions; SQLite's lock orders them, and a busy database is waited on for up to 10 s.
 Requests are counted in one-minute windows and characters in UTC days, the windows' rows
 deleted when they are over.
@@ -17,9 +18,11 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from vaswani.errors import VaswaniError
 from vaswani.safe_io import sqlite_transaction
+from vaswani.serve.shared import Window
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS api_keys (
@@ -101,42 +104,61 @@ class KeyStore:
         return gone > 0
 
     def spend(
-        self, asked: str, chars: int, now: float | None = None
+        self, asked: str, chars: int, now: float | None = None, counter: Counter | None = None
     ) -> tuple[ApiKey | None, str | None]:
-        """Count a request of `chars` characters against the key `asked`, in one transaction
-        with its lookup: the key (None: no such key, nothing counted) and why the request is
-        refused (over its requests a minute or characters a day, the request not counted), or
-        None."""
+        """Count a request of `chars` characters against the key `asked`: the key (None: no
+        such key, nothing counted) and why the request is refused (over its requests a minute or
+        characters a day, the request not counted), or None. Counted in this database, in one
+        transaction with the lookup, or in `counter` (the shared storage of replicas)."""
         now = time.time() if now is None else now
-        minute = f"m{int(now // 60)}"
-        day = "d" + time.strftime("%Y-%m-%d", time.gmtime(now))
         with self.connect() as db:
             key = looked_up(db, asked)
             if key is None:
                 return None, None
-            db.execute(
-                "DELETE FROM key_usage WHERE key = ? AND window NOT IN (?, ?)",
-                (key.key, minute, day),
-            )
-            used = dict(
-                db.execute(
-                    "SELECT window, count FROM key_usage WHERE key = ? AND window IN (?, ?)",
-                    (key.key, minute, day),
-                ).fetchall()
-            )
-            if used.get(minute, 0) + 1 > key.req_limit:
-                return key, f"Too many requests: the limit of this key is {key.req_limit} a minute"
-            if key.char_limit is not None and used.get(day, 0) + chars > key.char_limit:
-                return key, (
-                    f"Too many characters: the limit of this key is {key.char_limit:,} a day"
-                )
-            for window, count in ((minute, 1), (day, chars)):
-                db.execute(
-                    "INSERT INTO key_usage VALUES (?, ?, ?) ON CONFLICT (key, window) "
-                    "DO UPDATE SET count = count + excluded.count",
-                    (key.key, window, count),
-                )
-        return key, None
+            windows = usage_windows(key, chars, now)
+            over = counted_here(db, key.key, windows) if counter is None else None
+        if counter is not None:
+            over = counter.count(windows)
+        if over is None:
+            return key, None
+        if over is windows[0]:
+            return key, f"Too many requests: the limit of this key is {key.req_limit} a minute"
+        return key, f"Too many characters: the limit of this key is {key.char_limit:,} a day"
+
+
+class Counter(Protocol):
+    def count(self, windows: list[Window]) -> Window | None: ...
+
+
+def usage_windows(key: ApiKey, chars: int, now: float) -> list[Window]:
+    """A request's count in the key's minute and its characters in the key's UTC day."""
+    minute = f"{key.key}:m{int(now // 60)}"
+    day = f"{key.key}:d" + time.strftime("%Y-%m-%d", time.gmtime(now))
+    return [Window(minute, 1, key.req_limit, 120), Window(day, chars, key.char_limit, 2 * 86400)]
+
+
+def counted_here(db: sqlite3.Connection, key: str, windows: list[Window]) -> Window | None:
+    """`windows` counted in the key_usage table (the key's older windows deleted): the first
+    window over its limit (nothing counted), or None."""
+    names = [w.name for w in windows]
+    marks = ", ".join("?" * len(names))
+    db.execute(f"DELETE FROM key_usage WHERE key = ? AND window NOT IN ({marks})", (key, *names))
+    used = dict(
+        db.execute(
+            f"SELECT window, count FROM key_usage WHERE key = ? AND window IN ({marks})",
+            (key, *names),
+        ).fetchall()
+    )
+    for window in windows:
+        if window.limit is not None and used.get(window.name, 0) + window.amount > window.limit:
+            return window
+    for window in windows:
+        db.execute(
+            "INSERT INTO key_usage VALUES (?, ?, ?) ON CONFLICT (key, window) "
+            "DO UPDATE SET count = count + excluded.count",
+            (key, window.name, window.amount),
+        )
+    return None
 
 
 def looked_up(db: sqlite3.Connection, key: str) -> ApiKey | None:

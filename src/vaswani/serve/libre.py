@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import threading
-import time
 from contextlib import suppress
 from importlib import resources
 from pathlib import Path
@@ -40,7 +38,8 @@ from vaswani.safe_io import read_text
 from vaswani.serve.keys import KeyStore
 from vaswani.serve.pairs import Pairs
 from vaswani.serve.schemas import BodyError, json_body
-from vaswani.serve.suggestions import Suggestions
+from vaswani.serve.shared import MemoryStorage, RedisStorage
+from vaswani.serve.suggestions import RedisSuggestions, Suggestions
 from vaswani.serve.worker import Worker, prepared_for, text_problems, translated, with_aids
 from vaswani.translation.request import Request as Asked
 
@@ -64,19 +63,20 @@ class AccessError(VaswaniError):
 
 class Access:
     """Optional API keys (a file, one key a line) and a per-key (or, without keys, per-client)
-    limit of requests a minute: a token bucket refilled continuously. Keys in a database
+    limit of requests a minute: a token bucket refilled continuously, kept in `storage`
+    (`serve --shared-storage`: this process's memory, or Redis for replicas). Keys in a database
     (`store`, `serve --keys-db`) have limits of their own, requests a minute and characters a
-    day, counted in the database for every server that shares it."""
+    day, counted in Redis where the storage is Redis, else in the database."""
 
     def __init__(
         self,
         keys: set[str] | None = None,
         per_minute: int | None = None,
         store: KeyStore | None = None,
+        storage: MemoryStorage | RedisStorage | None = None,
     ) -> None:
         self.keys, self.per_minute, self.store = keys, per_minute, store
-        self.buckets: dict[str, tuple[float, float]] = {}
-        self.lock = threading.Lock()
+        self.storage = storage or MemoryStorage()
 
     @classmethod
     def from_file(cls, path: Path | None, per_minute: int | None) -> Access:
@@ -92,7 +92,10 @@ class Access:
         """403 for a missing or wrong key (when keys are set), 429 over the rate limit (or a
         database key's limits, `chars` counted against its day's)."""
         if self.store is not None:
-            found, why = self.store.spend(key, chars) if isinstance(key, str) else (None, None)
+            found, why = (None, None)
+            if isinstance(key, str):
+                counter = self.storage if self.storage.counts_usage else None
+                found, why = self.store.spend(key, chars, counter=counter)
             if found is not None:
                 if why is not None:
                     raise LibreError(429, why)
@@ -103,15 +106,9 @@ class Access:
             raise LibreError(403, "Invalid API key" if key else "An API key is required")
         if self.per_minute is None:
             return
-        who = key if self.keys is not None else client
-        now = time.monotonic()
-        with self.lock:
-            tokens, then = self.buckets.get(who, (float(self.per_minute), now))
-            tokens = min(self.per_minute, tokens + (now - then) * self.per_minute / 60.0)
-            if tokens < 1.0:
-                self.buckets[who] = (tokens, now)
-                raise LibreError(429, f"Too many requests: the limit is {self.per_minute} a minute")
-            self.buckets[who] = (tokens - 1.0, now)
+        who = f"key:{key}" if self.keys is not None else f"client:{client}"
+        if not self.storage.take(who, self.per_minute):
+            raise LibreError(429, f"Too many requests: the limit is {self.per_minute} a minute")
 
 
 class Detector:
@@ -228,12 +225,12 @@ class Libre:
         pairs: Pairs,
         access: Access,
         settings: Any,
-        suggestions: Suggestions | None = None,
+        suggestions: Suggestions | RedisSuggestions | None = None,
     ) -> None:
         self.pairs, self.access, self.settings = pairs, access, settings
         self.detector = Detector(sorted({source for source, _ in pairs.workers}))
         self.suggestions = suggestions
-        """Where POST /suggest stores what users send (`serve --suggestions FILE`)."""
+        """Where POST /suggest stores what users send (`serve --suggestions FILE|URI`)."""
 
     def add_routes(self, app: FastAPI) -> None:
         app.get("/languages")(self.languages)

@@ -1,13 +1,16 @@
 """Users' better translations, as LibreTranslate takes them: `POST /suggest` with q (the text), s
 (the suggested translation), source and target, stored in a SQLite file (`serve --suggestions
-FILE`) that every server process given it shares, and written out as a TMX
-(`vaswani suggestions FILE --tmx OUT`) that `vaswani prepare` and `--memory` read."""
+FILE`) that every server process given it shares, or in Redis (`--suggestions redis://host/db`,
+for replicas on several machines), and written out as a TMX (`vaswani suggestions FILE|URI --tmx
+OUT`) that `vaswani prepare` and `--memory` read."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 import time
+from collections import Counter
 from pathlib import Path
 
 from vaswani.errors import VaswaniError
@@ -30,6 +33,13 @@ class SuggestionsError(VaswaniError):
 
 class Suggestions:
     """The suggestions database at `path` (created where it is missing)."""
+
+    @staticmethod
+    def open(where: str | Path) -> Suggestions | RedisSuggestions:
+        """A SQLite file, or a Redis database by its URI."""
+        if str(where).startswith(("redis://", "rediss://", "unix://")):
+            return RedisSuggestions(str(where))
+        return Suggestions(Path(where))
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -57,36 +67,66 @@ class Suggestions:
             ).fetchall()
         return {(s, t): n for s, t, n in rows}
 
-    def write_tmx(self, out: Path, pair: tuple[str, str] | None = None) -> int:
-        """Every suggestion (of `pair`, or all) as a TMX 1.4 translation unit, the latest of a
-        text last; how many were written."""
-        from lxml import etree
-
+    def rows(self, pair: tuple[str, str] | None = None) -> list[tuple[str, str, str, str]]:
+        """(source, target, text, suggestion) of every suggestion (of `pair`), oldest first."""
         query = "SELECT source, target, text, suggestion FROM suggestions"
         with self.connect() as db:
-            rows = db.execute(
+            return db.execute(
                 query + (" WHERE source = ? AND target = ?" if pair else "") + " ORDER BY made",
                 pair or (),
             ).fetchall()
-        lang = "{http://www.w3.org/XML/1998/namespace}lang"
-        root = etree.Element("tmx", version="1.4")
-        etree.SubElement(
-            root,
-            "header",
-            creationtool="vaswani",
-            creationtoolversion="1",
-            segtype="sentence",
-            datatype="plaintext",
-            adminlang="en",
-            srclang=pair[0] if pair else "*all*",
-            **{"o-tmf": "vaswani"},
-        )
-        body = etree.SubElement(root, "body")
-        for source, target, text, suggestion in rows:
-            unit = etree.SubElement(body, "tu")
-            for code, words in ((source, text), (target, suggestion)):
-                variant = etree.SubElement(unit, "tuv", {lang: code})
-                etree.SubElement(variant, "seg").text = words
-        tree = etree.ElementTree(root)
-        tree.write(str(out), xml_declaration=True, encoding="UTF-8", pretty_print=True)
-        return len(rows)
+
+
+class RedisSuggestions:
+    """The suggestions in a Redis list, each one JSON, in the order they came."""
+
+    KEY = "vaswani:suggestions"
+
+    def __init__(self, uri: str) -> None:
+        from vaswani.serve.shared import SharedStorageError, redis_client
+
+        try:
+            self.client = redis_client(uri)
+        except SharedStorageError as error:
+            raise SuggestionsError(str(error).replace("--shared-storage", "suggestions")) from None
+
+    def add(self, source: str, target: str, text: str, suggestion: str) -> None:
+        self.client.rpush(self.KEY, json.dumps([source, target, text, suggestion]))
+
+    def rows(self, pair: tuple[str, str] | None = None) -> list[tuple[str, str, str, str]]:
+        found = [tuple(json.loads(value)) for value in self.client.lrange(self.KEY, 0, -1)]
+        return [row for row in found if pair is None or row[:2] == pair]
+
+    def pairs(self) -> dict[tuple[str, str], int]:
+        return dict(Counter(row[:2] for row in self.rows()))
+
+
+def write_tmx(
+    rows: list[tuple[str, str, str, str]], out: Path, pair: tuple[str, str] | None = None
+) -> int:
+    """Suggestions' rows (of `pair`) as TMX 1.4 translation units, the latest of a text last;
+    how many were written."""
+    from lxml import etree
+
+    lang = "{http://www.w3.org/XML/1998/namespace}lang"
+    root = etree.Element("tmx", version="1.4")
+    etree.SubElement(
+        root,
+        "header",
+        creationtool="vaswani",
+        creationtoolversion="1",
+        segtype="sentence",
+        datatype="plaintext",
+        adminlang="en",
+        srclang=pair[0] if pair else "*all*",
+        **{"o-tmf": "vaswani"},
+    )
+    body = etree.SubElement(root, "body")
+    for source, target, text, suggestion in rows:
+        unit = etree.SubElement(body, "tu")
+        for code, words in ((source, text), (target, suggestion)):
+            variant = etree.SubElement(unit, "tuv", {lang: code})
+            etree.SubElement(variant, "seg").text = words
+    tree = etree.ElementTree(root)
+    tree.write(str(out), xml_declaration=True, encoding="UTF-8", pretty_print=True)
+    return len(rows)
