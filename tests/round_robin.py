@@ -49,6 +49,10 @@ class RoundRobin:
     def stop(self) -> None:
         async def shut() -> None:
             self.server.close()
+            others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in others:  # connections a client left open, waiting for a request
+                task.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
             await asyncio.sleep(0.1)  # the closed connections' callbacks run
 
         asyncio.run_coroutine_threadsafe(shut(), self.loop).result(10)

@@ -54,11 +54,14 @@ def test_requests_rejections_and_model_calls_are_counted(loaded):
         text, samples = scrape(server)
     finally:
         server.stop()
-    assert value(samples, "vaswani_requests_total", route="/translate", status="200") == 3
+    model = loaded.path.name
+    answered = {"route": "/translate", "status": "200", "model": model}
+    assert value(samples, "vaswani_requests_total", **answered) == 3
+    refused = {"route": "/translate", "status": "429", "model": "none"}  # before any model
+    assert value(samples, "vaswani_requests_total", **refused) == 1
     assert value(samples, "vaswani_rejections_total", cause="rate_limit") == 1
     assert value(samples, "vaswani_rejections_total", cause="key") == 1
     assert value(samples, "vaswani_rejections_total", cause="invalid") == 1
-    model = loaded.path.name
     # the health check's test request and the three translations: "four two" is 8 characters
     assert value(samples, "vaswani_characters_total", model=model) >= 3 * 8
     assert value(samples, "vaswani_batch_texts_count", model=model) >= 3

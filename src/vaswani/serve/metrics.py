@@ -1,7 +1,9 @@
 """A server's figures for Prometheus (`serve --metrics`: GET /metrics, in Prometheus' text format,
 by prometheus-client).
 
-    vaswani_requests_total{route, status}      requests answered, by route template and status
+    vaswani_requests_total{route, status, model}
+                                               requests answered, by route template, status
+                                               and the model(s) they were given to
     vaswani_request_seconds{route}             time to answer, a histogram
     vaswani_rejections_total{cause}            requests refused: key, rate_limit, too_large,
                                                invalid, busy, deadline, error
@@ -31,6 +33,8 @@ from prometheus_client import (
     generate_latest,
 )
 
+from vaswani.serve.worker import SERVING
+
 CAUSES = {
     401: "key",
     403: "key",
@@ -54,7 +58,7 @@ class Metrics:
         self.registry = CollectorRegistry()
         kept = {"registry": self.registry}
         self.requests = Counter(
-            "vaswani_requests", "Requests answered", ["route", "status"], **kept
+            "vaswani_requests", "Requests answered", ["route", "status", "model"], **kept
         )
         self.seconds = Histogram(
             "vaswani_request_seconds", "Time to answer", ["route"], buckets=SECONDS, **kept
@@ -95,10 +99,16 @@ class Metrics:
         @app.middleware("http")
         async def count(request: Request, call_next: Any) -> Response:
             started = time.perf_counter()
-            response = await call_next(request)
+            serving = SERVING.set([])  # the models its handler gives it to (Worker.submit)
+            try:
+                models = SERVING.get()
+                response = await call_next(request)
+            finally:
+                SERVING.reset(serving)
             route = request.scope.get("route")
             template = getattr(route, "path", "unrouted")
-            self.requests.labels(template, str(response.status_code)).inc()
+            model = "+".join(models) or "none"  # a pivot: both, in order
+            self.requests.labels(template, str(response.status_code), model).inc()
             self.seconds.labels(template).observe(time.perf_counter() - started)
             cause = CAUSES.get(response.status_code)
             if cause is not None:

@@ -10,6 +10,7 @@ import queue
 import threading
 import time
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,10 @@ from vaswani.translation.glossary import Glossary
 from vaswani.translation.pipeline import Finished, Prepared, best_texts
 from vaswani.translation.request import Aids, Request
 from vaswani.translation.segment import Sentences
+
+SERVING: ContextVar[list[str] | None] = ContextVar("serving", default=None)
+"""The names of the models a request was given to, where someone counts them (`serve.metrics`
+sets a list for each request; `Worker.submit` adds to it)."""
 
 
 @dataclass
@@ -163,6 +168,9 @@ class Worker:
         503 if the queue is full now; otherwise
         queue it for the worker (each text after `prefix`) and wait for the answer, at most
         `timeout_s` (504)."""
+        serving = SERVING.get()
+        if serving is not None and self.name not in serving:
+            serving.append(self.name)
         if problems:
             raise HTTPException(status_code=422, detail="; ".join(problems))
         if len(texts) > self.settings.max_queued_texts:  # can never fit: retrying cannot help
