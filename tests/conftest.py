@@ -198,3 +198,43 @@ def redis_uri(redis_server):
     with redis.Redis.from_url(redis_server) as client:
         client.flushdb()
     return redis_server
+
+
+@pytest.fixture(scope="session")
+def postgres_uri():
+    """A PostgreSQL server of Debian's postgresql, started for the session in a directory of its
+    own (as the postgres user where the tests run as root); skipped, saying why, where it is not
+    installed or does not start."""
+    import glob
+    import os
+    import tempfile
+    from pathlib import Path
+
+    pytest.importorskip("psycopg")
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    initdb = shutil.which("initdb") or (found[-1] if found else None)
+    if initdb is None:
+        pytest.skip("PostgreSQL is not installed (Debian's postgresql)")
+    pg_ctl = str(Path(initdb).with_name("pg_ctl"))
+    directory = Path(tempfile.mkdtemp(prefix="vaswani-postgres-"))
+    as_user = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        as_user = ["runuser", "-u", "postgres", "--"]
+        try:
+            shutil.chown(directory, "postgres")
+        except LookupError:
+            pytest.skip("no postgres user to run PostgreSQL as")
+    data, port = directory / "data", free_port()
+    options = f"-p {port} -k {directory} -c listen_addresses=127.0.0.1 -c fsync=off"
+    steps = [
+        [initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
+        [pg_ctl, "-D", str(data), "-w", "-l", str(directory / "log"), "-o", options, "start"],
+    ]
+    for step in steps:
+        done = subprocess.run(as_user + step, capture_output=True, text=True)
+        if done.returncode != 0:
+            shutil.rmtree(directory, ignore_errors=True)
+            pytest.skip(f"PostgreSQL did not start: {(done.stderr or done.stdout)[-300:]}")
+    yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    subprocess.run(as_user + [pg_ctl, "-D", str(data), "-m", "immediate", "stop"], check=False)
+    shutil.rmtree(directory, ignore_errors=True)

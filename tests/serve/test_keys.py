@@ -92,3 +92,26 @@ def test_served_keys_get_libretranslates_answers(numbers_run, tmp_path):
         assert server.request("POST", "/translate", asked)[0] == 403
     finally:
         server.stop()
+
+
+def test_keys_in_postgresql_have_the_same_limits_and_commands(postgres_uri, capsys):
+    """`--db postgresql://...`: the commands, the limits, and two stores (two servers) counting
+    each key once, in a real PostgreSQL."""
+    assert main(["keys", "--db", postgres_uri, "add", "2", "--char-limit", "30"]) == 0
+    key = capsys.readouterr().out.strip()
+    assert main(["keys", "--db", postgres_uri, "list"]) == 0
+    assert f"{key}  2 requests a minute, 30 characters a day" in capsys.readouterr().out
+    first, second = KeyStore(postgres_uri), KeyStore(postgres_uri)
+    start = 1_800_000_000.0
+    assert first.spend(key, 10, start)[1] is None
+    assert second.spend(key, 10, start + 1)[1] is None
+    assert "2 a minute" in first.spend(key, 1, start + 2)[1]
+    assert second.spend(key, 10, start + 60)[1] is None  # the next minute: 30 characters used
+    assert "30 a day" in first.spend(key, 1, start + 61)[1]
+    assert first.spend("no-such-key", 1) == (None, None)
+    assert main(["keys", "--db", postgres_uri, "remove", key]) == 0
+    assert first.spend(key, 1) == (None, None)
+    wrong = postgres_uri.replace("@", ":secret@").rsplit("/", 1)[0] + "/nowhere"
+    assert main(["keys", "--db", wrong, "list"]) == 2
+    said = capsys.readouterr().err
+    assert "nowhere" in said and "secret" not in said and len(said.strip().splitlines()) == 1

@@ -2,12 +2,11 @@
 `ltmanage keys`): `add REQ_LIMIT [--char-limit N] [--name NAME]` prints the new key, `list` shows
 them with their limits, `remove KEY` takes one away. Each key may make REQ_LIMIT requests a minute
 and, with --char-limit, translate N characters a day (UTC), counted in the database for every
-server that is given it."""
+server that is given it. The database is a SQLite file, or PostgreSQL by its URI (psycopg)."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from vaswani.cli.common import CliError, HelpFormatter, positive_int
 
@@ -16,7 +15,10 @@ HELP = "add, list or remove API keys with their own limits (serve --keys-db)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--db", type=Path, required=True, metavar="FILE", help="the keys database (SQLite)"
+        "--db",
+        required=True,
+        metavar="FILE|URI",
+        help="the keys database: a SQLite file, or PostgreSQL's postgresql://user@host/db",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     add = actions.add_parser("add", help="make a key and print it", formatter_class=HelpFormatter)

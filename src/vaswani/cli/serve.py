@@ -96,10 +96,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--keys-db",
-        type=Path,
-        metavar="FILE",
-        help="API keys with limits of their own, made with `vaswani keys --db FILE add`; "
-        "a key's limits replace --rate-limit's",
+        metavar="FILE|URI",
+        help="API keys with limits of their own, made with `vaswani keys --db FILE|URI add` (a "
+        "SQLite file or postgresql://...); a key's limits replace --rate-limit's",
     )
     parser.add_argument(
         "--suggestions",

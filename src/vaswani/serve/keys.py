@@ -2,7 +2,8 @@
 LibreTranslate's `ltmanage keys` keeps them: each key with its requests a minute and, optionally,
 its characters a day.
 
-The database is SQLite (Python's own `sqlite3`), one file. The usage counts live in it too, so
+The database is SQLite (Python's own `sqlite3`), one file, or PostgreSQL where it is named by a
+postgresql:// URI (psycopg; for replicas on several machines). The usage counts live in it too, so
 every server process given the same file (replicas on one machine) counts each key once; replicas
 sharing Redis (`serve --shared-storage redis://`) count it there instead. Writes are
 short transactions; SQLite's lock orders them, and a busy database is waited on for up to 10 s.
@@ -16,29 +17,32 @@ import contextlib
 import secrets
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from vaswani.errors import VaswaniError
 from vaswani.safe_io import sqlite_transaction
-from vaswani.serve.shared import Window
+from vaswani.serve.shared import Window, shown_uri
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS api_keys (
+# The same SQL for both databases ("window" quoted: PostgreSQL reserves the word).
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS api_keys (
     key TEXT PRIMARY KEY,
     name TEXT,
-    req_limit INTEGER NOT NULL,
-    char_limit INTEGER,
-    created REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS key_usage (
+    req_limit BIGINT NOT NULL,
+    char_limit BIGINT,
+    created DOUBLE PRECISION NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS key_usage (
     key TEXT NOT NULL,
-    window TEXT NOT NULL,
-    count INTEGER NOT NULL,
-    PRIMARY KEY (key, window)
-);
-"""
+    "window" TEXT NOT NULL,
+    count BIGINT NOT NULL,
+    PRIMARY KEY (key, "window")
+)""",
+)
+POSTGRES = ("postgres://", "postgresql://")
 
 
 class KeyStoreError(VaswaniError):
@@ -58,24 +62,26 @@ class ApiKey:
 class KeyStore:
     """The keys database at `path` (created when `create`, else it must exist)."""
 
-    def __init__(self, path: Path, create: bool = False) -> None:
-        path = Path(path)
-        if str(path).startswith(("postgres:", "postgresql:")):  # (a Path keeps one slash)
-            raise KeyStoreError(f"{path}: PostgreSQL is not supported yet; give a SQLite file")
-        if not create and not path.is_file():
+    def __init__(self, where: str | Path, create: bool = False) -> None:
+        self.where = str(where)
+        self.postgres = self.where.startswith(POSTGRES)
+        if not self.postgres and not create and not Path(where).is_file():
             raise KeyStoreError(
-                f"{path}: no keys database; make one with `vaswani keys --db {path} add N`"
+                f"{where}: no keys database; make one with `vaswani keys --db {where} add N`"
             )
-        self.path = path
         try:
             with self.connect() as db:
-                db.executescript(SCHEMA)
-        except sqlite3.DatabaseError as error:
-            raise KeyStoreError(f"{path}: not a keys database ({error})") from None
+                for statement in SCHEMA:
+                    db.execute(statement)
+        except sqlite3.DatabaseError as error:  # (PostgreSQL's come as KeyStoreError)
+            raise KeyStoreError(f"{where}: not a keys database ({error})") from None
 
-    def connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        """One transaction that takes the write lock first (usage is read, then written)."""
-        return sqlite_transaction(self.path, immediate=True)
+    def connect(self) -> contextlib.AbstractContextManager[Any]:
+        """One transaction; SQLite's takes the write lock first (usage is read, then written),
+        PostgreSQL's locks the key's row when it is looked up."""
+        if self.postgres:
+            return postgres_transaction(self.where)
+        return sqlite_transaction(Path(self.where), immediate=True)
 
     def add(self, req_limit: int, char_limit: int | None = None, name: str | None = None) -> ApiKey:
         """A new key (random, 128 bits), stored with its limits."""
@@ -137,15 +143,15 @@ def usage_windows(key: ApiKey, chars: int, now: float) -> list[Window]:
     return [Window(minute, 1, key.req_limit, 120), Window(day, chars, key.char_limit, 2 * 86400)]
 
 
-def counted_here(db: sqlite3.Connection, key: str, windows: list[Window]) -> Window | None:
+def counted_here(db: Any, key: str, windows: list[Window]) -> Window | None:
     """`windows` counted in the key_usage table (the key's older windows deleted): the first
     window over its limit (nothing counted), or None."""
     names = [w.name for w in windows]
     marks = ", ".join("?" * len(names))
-    db.execute(f"DELETE FROM key_usage WHERE key = ? AND window NOT IN ({marks})", (key, *names))
+    db.execute(f'DELETE FROM key_usage WHERE key = ? AND "window" NOT IN ({marks})', (key, *names))
     used = dict(
         db.execute(
-            f"SELECT window, count FROM key_usage WHERE key = ? AND window IN ({marks})",
+            f'SELECT "window", count FROM key_usage WHERE key = ? AND "window" IN ({marks})',
             (key, *names),
         ).fetchall()
     )
@@ -154,15 +160,50 @@ def counted_here(db: sqlite3.Connection, key: str, windows: list[Window]) -> Win
             return window
     for window in windows:
         db.execute(
-            "INSERT INTO key_usage VALUES (?, ?, ?) ON CONFLICT (key, window) "
-            "DO UPDATE SET count = count + excluded.count",
+            'INSERT INTO key_usage VALUES (?, ?, ?) ON CONFLICT (key, "window") '
+            "DO UPDATE SET count = key_usage.count + excluded.count",
             (key, window.name, window.amount),
         )
     return None
 
 
-def looked_up(db: sqlite3.Connection, key: str) -> ApiKey | None:
+def looked_up(db: Any, key: str) -> ApiKey | None:
+    """The key, locked until the transaction ends where the database locks rows."""
+    locked = " FOR UPDATE" if isinstance(db, Postgres) else ""
     row = db.execute(
-        "SELECT key, name, req_limit, char_limit FROM api_keys WHERE key = ?", (key,)
+        "SELECT key, name, req_limit, char_limit FROM api_keys WHERE key = ?" + locked, (key,)
     ).fetchone()
     return ApiKey(*row) if row else None
+
+
+class Postgres:
+    """A PostgreSQL connection that takes SQLite's `?` placeholders; its errors are
+    KeyStoreErrors naming the database."""
+
+    def __init__(self, connection: Any, uri: str) -> None:
+        self.connection, self.uri = connection, uri
+
+    def execute(self, sql: str, parameters: tuple = ()) -> Any:
+        import psycopg
+
+        try:
+            return self.connection.execute(sql.replace("?", "%s"), parameters)
+        except psycopg.Error as error:
+            raise KeyStoreError(f"{shown_uri(self.uri)}: {str(error).strip()}") from None
+
+
+@contextlib.contextmanager
+def postgres_transaction(uri: str) -> Iterator[Postgres]:
+    """One transaction on the PostgreSQL database at `uri`, committed or rolled back."""
+    try:
+        import psycopg
+    except ImportError:
+        raise KeyStoreError(
+            f"{shown_uri(uri)}: PostgreSQL needs psycopg (pip install 'vaswani[postgres]')"
+        ) from None
+    try:
+        connection = psycopg.connect(uri, connect_timeout=10)
+    except psycopg.Error as error:
+        raise KeyStoreError(f"{shown_uri(uri)}: {str(error).strip()}") from None
+    with connection:  # commits, or rolls back on an exception; then closes
+        yield Postgres(connection, uri)
