@@ -7,8 +7,8 @@ replicas with 1 thread each (the same 2 cores), with memory:// and with redis://
 requests/s, p50/p99 latency and every answer's status.
 
 Soak (--soak MINUTES): two replicas on redis:// behind the balancer, each of --soak-keys keys
-sending requests at its rate limit, a file uploaded every few seconds and downloaded before and
-after its expiry (--file-ttl). Reports the answers by status (no 500 allowed), files that were
+sending requests a little over its rate limit (--soak-pace), a file uploaded every few seconds and
+downloaded before and after its expiry (--file-ttl). Reports the answers by status (no 500 allowed), files that were
 lost (missing before their expiry), and Redis' memory over time (bounded by the expiry).
 
     python benchmarks/serve_replicas.py --checkpoint runs/ding [--requests 600] [--clients 16]
@@ -129,7 +129,7 @@ def soak(args, sentences: list[str], uri: str, work: Path) -> None:
     import redis
 
     keys = [f"soak-key-{i}" for i in range(args.soak_keys)]
-    (work / "keys.txt").write_text("\n".join(keys) + "\n")
+    (work / "keys.txt").write_text("\n".join([*keys, "soak-files"]) + "\n")
     extra = ["--api-keys", str(work / "keys.txt"), "--rate-limit", str(args.soak_rate)]
     extra += ["--file-ttl", str(args.file_ttl)]
     statuses: Counter = Counter()
@@ -149,7 +149,7 @@ def soak(args, sentences: list[str], uri: str, work: Path) -> None:
             connection.close()
 
     def sender(key: str, port: int) -> None:
-        gap, i = 60.0 / args.soak_rate, 0
+        gap, i = 60.0 / (args.soak_rate * args.soak_pace), 0
         while time.monotonic() < end:
             fields = {"q": sentences[i % len(sentences)], "source": args.source}
             fields.update(target=args.target, api_key=key)
@@ -166,7 +166,11 @@ def soak(args, sentences: list[str], uri: str, work: Path) -> None:
             text = "\n".join(sentences[len(waiting) % len(sentences) :][:5]).encode()
             parts = [
                 f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'
-                for k, v in (("source", args.source), ("target", args.target))
+                for k, v in (
+                    ("source", args.source),
+                    ("target", args.target),
+                    ("api_key", "soak-files"),
+                )
             ]
             parts.append(
                 f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
@@ -211,8 +215,9 @@ def soak(args, sentences: list[str], uri: str, work: Path) -> None:
         for thread in threads:
             thread.join()
     print(
-        f"soak: {args.soak} minutes, 2 replicas on redis://, {len(keys)} keys at "
-        f"{args.soak_rate} requests a minute each, files kept {args.file_ttl} s"
+        f"soak: {args.soak} minutes, 2 replicas on redis://, {len(keys)} keys limited to "
+        f"{args.soak_rate} requests a minute each and sending {args.soak_pace}x that, "
+        f"files kept {args.file_ttl} s"
     )
     print(f"answers: {dict(sorted(statuses.items(), key=str))}")
     print(f"files: {files}")
@@ -234,6 +239,9 @@ def main() -> None:
     parser.add_argument("--soak", type=float, metavar="MINUTES", help="run the soak instead")
     parser.add_argument("--soak-keys", type=int, default=4)
     parser.add_argument("--soak-rate", type=int, default=60, help="each key's requests a minute")
+    parser.add_argument(
+        "--soak-pace", type=float, default=1.25, help="each key sends this many times its limit"
+    )
     parser.add_argument("--file-ttl", type=int, default=60)
     args = parser.parse_args()
     data = json.loads((args.checkpoint / "data.json").read_text())

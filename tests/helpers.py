@@ -56,6 +56,19 @@ def request(port, method, path, body=None, headers=None, timeout=60) -> tuple[in
     return response.status, json.loads(data) if data else {}
 
 
+def wait_healthy(port: int, child) -> None:
+    """Wait for the server process `child` listening on `port` to answer /health with 200 (its
+    stderr said if it exits first)."""
+    deadline = time.time() + 120
+    while True:
+        assert time.time() < deadline and child.poll() is None, child.stderr.read()
+        try:
+            if request(port, "GET", "/health", timeout=5)[0] == 200:
+                return
+        except OSError:
+            time.sleep(0.1)
+
+
 def cli(capsys, *args: str) -> tuple[int, str, str]:
     """Run `vaswani ARGS` in this process: exit code, stdout, stderr."""
     from vaswani.cli import main

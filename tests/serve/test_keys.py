@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+from test_file_api import upload
 
 from helpers import Server
 from vaswani.cli import main
@@ -70,7 +71,7 @@ def test_servers_sharing_the_database_count_each_key_once(tmp_path):
 
 def test_served_keys_get_libretranslates_answers(numbers_run, tmp_path):
     store = KeyStore(tmp_path / "keys.db", create=True)
-    fast, wordy = store.add(2), store.add(100, char_limit=12)
+    fast, wordy, filer = store.add(2), store.add(100, char_limit=12), store.add(100, char_limit=6)
     access = Access(None, per_minute=1, store=store)  # --rate-limit 1: a key's own replace it
     app = create_app(
         settings=ServeSettings(precision="fp32"),
@@ -90,6 +91,10 @@ def test_served_keys_get_libretranslates_answers(numbers_run, tmp_path):
         status, body = server.request("POST", "/translate", {**asked, "api_key": "made-up"})
         assert status == 403 and body["error"] == "Invalid API key"
         assert server.request("POST", "/translate", asked)[0] == 403
+        # a file's characters count too: 3 of the 6 a day, then 4 more are refused
+        assert upload(server, "a.txt", b"1\n2\n3", api_key=filer.key)[0] == 200
+        status, body = upload(server, "b.txt", b"4\n5\n6\n7", api_key=filer.key)
+        assert status == 429 and "6 a day" in body["error"]
     finally:
         server.stop()
 

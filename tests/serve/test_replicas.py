@@ -14,7 +14,7 @@ import pytest
 from test_file_api import download, upload
 
 from conftest import free_port
-from helpers import request
+from helpers import request, wait_healthy
 from round_robin import RoundRobin
 from vaswani.serve.keys import KeyStore
 
@@ -42,17 +42,6 @@ def start_replica(run, port: int, redis_uri: str, tmp_path) -> subprocess.Popen:
     )
 
 
-def wait_healthy(port: int, child: subprocess.Popen) -> None:
-    deadline = time.time() + 120
-    while True:
-        assert time.time() < deadline and child.poll() is None, child.stderr.read()
-        try:
-            if request(port, "GET", "/health", timeout=5)[0] == 200:
-                return
-        except OSError:
-            time.sleep(0.1)
-
-
 def translate(port: int, key: str, text: str) -> tuple[int, dict]:
     fields = {"q": text, "source": "en", "target": "de", "api_key": key}
     return request(port, "POST", "/translate", fields)
@@ -69,7 +58,8 @@ class Proxy:
 
 
 def test_two_replicas_behind_a_load_balancer_act_as_one(numbers_run, redis_uri, tmp_path):
-    wordy = KeyStore(tmp_path / "keys.db", create=True).add(100, char_limit=12).key
+    store = KeyStore(tmp_path / "keys.db", create=True)
+    wordy, filer = store.add(100, char_limit=12).key, store.add(100).key
     ports = [free_port(), free_port()]
     replicas = [start_replica(numbers_run, port, redis_uri, tmp_path) for port in ports]
     balancer = None
@@ -92,7 +82,7 @@ def test_two_replicas_behind_a_load_balancer_act_as_one(numbers_run, redis_uri, 
             assert status == 429 and "characters" in answer["error"]
 
         # a file uploaded through one replica downloads through the other
-        status, answer = upload(front, "numbers.txt", b"12\n42\n", api_key=wordy)
+        status, answer = upload(front, "numbers.txt", b"12\n42\n", api_key=filer)
         assert status == 200, answer
         path = urllib.parse.urlsplit(answer["translatedFileUrl"]).path
         files = [download(Proxy(port), path) for port in ports]
@@ -101,7 +91,7 @@ def test_two_replicas_behind_a_load_balancer_act_as_one(numbers_run, redis_uri, 
         # one replica killed mid-request: the other answers it, and what was stored stays
         lines = "\n".join(str(n) for n in range(100000, 101500)).encode()
         with ThreadPoolExecutor(1) as pool:
-            long = pool.submit(upload, front, "long.txt", lines, api_key=wordy)
+            long = pool.submit(upload, front, "long.txt", lines, api_key=filer)
             deadline = time.time() + 30
             while not any(balancer.in_flight.values()):
                 assert time.time() < deadline

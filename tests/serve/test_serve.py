@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from helpers import Server, request
+from helpers import Server, request, wait_healthy
 from vaswani.cli import build_parser
 from vaswani.config import DecodeConfig
 from vaswani.decoding.text import TextModel, translate
@@ -252,14 +252,8 @@ def test_sigterm_finishes_requests_in_flight_and_exits_0(numbers_run):
         text=True,
     )
     try:
+        wait_healthy(port, child)
         deadline = time.time() + 120
-        while True:
-            assert time.time() < deadline and child.poll() is None, child.stderr.read()
-            try:
-                if request(port, "GET", "/health", timeout=5)[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.1)
         texts = [str(n) for n in range(100000, 103000)]  # a few seconds of work
         with ThreadPoolExecutor(1) as pool:
             answer = pool.submit(

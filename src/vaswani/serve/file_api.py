@@ -133,6 +133,7 @@ class FileService:
             raise LibreError(
                 400, f"Invalid request: {chars:,} characters, over {self.settings.max_file_chars:,}"
             )
+        self.libre.access.charge(fields.get("api_key"), chars)  # a key's characters a day
         worker, source, target = self.route(fields, texts)
         translations, alignments = await self.translate_texts(worker, texts, source, document)
         out = await loop.run_in_executor(None, document.rebuild, translations, alignments, target)

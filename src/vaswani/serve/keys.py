@@ -60,7 +60,8 @@ class ApiKey:
 
 
 class KeyStore:
-    """The keys database at `path` (created when `create`, else it must exist)."""
+    """The keys database `where`: a SQLite file (created when `create`, else it must exist) or
+    a postgresql:// URI (its tables created where missing)."""
 
     def __init__(self, where: str | Path, create: bool = False) -> None:
         self.where = str(where)
@@ -110,18 +111,23 @@ class KeyStore:
         return gone > 0
 
     def spend(
-        self, asked: str, chars: int, now: float | None = None, counter: Counter | None = None
+        self,
+        asked: str,
+        chars: int,
+        now: float | None = None,
+        counter: Counter | None = None,
+        requests: int = 1,
     ) -> tuple[ApiKey | None, str | None]:
-        """Count a request of `chars` characters against the key `asked`: the key (None: no
-        such key, nothing counted) and why the request is refused (over its requests a minute or
-        characters a day, the request not counted), or None. Counted in this database, in one
+        """Count `requests` request(s) of `chars` characters against the key `asked`: the key
+        (None: no such key, nothing counted) and why the request is refused (over its requests a
+        minute or characters a day, nothing counted), or None. Counted in this database, in one
         transaction with the lookup, or in `counter` (the shared storage of replicas)."""
         now = time.time() if now is None else now
         with self.connect() as db:
             key = looked_up(db, asked)
             if key is None:
                 return None, None
-            windows = usage_windows(key, chars, now)
+            windows = usage_windows(key, requests, chars, now)
             over = counted_here(db, key.key, windows) if counter is None else None
         if counter is not None:
             over = counter.count(windows)
@@ -136,11 +142,14 @@ class Counter(Protocol):
     def count(self, windows: list[Window]) -> Window | None: ...
 
 
-def usage_windows(key: ApiKey, chars: int, now: float) -> list[Window]:
-    """A request's count in the key's minute and its characters in the key's UTC day."""
+def usage_windows(key: ApiKey, requests: int, chars: int, now: float) -> list[Window]:
+    """The requests counted in the key's minute and their characters in its UTC day."""
     minute = f"{key.key}:m{int(now // 60)}"
     day = f"{key.key}:d" + time.strftime("%Y-%m-%d", time.gmtime(now))
-    return [Window(minute, 1, key.req_limit, 120), Window(day, chars, key.char_limit, 2 * 86400)]
+    return [
+        Window(minute, requests, key.req_limit, 120),
+        Window(day, chars, key.char_limit, 2 * 86400),
+    ]
 
 
 def counted_here(db: Any, key: str, windows: list[Window]) -> Window | None:

@@ -110,6 +110,16 @@ class Access:
         if not self.storage.take(who, self.per_minute):
             raise LibreError(429, f"Too many requests: the limit is {self.per_minute} a minute")
 
+    def charge(self, key: Any, chars: int) -> None:
+        """Count the characters of a request already admitted (a file's, known once it is
+        read) against a database key's day: 429 over it, nothing counted then."""
+        if self.store is None or not isinstance(key, str):
+            return
+        counter = self.storage if self.storage.counts_usage else None
+        found, why = self.store.spend(key, chars, counter=counter, requests=0)
+        if found is not None and why is not None:
+            raise LibreError(429, why)
+
 
 class Detector:
     """Language identification among the source languages served (lingua)."""
