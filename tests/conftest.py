@@ -1,5 +1,4 @@
 import shutil
-import socket
 import subprocess
 import time
 
@@ -8,6 +7,7 @@ import torch
 
 import vaswani.device
 import vaswani.translation.precision
+from helpers import free_port
 from vaswani.config import ModelConfig
 
 
@@ -148,12 +148,6 @@ def classify_run(classify_data, tmp_path_factory):
 # A real Redis server for the tests of shared storage: Debian's redis-server, started once per
 # session on a free port with nothing saved to disk; its tests skip, saying why, where it is not
 # installed (.ci/run installs it) or does not start.
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -56,6 +56,13 @@ def request(port, method, path, body=None, headers=None, timeout=60) -> tuple[in
     return response.status, json.loads(data) if data else {}
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def wait_healthy(port: int, child) -> None:
     """Wait for the server process `child` listening on `port` to answer /health with 200 (its
     stderr said if it exits first)."""

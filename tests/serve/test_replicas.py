@@ -13,8 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from test_file_api import download, upload
 
-from conftest import free_port
-from helpers import request, wait_healthy
+from helpers import free_port, request, wait_healthy
 from round_robin import RoundRobin
 from vaswani.serve.keys import KeyStore
 

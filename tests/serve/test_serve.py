@@ -3,7 +3,6 @@
 import http.client
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -12,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from helpers import Server, request, wait_healthy
+from helpers import Server, free_port, request, wait_healthy
 from vaswani.cli import build_parser
 from vaswani.config import DecodeConfig
 from vaswani.decoding.text import TextModel, translate
@@ -217,12 +216,6 @@ def test_memory_stays_flat_over_repeated_bursts(serving):
 def test_the_server_binds_loopback_by_default():
     args = build_parser().parse_args(["serve", "--checkpoint", "run"])
     assert args.host == "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.slow

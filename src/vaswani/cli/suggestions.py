@@ -23,10 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from vaswani.serve.shared import is_redis
     from vaswani.serve.suggestions import Suggestions, SuggestionsError, write_tmx
 
-    redis = args.db.startswith(("redis://", "rediss://", "unix://"))
-    if not redis and not Path(args.db).is_file():
+    if not is_redis(args.db) and not Path(args.db).is_file():
         raise CliError(f"{args.db}: no such file (serve --suggestions FILE makes it)")
     pair = None
     if args.pair is not None:

@@ -94,8 +94,7 @@ class Access:
         if self.store is not None:
             found, why = (None, None)
             if isinstance(key, str):
-                counter = self.storage if self.storage.counts_usage else None
-                found, why = self.store.spend(key, chars, counter=counter)
+                found, why = self.store.spend(key, chars, counter=self.usage_counter)
             if found is not None:
                 if why is not None:
                     raise LibreError(429, why)
@@ -110,13 +109,18 @@ class Access:
         if not self.storage.take(who, self.per_minute):
             raise LibreError(429, f"Too many requests: the limit is {self.per_minute} a minute")
 
+    @property
+    def usage_counter(self) -> MemoryStorage | RedisStorage | None:
+        """Where database keys' usage is counted: the shared storage where it counts usage
+        (Redis), else None (the keys database itself)."""
+        return self.storage if self.storage.counts_usage else None
+
     def charge(self, key: Any, chars: int) -> None:
         """Count the characters of a request already admitted (a file's, known once it is
         read) against a database key's day: 429 over it, nothing counted then."""
         if self.store is None or not isinstance(key, str):
             return
-        counter = self.storage if self.storage.counts_usage else None
-        found, why = self.store.spend(key, chars, counter=counter, requests=0)
+        found, why = self.store.spend(key, chars, counter=self.usage_counter, requests=0)
         if found is not None and why is not None:
             raise LibreError(429, why)
 

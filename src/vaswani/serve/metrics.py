@@ -99,9 +99,9 @@ class Metrics:
         @app.middleware("http")
         async def count(request: Request, call_next: Any) -> Response:
             started = time.perf_counter()
-            serving = SERVING.set([])  # the models its handler gives it to (Worker.submit)
+            models: list[str] = []  # the models its handler gives it to (Worker.submit)
+            serving = SERVING.set(models)
             try:
-                models = SERVING.get()
                 response = await call_next(request)
             finally:
                 SERVING.reset(serving)

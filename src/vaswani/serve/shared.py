@@ -175,15 +175,21 @@ class RedisStorage:
         self.client.close()
 
 
-def redis_client(uri: str) -> Any:
-    """A client of the Redis database at `uri`, which answered a PING."""
+def is_redis(where: str) -> bool:
+    """Whether `where` names a Redis database (else a file, or memory://)."""
+    return where.startswith(("redis://", "rediss://", "unix://"))
+
+
+def redis_client(uri: str, flag: str = "--shared-storage") -> Any:
+    """A client of the Redis database at `uri`, which answered a PING; `flag` names where the
+    URI was given, in the error."""
     import redis
 
     try:
         client = redis.Redis.from_url(uri, socket_timeout=10, socket_connect_timeout=5)
         client.ping()
     except (redis.RedisError, ValueError) as error:
-        raise SharedStorageError(f"--shared-storage {shown_uri(uri)}: {error}") from None
+        raise SharedStorageError(f"{flag} {shown_uri(uri)}: {error}") from None
     return client
 
 
@@ -201,7 +207,7 @@ def open_storage(uri: str | None) -> MemoryStorage | RedisStorage:
     """The storage a --shared-storage URI names (None: memory://)."""
     if uri is None or uri == "memory://":
         return MemoryStorage()
-    if uri.startswith(("redis://", "rediss://", "unix://")):
+    if is_redis(uri):
         return RedisStorage(uri)
     raise SharedStorageError(
         f"--shared-storage {uri}: give memory:// (this process) or redis://host:port/db"

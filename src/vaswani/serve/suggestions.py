@@ -37,7 +37,9 @@ class Suggestions:
     @staticmethod
     def open(where: str | Path) -> Suggestions | RedisSuggestions:
         """A SQLite file, or a Redis database by its URI."""
-        if str(where).startswith(("redis://", "rediss://", "unix://")):
+        from vaswani.serve.shared import is_redis
+
+        if is_redis(str(where)):
             return RedisSuggestions(str(where))
         return Suggestions(Path(where))
 
@@ -86,9 +88,9 @@ class RedisSuggestions:
         from vaswani.serve.shared import SharedStorageError, redis_client
 
         try:
-            self.client = redis_client(uri)
+            self.client = redis_client(uri, "--suggestions")
         except SharedStorageError as error:
-            raise SuggestionsError(str(error).replace("--shared-storage", "suggestions")) from None
+            raise SuggestionsError(str(error)) from None
 
     def add(self, source: str, target: str, text: str, suggestion: str) -> None:
         self.client.rpush(self.KEY, json.dumps([source, target, text, suggestion]))
