@@ -6,7 +6,10 @@ and loss (label smoothing 0.1). Three rows per precision:
 - torch.nn.Transformer: its stacks, then the logits of every position and the loss;
 - vaswani.Transformer, logits + loss: the same output layer and loss, so only the stacks differ;
 - vaswani.Transformer, its training step: what `vaswani train` runs, the output layer and its loss
-  fused (`vaswani.loss.linear_cross_entropy`: no logits held, padding rows skipped).
+  fused (`vaswani.loss.linear_cross_entropy`: no logits held, padding rows skipped), and its
+  optimizer (`vaswani.train.step.adam`: the same Adam, fused into one kernel). The first two rows
+  step with PyTorch's default Adam, as a user of torch.nn.Transformer writes it.
+The arms take turns one step at a time, so that a machine whose speed drifts slows them alike.
 Reports target tokens per second of a full step (forward, backward, Adam) in fp32 and in the
 precision `--precision auto` picks on this machine (bf16 autocast only where the hardware computes
 it), the speed-up over torch.nn.Transformer, and the share of the machine's measured matmul peak
@@ -21,6 +24,7 @@ import argparse
 import statistics
 import time
 import warnings
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -30,6 +34,7 @@ from vaswani.device import DTYPES, autocast, benchmark_setting, grad_scaler
 from vaswani.loss import LossHead, mean_loss
 from vaswani.model import causal_mask
 from vaswani.train import label_smoothed_cross_entropy
+from vaswani.train.step import adam
 
 
 class TorchReference(nn.Module):
@@ -82,28 +87,46 @@ def step_loss(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, fused: boo
     return mean_loss(*label_smoothed_cross_entropy(logits, tgt[:, 1:], pad_id, SMOOTHING))
 
 
-def time_training(
-    model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, precision: str, steps: int, fused: bool
-) -> float:
-    """Median seconds per training step (forward, loss, backward, Adam) after two warm-up steps."""
-    device_type = src.device.type
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+@dataclass
+class Arm:
+    """One row of the table: a model, its optimizer and its loss."""
+
+    name: str
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    fused: bool
+    times: list[float] = field(default_factory=list)
+
+
+def train_step(arm: Arm, src: torch.Tensor, tgt: torch.Tensor, precision: str) -> float:
+    """Seconds of one training step of `arm` (forward, loss, backward, Adam)."""
     scaler = grad_scaler(src.device, precision)
-    model.train()
-    times = []
-    for i in range(steps + 2):
-        start = time.perf_counter()
-        with autocast(src.device, precision):
-            loss = step_loss(model, src, tgt, fused)
-        optimizer.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-        if device_type == "cuda":
-            torch.cuda.synchronize()
-        if i >= 2:
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    start = time.perf_counter()
+    with autocast(src.device, precision):
+        loss = step_loss(arm.model, src, tgt, arm.fused)
+    arm.optimizer.zero_grad(set_to_none=True)
+    scaler.scale(loss).backward()
+    scaler.step(arm.optimizer)
+    scaler.update()
+    if src.device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def time_interleaved(
+    arms: list[Arm], src: torch.Tensor, tgt: torch.Tensor, precision: str, steps: int
+) -> None:
+    """Median seconds per step of each arm (into `arm.times`), the arms taking turns one step at
+    a time after two warm-up steps each: a machine whose speed drifts (a shared host) slows
+    every arm alike instead of whichever ran during the slow minute."""
+    for arm in arms:
+        arm.model.train()
+        for _ in range(2):
+            train_step(arm, src, tgt, precision)
+    for i in range(steps):
+        turn = arms[i % len(arms) :] + arms[: i % len(arms)]
+        for arm in turn:
+            arm.times.append(train_step(arm, src, tgt, precision))
 
 
 def matmul_peak(dtype: torch.dtype, device: torch.device, n: int = 2048) -> float:
@@ -169,7 +192,7 @@ def main() -> None:
         f"{'precision':<10} {'model':<42} {'ms/step':>9} {'tgt tok/s':>10} {'speed-up':>9} {'of peak':>8}"
     )
     for precision in precisions:
-        baseline = None
+        arms = []
         for name, build, fused in (
             ("torch.nn.Transformer", TorchReference, False),
             ("vaswani.Transformer, logits + loss", Transformer, False),
@@ -177,12 +200,21 @@ def main() -> None:
         ):
             torch.manual_seed(0)
             model = build(cfg).to(device)
-            flops = step_flops(model, src, tgt, precision, fused)
-            seconds = time_training(model, src, tgt, precision, args.steps, fused)
-            baseline = baseline or seconds
+            if fused:  # what `vaswani train` steps with
+                optimizer = adam(model.parameters(), device)
+            else:  # PyTorch's default Adam, as a user of torch.nn.Transformer writes it
+                optimizer = torch.optim.Adam(model.parameters(), betas=(0.9, 0.98), eps=1e-9)
+            for group in optimizer.param_groups:
+                group["lr"] = 1e-4
+            arms.append(Arm(name, model, optimizer, fused))
+        flops = [step_flops(arm.model, src, tgt, precision, arm.fused) for arm in arms]
+        time_interleaved(arms, src, tgt, precision, args.steps)
+        baseline = statistics.median(arms[0].times)
+        for arm, arm_flops in zip(arms, flops, strict=True):
+            seconds = statistics.median(arm.times)
             print(
-                f"{precision:<10} {name:<42} {seconds * 1e3:>9.1f} {tokens / seconds:>10.0f} "
-                f"{baseline / seconds:>8.2f}x {flops / seconds / peaks[precision]:>7.1%}"
+                f"{precision:<10} {arm.name:<42} {seconds * 1e3:>9.1f} {tokens / seconds:>10.0f} "
+                f"{baseline / seconds:>8.2f}x {arm_flops / seconds / peaks[precision]:>7.1%}"
             )
 
 

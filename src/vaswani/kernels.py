@@ -14,19 +14,26 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.attention import SDPBackend
 
-# On a CPU, PyTorch's flash kernel pays off in training only for long keys: forward + backward of
-# one layer (bf16, 4 heads of 64) measured 12.3 ms flash vs 5.5 ms math at 64 keys, 8.4 vs 12.1 at
-# 256. Without gradients (decoding) flash is the faster one: one query per sequence 50 vs 90 us at
-# 24 keys, 101 vs 223 at 64 (batch 32); 4 beams' queries over 4 x 16 masked keys 1.1 vs 2.4 ms
-# (200 sentences, fp32).
+# On a CPU, PyTorch's flash kernel pays off in bf16 training only for long keys: forward + backward
+# of one attention (64 x 4 heads of 32) measured 8.7 ms flash vs 2.5 ms math at 32 keys, 52 vs 30
+# at 128, 92 vs 192 at 256 (AMD EPYC Zen 4, 2 cores). In float32, flash wins at every length
+# (1.6 vs 5.5 ms at 32 keys, 67 vs 185 at 256): the math kernel's batched products of small
+# float32 matrices take a slow path. Without gradients (decoding) flash is the faster one: one
+# query per sequence 50 vs 90 us at 24 keys, 101 vs 223 at 64 (batch 32); 4 beams' queries over
+# 4 x 16 masked keys 1.1 vs 2.4 ms (200 sentences, fp32).
 CPU_MATH_MAX_KEYS = 192
 
 
 def sdpa_backends(q: Tensor, k: Tensor) -> list[SDPBackend] | None:
-    """The SDPA kernels to allow: on a CPU the plain math kernel when training over short keys;
-    None elsewhere, for PyTorch's choice (then no `sdpa_kernel` context is entered: 10 us a call,
-    six calls a step, 1.5% of a small model's greedy decoding step)."""
-    if q.device.type == "cpu" and torch.is_grad_enabled() and k.size(-2) <= CPU_MATH_MAX_KEYS:
+    """The SDPA kernels to allow: on a CPU the plain math kernel when training in half precision
+    over short keys; None elsewhere, for PyTorch's choice (then no `sdpa_kernel` context is
+    entered: 10 us a call, six calls a step, 1.5% of a small model's greedy decoding step)."""
+    if (
+        q.device.type == "cpu"
+        and q.dtype != torch.float32
+        and torch.is_grad_enabled()
+        and k.size(-2) <= CPU_MATH_MAX_KEYS
+    ):
         return [SDPBackend.MATH]
     return None
 

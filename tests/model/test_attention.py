@@ -1,9 +1,11 @@
 from functools import partial
 
 import torch
+from torch.nn.attention import SDPBackend
 
 from vaswani.config import ModelConfig
 from vaswani.decoding.cache import KVCache
+from vaswani.kernels import CPU_MATH_MAX_KEYS, sdpa_backends
 from vaswani.model import CrossAttention, SelfAttention, causal_mask, padding_mask
 
 
@@ -88,3 +90,33 @@ def test_slow_path_in_bf16_with_boolean_mask_is_finite():
     mask = padding_mask(torch.tensor([[5, 0, 0, 0], [0, 0, 0, 0]]), pad_id=0)
     out, weights, _ = attn(x, mask, need_weights=True)
     assert torch.isfinite(out).all() and torch.isfinite(weights).all()
+
+
+def test_cpu_training_takes_the_math_kernel_only_in_half_precision_over_short_keys():
+    """The kernel choice by what was measured (vaswani.kernels): float32 training and decoding
+    leave it to PyTorch (its flash kernel); bf16 training over short keys takes the math kernel."""
+    q32 = torch.zeros(2, 4, 8, 16)
+    q16 = q32.to(torch.bfloat16)
+    long = torch.zeros(2, 4, CPU_MATH_MAX_KEYS + 1, 16, dtype=torch.bfloat16)
+    assert sdpa_backends(q16, q16) == [SDPBackend.MATH]
+    assert sdpa_backends(q32, q32) is None
+    assert sdpa_backends(q16, long) is None
+    with torch.no_grad():
+        assert sdpa_backends(q16, q16) is None
+
+
+def test_float32_training_on_the_flash_kernel_matches_the_step_by_step_path():
+    """Values and gradients of float32 self-attention on PyTorch's choice of kernel equal those of
+    the step-by-step path (need_weights) within float32 rounding, padding masked."""
+    torch.manual_seed(0)
+    cfg = ModelConfig(d_model=32, n_heads=4, d_ff=64, vocab_size=50)
+    attention = SelfAttention(cfg).train()
+    x = torch.randn(3, 7, 32, requires_grad=True)
+    ids = torch.tensor([[5] * 7, [5] * 4 + [0] * 3, [5] * 2 + [0] * 5])
+    mask = padding_mask(ids, pad_id=0)
+    fast, _, _ = attention(x, mask)
+    (grad_fast,) = torch.autograd.grad(fast.square().sum(), x)
+    slow, _, _ = attention(x, mask, need_weights=True)
+    (grad_slow,) = torch.autograd.grad(slow.square().sum(), x)
+    torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(grad_fast, grad_slow, rtol=1e-4, atol=1e-5)

@@ -46,7 +46,7 @@ from vaswani.train.plan import TrainPlan, print_plan, resolve_plan, time_horizon
 from vaswani.train.schedule import Schedule
 from vaswani.train.setup import open_run
 from vaswani.train.state import Learner, TrainState, load_checkpoint, save_checkpoint
-from vaswani.train.step import TrainingError, train_update
+from vaswani.train.step import TrainingError, adam, train_update
 from vaswani.train.stop import StopRequest
 from vaswani.train.validation import evaluate, evaluation_line, record_evaluation
 
@@ -177,7 +177,7 @@ class Trainer:
                 weight.requires_grad_(not name.endswith("embed.token.weight"))
         trained = [p for p in self.model.parameters() if p.requires_grad]
         self.net = DistributedDataParallel(self.model) if dist.enabled else self.model
-        self.optimizer = torch.optim.Adam(trained, lr=0.0, betas=tc.adam_betas, eps=tc.adam_eps)
+        self.optimizer = adam(trained, dist.device, tc.adam_betas, tc.adam_eps)
         self.scaler = grad_scaler(dist.device, tc.precision)
         self.guide = None  # --guided-alignment: one cross-attention head learns word alignments
         if tc.guided_alignment > 0:

@@ -31,7 +31,7 @@ from vaswani.tasks import Task, get_task
 from vaswani.train.distributed import Distributed
 from vaswani.train.schedule import paper_peak, schedule_named
 from vaswani.train.state import Learner
-from vaswani.train.step import model_config_for, train_update
+from vaswani.train.step import adam, model_config_for, train_update
 
 RECORD = "recipe.json"
 """In the run directory: what auto chose (`Choice`) and the schedule's `Plan`, kept on resume."""
@@ -241,7 +241,7 @@ def update_seconds(
     tc = dataclasses.replace(resolved(tc), precision=precision)
     alone = Distributed(device=dist.device)
     model = task.build_model(cfg).to(dist.device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-9)
+    optimizer = adam(model.parameters(), dist.device)
     scaler = grad_scaler(dist.device, tc.precision)
     split = data.split("train")
     sampler = TokenBatchSampler(split.src_lengths, split.tgt_lengths, tc.batch_tokens, seed=tc.seed)

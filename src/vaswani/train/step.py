@@ -52,6 +52,21 @@ def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
     )
 
 
+# Adam's update as one fused kernel over all parameters (PyTorch's `fused=True`), on the devices
+# that have it: measured 1.3 ms instead of 7.2 for the mini preset's 102 tensors on 2 CPU cores
+# (AMD EPYC Zen 4). Elsewhere (MPS) PyTorch's default implementation.
+FUSED_ADAM_DEVICES = ("cpu", "cuda")
+
+
+def adam(
+    params: Any, device: torch.device, betas: tuple[float, float] = (0.9, 0.98), eps: float = 1e-9
+) -> torch.optim.Adam:
+    """§5.3's optimizer (Adam, beta1 0.9, beta2 0.98, eps 1e-9) for `params` on `device`, fused
+    where the device has a fused kernel. Its learning rate is set by the schedule at each update."""
+    fused = True if device.type in FUSED_ADAM_DEVICES else None
+    return torch.optim.Adam(params, lr=0.0, betas=betas, eps=eps, fused=fused)
+
+
 def train_update(
     learner: Learner,
     task: Task,
