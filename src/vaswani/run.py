@@ -12,6 +12,8 @@ A run directory holds everything `translate` needs and everything `--resume` nee
     environment.json                    the device, precision and threads of the latest (re)start
     confidence.json                     the calibration of translations' confidence (`vaswani calibrate`)
     metrics.jsonl                       one JSON record per logged step and per evaluation
+    time.json                           where the latest session's time went (start-up, updates,
+                                        validation, saving, calibration, ...)
     checkpoints/step-NNNNNNNN/, latest  weights, optimizer, RNG, data position (last K kept)
     best/                               the weights with the best validation figure (`vaswani.tasks`)
     shortlist.safetensors               a lexical shortlist for faster decoding (`vaswani shortlist`)

@@ -12,8 +12,10 @@ from vaswani import checkpoint as ckpt
 from vaswani import tasks
 from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data import PreparedData
+from vaswani.safe_io import DamagedFileError
 from vaswani.train import loop, recipe
 from vaswani.train.average import WeightAverage
+from vaswani.train.budget import Ledger
 from vaswani.train.loop import train
 from vaswani.train.schedule import noam_lr, schedule_named
 from vaswani.train.setup import resume_config
@@ -332,6 +334,32 @@ def test_max_minutes_is_a_deadline_even_when_steps_and_validations_are_slow(
     assert latest is not None and latest.name == ckpt.step_name(result.step)
     last = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()][-1]
     assert last["step"] == result.step and "valid_chrf" in last
+    # time.json says where the time went: every update and validation, each at least as long
+    # as it was made to take, and the accounts add up to the run's time.
+    spent = Ledger.read(tmp_path / "run")
+    assert spent.counts["updates"] == result.step and spent.counts["validation"] >= 2
+    assert spent.seconds["updates"] >= 0.15 * result.step
+    assert spent.seconds["validation"] >= 1.0 * spent.counts["validation"]
+    assert spent.counts["saving"] == spent.counts["validation"]  # save_every: at validations
+    assert spent.total == pytest.approx(took, abs=0.5)
+    assert spent.line().startswith(f"time: {spent.total:.1f} s: start-up")
+
+
+def test_the_ledger_puts_what_no_account_timed_into_other_and_survives_a_damaged_file(tmp_path):
+    ledger = Ledger()
+    ledger.add("updates", 6.0)
+    ledger.add("updates", 2.0)
+    ledger.add("validation", 1.0)
+    ledger.close(10.0)
+    assert ledger.seconds["other"] == 1.0 and ledger.total == 10.0
+    assert "updates 8.0 s (80%, 2)" in ledger.line() and "validation 1.0 s (10%)" in ledger.line()
+    ledger.write(tmp_path)
+    assert Ledger.read(tmp_path) == ledger
+    (tmp_path / "time.json").write_text('{"seconds": {"updates": "x"}, "counts": {}}')
+    assert Ledger.read(tmp_path).seconds["updates"] == 0.0  # a value that is no number is left
+    (tmp_path / "time.json").write_text("[")
+    with pytest.raises(DamagedFileError, match="time accounts"):
+        Ledger.read(tmp_path)
 
 
 def test_validation_under_a_passed_deadline_decodes_one_chunk(numbers_data):

@@ -11,12 +11,19 @@ several processes: torchrun --nproc_per_node N -m vaswani.cli train ..."""
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vaswani.cli.common import CliError, parse_assignment
 from vaswani.cli.fields import add_field_flags, settings_from
 from vaswani.config import PRESET_TRAINING, TrainConfig
 from vaswani.tasks import get_task
+
+if TYPE_CHECKING:
+    from vaswani.train.loop import TrainResult
 
 HELP = "train a model on a prepared dataset (or --resume a run)"
 SETTINGS = (
@@ -105,19 +112,36 @@ def run(args: argparse.Namespace) -> int:
         )
     if tc.max_steps is None and tc.max_minutes is None:
         raise CliError("give a budget: --max-steps N and/or --max-minutes M")
+    started = process_started()  # --max-minutes counts from the command's start
     result = train(
         tc,
         resume=bool(args.resume),
         reset_data_position=args.reset_data_position,
-        started=process_started(),  # --max-minutes counts from the command's start
+        started=started,
     )
-    if result.stopped_by != "interrupt" and get_task(result.task).parallel and args.calibrate:
-        calibrate_finished(result.run_dir)
+    if os.environ.get("RANK", "0") == "0":  # the main process of a distributed run
+        calibrate = get_task(result.task).parallel and args.calibrate
+        finish(result, calibrate and result.stopped_by != "interrupt", started)
     line = f"stopped by {result.stopped_by} at step {result.step}; run directory {result.run_dir}"
     if result.best is not None:
         line += f"; best validation {get_task(result.task).best_line(result.best)}"
     print(line)
     return 130 if result.stopped_by == "interrupt" else 0
+
+
+def finish(result: TrainResult, calibrate: bool, started: float | None) -> None:
+    """Calibrate the run's confidence (if asked), then account for the whole command's time in
+    time.json and say where it went (stderr)."""
+    from vaswani.train.budget import Ledger
+
+    ledger = Ledger.read(result.run_dir)
+    if calibrate:
+        with ledger.timed("calibration"):
+            calibrate_finished(result.run_dir)
+    if started is not None:  # what came after the training loop joins "other"
+        ledger.close(time.perf_counter() - started)
+    ledger.write(result.run_dir)
+    print(ledger.line(), file=sys.stderr)
 
 
 def calibrate_finished(run_dir: Path) -> None:

@@ -39,7 +39,7 @@ from vaswani.tasks import Task, get_task
 from vaswani.train import recipe
 from vaswani.train.average import WeightAverage
 from vaswani.train.board import Board, require_tensorboard
-from vaswani.train.budget import Clock, Closing
+from vaswani.train.budget import Clock, Closing, Ledger
 from vaswani.train.distributed import Distributed, init_distributed
 from vaswani.train.guided import GuidedAlignment
 from vaswani.train.plan import TrainPlan, print_plan, resolve_plan, time_horizon
@@ -197,6 +197,7 @@ class Trainer:
         self.resumed_from: Path | None = None
         self.board: Board | None = None  # --tensorboard, on the main process
         self.closing = Closing()
+        self.ledger = Ledger()  # where this session's time goes (time.json)
         self.clock: Clock | None = None  # the run's clock, from `run`
         self.first: tuple[int, float] | None = None  # this session's first update and its time
         self.max_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else math.inf
@@ -254,6 +255,7 @@ class Trainer:
         max_seconds = self.max_seconds
         stream = self.sampler.iterate(Position(*state.position))
         clock = self.clock = Clock(state.elapsed_seconds, state.target_tokens, self.started)
+        self.ledger.add("start-up", time.perf_counter() - self.started)
         self.model.train()
         if tc.tensorboard and dist.is_main:
             resumed_at = state.step if self.resumed_from is not None else None
@@ -298,6 +300,9 @@ class Trainer:
             stopped_by = "max_minutes"
         else:
             stopped_by = "max_steps"
+        self.ledger.close(time.perf_counter() - self.started)
+        if dist.is_main:
+            self.ledger.write(self.run_dir)
         return TrainResult(
             self.run_dir,
             state.step,
@@ -332,26 +337,28 @@ class Trainer:
         if isinstance(self.split, SubwordDropout):
             self.split.at(step)
         micro_batches = [b for _, b in micro]
-        tokens, loss, grad_norm = train_update(
-            self.learner, self.task, self.split, micro_batches, tc, self.dist
-        )
-        update = Update(loss, grad_norm, lr, tokens)
-        if self.scaler.is_enabled():
-            # fp16 overflows are expected while the loss scale settles: the scaler skips such a
-            # step and lowers the scale; they are counted, not failures.
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-            state.overflow_steps += int(not update.finite)
-        elif update.finite:
-            self.optimizer.step()
-        elif tc.nan_policy == "skip":
-            state.skipped_steps += 1
-        else:
-            self.stop_on_nan(step, update)
+        with self.ledger.timed("updates"):
+            tokens, loss, grad_norm = train_update(
+                self.learner, self.task, self.split, micro_batches, tc, self.dist
+            )
+            update = Update(loss, grad_norm, lr, tokens)
+            if self.scaler.is_enabled():
+                # fp16 overflows are expected while the loss scale settles: the scaler skips
+                # such a step and lowers the scale; they are counted, not failures.
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+                state.overflow_steps += int(not update.finite)
+            elif update.finite:
+                self.optimizer.step()
+            elif tc.nan_policy == "skip":
+                state.skipped_steps += 1
+            else:
+                self.stop_on_nan(step, update)
         state.step, state.position = step, (micro[-1][0].epoch, micro[-1][0].index)
         state.target_tokens += tokens
         if self.average is not None:
-            self.average.update(step)
+            with self.ledger.timed("averaging"):
+                self.average.update(step)
         return update
 
     def stop_on_nan(self, step: int, update: Update) -> None:
@@ -405,7 +412,8 @@ class Trainer:
         if step % self.plan.eval_every == 0 or finished:
             if dist.is_main:
                 began = self.clock.now()
-                self.last_eval = self.validate(bar)
+                with self.ledger.timed("validation"):
+                    self.last_eval = self.validate(bar)
                 # The longest so far: validations grow as the model learns to say more.
                 self.closing.validate = max(self.closing.validate, self.clock.now() - began)
             if tc.patience is not None:
@@ -425,6 +433,7 @@ class Trainer:
                 )
             dist.barrier()
             self.closing.save = self.clock.now() - began
+            self.ledger.add("saving", self.closing.save)
         return patience_out
 
     def validate(self, bar: Any) -> dict | None:
