@@ -202,9 +202,15 @@ def pick_precision(
     return "fp32", f"auto: {device.type} runs fp32 (autocast there is not measured faster)"
 
 
-def set_threads(world_size: int = 1, hw: Hardware | None = None) -> tuple[int, str]:
-    """Give PyTorch the cores this process may use (shared among `world_size` processes of one
-    machine), unless the user set OMP_NUM_THREADS; returns the count and where it came from."""
+def set_threads(
+    world_size: int = 1, hw: Hardware | None = None, asked: int | None = None
+) -> tuple[int, str]:
+    """Give PyTorch the `asked` threads, or the cores this process may use (shared among
+    `world_size` processes of one machine) unless the user set OMP_NUM_THREADS; returns the
+    count and where it came from."""
+    if asked is not None:
+        torch.set_num_threads(asked)
+        return asked, "as asked"
     if os.environ.get("OMP_NUM_THREADS"):
         return torch.get_num_threads(), "OMP_NUM_THREADS"
     cores = (hw or Hardware.detect()).cores
@@ -258,13 +264,18 @@ def machine_name(device: torch.device, hw: Hardware | None = None) -> str:
 
 
 def place(
-    device: str = "auto", precision: str = "auto", world_size: int = 1, hw: Hardware | None = None
+    device: str = "auto",
+    precision: str = "auto",
+    world_size: int = 1,
+    hw: Hardware | None = None,
+    threads: int | None = None,
 ) -> Placement:
-    """Resolve `--device` and `--precision` (and set the thread count) for this process."""
+    """Resolve `--device` and `--precision` (and set the thread count, `threads` if given) for
+    this process."""
     hw = hw or Hardware.detect()
     where, where_reason = pick_device(device, hw)
     how, how_reason = pick_precision(precision, where, hw)
-    threads, threads_reason = set_threads(world_size, hw)
+    threads, threads_reason = set_threads(world_size, hw, threads)
     if where.type == "cuda":
         steady_attention()
     return Placement(where, how, where_reason, how_reason, threads, threads_reason)

@@ -157,9 +157,10 @@ def linear_cross_entropy(
 
     Shapes: hidden (B, T, D), target (B, T) -> scalar loss sum, scalar token count (int64)
     """
-    loss = _LinearCrossEntropy.apply(
-        hidden, projection.weight, projection.bias, target, pad_id, smoothing
-    )
+    weight, bias = projection.weight, projection.bias
+    if not torch.is_grad_enabled():  # validation: no gradient to compute in the forward pass
+        weight, bias = weight.detach(), None if bias is None else bias.detach()
+    loss = _LinearCrossEntropy.apply(hidden, weight, bias, target, pad_id, smoothing)
     return loss, (target != pad_id).sum()
 
 

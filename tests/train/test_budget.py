@@ -162,6 +162,9 @@ def budget_config(data: Path, out: Path, **overrides) -> TrainConfig:
         log_every=1,
         max_minutes=0.25,
         eval_sentences=8,
+        # A fixed count: a time budget otherwise times and changes it as it goes, and the
+        # resumed runs here must compute as the uninterrupted ones did, bit for bit.
+        threads=torch.get_num_threads(),
     )
     settings.update(overrides)
     return TrainConfig(**settings)
@@ -342,7 +345,8 @@ def test_max_minutes_is_a_deadline_even_when_steps_and_validations_are_slow(
     assert spent.seconds["validation"] >= 1.0 * spent.counts["validation"]
     assert spent.counts["saving"] == spent.counts["validation"]  # save_every: at validations
     assert spent.total == pytest.approx(took, abs=0.5)
-    assert spent.line().startswith(f"time: {spent.total:.1f} s: start-up")
+    assert spent.line().startswith(f"time: {spent.total:.1f} s: ")
+    assert f"updates {spent.seconds['updates']:.1f} s" in spent.line()
 
 
 def test_the_ledger_puts_what_no_account_timed_into_other_and_survives_a_damaged_file(tmp_path):
@@ -373,3 +377,34 @@ def test_validation_under_a_passed_deadline_decodes_one_chunk(numbers_data):
     assert "valid_sentences" not in tasks.TRANSLATE.validate(
         model, data, tasks.Validation(1024, "fp32", 30)
     )
+
+
+def test_validations_are_spaced_out_where_they_would_take_more_than_their_share():
+    # 2 minutes left, 800 updates, 7 s a validation: 10% of 120 s buys one more, not 8 (100 apart).
+    assert recipe.validation_cadence(100, 800, 120.0, 7.0) == 800
+    # 20 minutes left: 17 validations fit, so the plan's 8 stay.
+    assert recipe.validation_cadence(100, 800, 1200.0, 7.0) == 100
+    assert recipe.validation_cadence(100, 800, 120.0, 4.0) == 267  # 3 fit
+    assert recipe.validation_cadence(100, 800, 120.0, 7.0, asked=100) == 100  # --eval-every
+    assert recipe.validation_cadence(100, 800, 120.0, 0.0) == 100  # not timed yet
+
+
+def test_spaced_out_validations_follow_the_cadence_from_the_last_one(
+    numbers_data, tmp_path, fake_time, monkeypatch, capsys
+):
+    # 15 s at 0.5 s an update: validations every 3 updates as planned (eval_every unset, 8 over
+    # the horizon), until the first one finds they take too long: from then on every 7th.
+    asked = []
+
+    def cadence(eval_every, updates_left, seconds_left, validation_seconds, asked_every):
+        asked.append(asked_every)
+        return 7
+
+    monkeypatch.setattr(recipe, "validation_cadence", cadence)
+    result = train(budget_config(numbers_data, tmp_path / "run"), progress=True)
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    validated = [r["step"] for r in records if "valid_loss" in r]
+    first = validated[0]
+    assert validated[:-1] == list(range(first, result.step, 7))[: len(validated) - 1]
+    assert validated[-1] == result.step and len(validated) >= 3 and asked[0] is None
+    assert f"validations spaced out: the next at step {first + 7}" in capsys.readouterr().err

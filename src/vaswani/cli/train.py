@@ -55,6 +55,7 @@ SETTINGS = (
     "log_every",
     "nan_policy",
     "device",
+    "threads",
 )
 
 

@@ -133,6 +133,11 @@ class TrainConfig:
     """"stop": a non-finite loss ends training; "skip": the update is skipped and counted."""
     device: str = "auto"
     """auto (CUDA, then Apple MPS, then CPU), cpu, cuda, cuda:1, mps."""
+    threads: int | None = None
+    """CPU threads; None: the cores this process may use, and with a time budget the faster of
+    them and fewer, measured as training goes and re-checked (`vaswani.train.threads`: a machine
+    shared with another process trains up to 3x faster on fewer). OMP_NUM_THREADS, if set, is
+    kept. A fixed count (or a step budget) resumes bit-identically."""
 
     def __post_init__(self) -> None:
         require = requirement("TrainConfig")
@@ -146,6 +151,7 @@ class TrainConfig:
             "eval_every",
             "save_every",
             "log_every",
+            "threads",
         ):
             value = getattr(self, name)
             require(value is None or value >= 1, f"{name} must be >= 1")

@@ -71,7 +71,6 @@ class Clock:
 # logging, the progress bar, the loop itself.
 ACCOUNTS = (
     "start-up",  # from the command's start to the first update: imports, data, auto's timing
-    "threads",  # measuring the thread count (`vaswani.train.threads`)
     "updates",  # forward, backward and optimizer steps, the batches' collation included
     "averaging",  # the moving average of the weights
     "validation",

@@ -31,7 +31,7 @@ from torch.nn.parallel import DistributedDataParallel
 from vaswani import checkpoint as ckpt
 from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data import Position, PreparedData, TokenBatchSampler
-from vaswani.data.dropout import SubwordDropout, merge_parts
+from vaswani.data.dropout import SubwordDropout
 from vaswani.device import Placement, grad_scaler, place
 from vaswani.progress import progress_bar
 from vaswani.run import CHECKPOINTS, append_metrics, data_fingerprint, truncate_metrics
@@ -44,10 +44,11 @@ from vaswani.train.distributed import Distributed, init_distributed
 from vaswani.train.guided import GuidedAlignment
 from vaswani.train.plan import TrainPlan, print_plan, resolve_plan, time_horizon
 from vaswani.train.schedule import Schedule
-from vaswani.train.setup import open_run
-from vaswani.train.state import Learner, TrainState, load_checkpoint, save_checkpoint
+from vaswani.train.setup import open_run, subword_dropout
+from vaswani.train.state import Learner, TrainState, Update, load_checkpoint, save_checkpoint
 from vaswani.train.step import TrainingError, adam, train_update
 from vaswani.train.stop import StopRequest
+from vaswani.train.threads import ThreadChoice
 from vaswani.train.validation import evaluate, evaluation_line, record_evaluation
 
 
@@ -81,7 +82,8 @@ def train(
     started = time.perf_counter() if started is None else started
     if tc.tensorboard:
         require_tensorboard()  # before anything is written
-    placement = place(tc.device, tc.precision, int(os.environ.get("WORLD_SIZE", "1")))
+    world_size, threads = int(os.environ.get("WORLD_SIZE", "1")), torch.get_num_threads()
+    placement = place(tc.device, tc.precision, world_size, threads=tc.threads)
     dist = init_distributed(placement.device)
     placement = dataclasses.replace(placement, device=dist.device)
     if progress and dist.is_main:
@@ -91,6 +93,7 @@ def train(
         return _train(tc, dist, placement, resume, progress, reset_data_position, started)
     finally:
         dist.close()
+        torch.set_num_threads(threads)  # a count chosen for this run ends with it
 
 
 def _train(
@@ -134,20 +137,6 @@ def _train(
         print_plan(plan)
     trainer.apply(plan)
     return trainer.run(progress)
-
-
-@dataclass
-class Update:
-    """What one optimizer update did."""
-
-    loss: float
-    grad_norm: float
-    lr: float
-    tokens: int
-
-    @property
-    def finite(self) -> bool:
-        return math.isfinite(self.loss) and math.isfinite(self.grad_norm)
 
 
 class Trainer:
@@ -198,6 +187,8 @@ class Trainer:
         self.board: Board | None = None  # --tensorboard, on the main process
         self.closing = Closing()
         self.ledger = Ledger()  # where this session's time goes (time.json)
+        cpu, timed = dist.device.type == "cpu", tc.max_minutes is not None
+        self.threads = ThreadChoice.for_run(cpu, timed, tc.threads)
         self.clock: Clock | None = None  # the run's clock, from `run`
         self.first: tuple[int, float] | None = None  # this session's first update and its time
         self.max_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else math.inf
@@ -206,25 +197,13 @@ class Trainer:
         """Take the run's `TrainPlan`: its schedule, cadence, weight average and subword dropout."""
         self.plan, self.schedule = plan, plan.schedule
         if plan.bpe_dropout > 0:
-            self.split = self.subword_dropout(plan.bpe_dropout)
+            dropout = (plan.bpe_dropout, self.tc.seed, self.cfg.max_len - 1)
+            self.split = subword_dropout(self.split, self.data, self.task, *dropout)
         if plan.ema_decay > 0:
             self.average = WeightAverage(self.model, plan.ema_decay, plan.schedule.warmup)
             ema = self.resumed_from / WeightAverage.FILE if self.resumed_from else None
             if ema is not None and ema.exists():
                 ckpt.load_weights(self.average.model, ckpt.read_weights(ema), ema)
-
-    def subword_dropout(self, p: float) -> SubwordDropout:
-        """The training split with subword dropout `p` (`vaswani.data.dropout`)."""
-        kind = self.data.meta["tokenizer"].get("kind", "bpe")
-        if not self.task.parallel or kind != "bpe":
-            raise TrainingError(
-                "--bpe-dropout works on translation data with vaswani's own BPE tokenizer; "
-                "use --bpe-dropout 0 for this data"
-            )
-        parts = {"src": merge_parts(self.data.src_tokenizer)}
-        shared = self.data.tgt_tokenizer is self.data.src_tokenizer
-        parts["tgt"] = parts["src"] if shared else merge_parts(self.data.tgt_tokenizer)
-        return SubwordDropout(self.split, parts, p, self.tc.seed, self.cfg.max_len - 1)
 
     def resume(self, reset_data_position: bool) -> None:
         """Continue from the newest valid checkpoint (metrics logged after it are dropped)."""
@@ -272,7 +251,7 @@ class Trainer:
             ) as bar,
         ):
             while state.step < max_steps:
-                update = self.update([next(stream) for _ in range(tc.accumulate)])
+                update = self.next_update(stream, bar)
                 state.elapsed_seconds = clock.elapsed()
                 if dist.is_main and (
                     state.step % tc.log_every == 0 or not math.isfinite(update.loss)
@@ -323,7 +302,7 @@ class Trainer:
             self.first = (state.step, state.elapsed_seconds)
         room = self.max_seconds - state.elapsed_seconds
         pace = (state.elapsed_seconds - self.first[1]) / max(state.step - self.first[0], 1)
-        closing = self.closing.seconds * (2 if state.step % self.plan.eval_every == 0 else 1)
+        closing = self.closing.seconds * (2 if self.validates_at(state.step) else 1)
         return room < pace + closing
 
     def update(self, micro: list[tuple[Position, Any]]) -> Update:
@@ -359,6 +338,18 @@ class Trainer:
         if self.average is not None:
             with self.ledger.timed("averaging"):
                 self.average.update(step)
+        return update
+
+    def next_update(self, stream: Any, bar: Any) -> Update:
+        """The update on the next batches of `stream`, on the thread count the choice asks for;
+        what a trial of counts decided is said (and logged)."""
+        self.threads.before()
+        began = time.perf_counter()
+        update = self.update([next(stream) for _ in range(self.tc.accumulate)])
+        said = self.threads.after(time.perf_counter() - began, update.tokens)
+        if said is not None and self.dist.is_main:
+            bar.write(said, file=sys.stderr)
+            append_metrics(self.run_dir, {"step": self.state.step, "threads": self.threads.chosen})
         return update
 
     def stop_on_nan(self, step: int, update: Update) -> None:
@@ -409,7 +400,8 @@ class Trainer:
         tc, state, dist = self.tc, self.state, self.dist
         step = state.step
         patience_out = False
-        if step % self.plan.eval_every == 0 or finished:
+        validating = self.validates_at(step) or finished
+        if validating:
             if dist.is_main:
                 began = self.clock.now()
                 with self.ledger.timed("validation"):
@@ -419,9 +411,10 @@ class Trainer:
             if tc.patience is not None:
                 patience_out = dist.any(state.since_best >= tc.patience)
             if self.plan.horizon_from_time and not finished:
-                self.replan(step)
+                self.replan(step, bar)
             dist.barrier()
-        if step % self.plan.save_every == 0 or finished or patience_out:
+        saving = step % tc.save_every == 0 if tc.save_every else validating
+        if saving or finished or patience_out:
             began = self.clock.now()
             if dist.is_main:
                 extra = {}
@@ -472,11 +465,29 @@ class Trainer:
         bar.write(line)
         return result
 
-    def replan(self, step: int) -> None:
+    def validates_at(self, step: int) -> bool:
+        """Every eval_every updates, or where a time budget spaced validations out."""
+        if self.state.next_eval is not None:
+            return step == self.state.next_eval
+        return step % self.plan.eval_every == 0
+
+    def replan(self, step: int, bar: Any) -> None:
         """Move the schedule's end to where the time budget runs out at the pace so far (the
-        mean over processes, so that every process keeps the same rate)."""
+        mean over processes, so that every process keeps the same rate), and space validations
+        out where they would take more than their share of the time left (the main process's
+        measure, which it alone takes)."""
         tc, state, dist = self.tc, self.state, self.dist
         horizon = time_horizon(tc, state, state.elapsed_seconds / max(step, 1))
         mean = dist.sum(torch.tensor(float(horizon), dtype=torch.float64)).item()
         state.horizon = round(mean / dist.world_size)
         self.schedule = self.schedule.ending_at(state.horizon)
+        seconds = dist.sum(torch.tensor(self.closing.validate, dtype=torch.float64)).item()
+        left = (state.horizon - step, self.max_seconds - state.elapsed_seconds)
+        cadence = recipe.validation_cadence(self.plan.eval_every, *left, seconds, tc.eval_every)
+        if cadence != self.plan.eval_every and state.next_eval is None and dist.is_main:
+            share = f"{seconds:.1f} s each, at most {recipe.EVAL_SHARE:.0%} of the time left"
+            bar.write(
+                f"validations spaced out: the next at step {step + cadence} ({share})", sys.stderr
+            )
+        if cadence != self.plan.eval_every or state.next_eval is not None:
+            state.next_eval = step + cadence

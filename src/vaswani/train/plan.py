@@ -32,7 +32,6 @@ class TrainPlan:
 
     schedule: Schedule
     eval_every: int
-    save_every: int
     ema_decay: float
     """The weight average's decay per update; 0: no average."""
     bpe_dropout: float
@@ -91,7 +90,6 @@ def resolve_plan(
     return TrainPlan(
         schedule,
         eval_every,
-        tc.save_every or eval_every,
         chosen.ema_decay,
         chosen.bpe_dropout,
         horizon_from_time,

@@ -12,11 +12,12 @@ from torch import nn
 
 from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data import PreparedData
-from vaswani.data.dataset import task_of
+from vaswani.data.dataset import ParallelSplit, task_of
+from vaswani.data.dropout import SubwordDropout, merge_parts
 from vaswani.device import Placement, machine_name
 from vaswani.run import CONFIG, ENVIRONMENT, TRAIN_CONFIG, create_run_dir, load_trained
 from vaswani.safe_io import read_json, write_atomic
-from vaswani.tasks import get_task
+from vaswani.tasks import Task, get_task
 from vaswani.train.distributed import Distributed
 from vaswani.train.step import TrainingError, model_config_for
 
@@ -92,3 +93,19 @@ def resume_config(
     # (the `out` recorded at the start names the original).
     data["out"] = str(run)
     return TrainConfig.from_dict(data)
+
+
+def subword_dropout(
+    split: ParallelSplit, data: PreparedData, task: Task, p: float, seed: int, max_len: int
+) -> SubwordDropout:
+    """The training split with subword dropout `p` (`vaswani.data.dropout`), its sequences held
+    to `max_len` tokens."""
+    if not task.parallel or data.meta["tokenizer"].get("kind", "bpe") != "bpe":
+        raise TrainingError(
+            "--bpe-dropout works on translation data with vaswani's own BPE tokenizer; "
+            "use --bpe-dropout 0 for this data"
+        )
+    parts = {"src": merge_parts(data.src_tokenizer)}
+    shared = data.tgt_tokenizer is data.src_tokenizer
+    parts["tgt"] = parts["src"] if shared else merge_parts(data.tgt_tokenizer)
+    return SubwordDropout(split, parts, p, seed, max_len)

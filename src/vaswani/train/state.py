@@ -1,11 +1,12 @@
 """What a training checkpoint holds besides the weights: `TrainState` (where the run stands, as
 state.json), the optimizer's and loss scaler's state and the random generators, so that a resumed
-run continues exactly as the uninterrupted one would have."""
+run continues exactly as the uninterrupted one would have; and what one update did (`Update`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,9 @@ class TrainState:
     buys on this machine, re-estimated from the measured pace at each validation."""
     horizon_budget: list[float | None] | None = None
     """[max_steps, max_minutes] the horizon was set for: a resume with another budget re-plans."""
+    next_eval: int | None = None
+    """The update of the next validation, once a time budget spaced them out
+    (`recipe.validation_cadence`); None: every eval_every updates, as planned."""
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "position": list(self.position)}
@@ -63,6 +67,20 @@ class TrainState:
         data["position"] = tuple(data["position"])
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in names})
+
+
+@dataclass
+class Update:
+    """What one optimizer update did."""
+
+    loss: float
+    grad_norm: float
+    lr: float
+    tokens: int
+
+    @property
+    def finite(self) -> bool:
+        return math.isfinite(self.loss) and math.isfinite(self.grad_norm)
 
 
 @dataclass
