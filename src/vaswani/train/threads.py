@@ -5,9 +5,11 @@ wait for each other whenever one of them is descheduled, and the step slows down
 the lost core explains: with a 1-thread neighbour on 2 cores, a mini-preset run made 30 updates
 in a minute on 2 threads and 96 on 1 (AMD EPYC Zen 4). On an idle machine 2 threads are the
 faster. So a run with a time budget times its own updates on the candidate counts, taking turns
-update by update (a trial), keeps the fastest, and tries again every `RECHECK_SECONDS` and
-whenever its pace drifts by more than `DRIFT` from what the trial measured. The trial's updates
-are real updates: nothing is thrown away but the slower candidate's extra time.
+update by update (a trial), keeps the fastest (the current count unless another is `MARGIN`
+faster), and tries again every `RECHECK_SECONDS` and whenever its pace drifts by more than
+`DRIFT` from the pace it settled at. The trial's updates are real updates: nothing is thrown away
+but the slower candidate's extra time. One update's pace varies by a third on a steady machine
+(batches differ), so paces are compared as medians.
 
 OpenMP's wait policy (OMP_WAIT_POLICY=PASSIVE) would also end the spinning, but it is read once,
 when PyTorch starts, and it cost an idle machine a third of its updates, so it is left as set.
@@ -17,6 +19,7 @@ fixed (`--threads N`, OMP_NUM_THREADS, or a step budget) resumes bit-identically
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
@@ -27,14 +30,17 @@ import torch
 
 from vaswani.device import usable_cores
 
-TRIAL_UPDATES = 3
+TRIAL_UPDATES = 4
 """Updates timed on each candidate count in a trial."""
+MARGIN = 0.1
+"""Another count replaces the current one only when its median pace is this much faster."""
 RECHECK_SECONDS = 120.0
 """A trial again after this long, even if the pace holds: the neighbour may have gone."""
-DRIFT = 0.25
-"""A trial again when the pace on the chosen count is this much slower (or faster) than measured."""
-PACE_WINDOW = 8
-"""Updates whose median pace is compared with the trial's."""
+DRIFT = 0.5
+"""A trial again when the chosen count's median pace is this much slower (or faster) than the
+pace it settled at (a neighbour that comes or goes changes it 2-3x)."""
+PACE_WINDOW = 24
+"""Updates whose median pace is the settled pace after a trial, and then the current pace."""
 SKIPPED = 2
 """Updates of a session before the first trial (the first ones allocate and warm up)."""
 
@@ -56,8 +62,9 @@ class ThreadChoice:
     """The counts still to time in the running trial, in order (empty: no trial)."""
     timed: dict[int, list[float]] = field(default_factory=dict)
     """Seconds per target token of each count in the running trial."""
-    measured: float = 0.0
-    """The chosen count's pace (seconds per target token) in the last trial."""
+    settled: float = 0.0
+    """The chosen count's median pace (seconds per target token) after the last trial; 0: not
+    yet known."""
     recent: list[float] = field(default_factory=list)
     checked_at: float = 0.0
     skip: int = SKIPPED
@@ -81,7 +88,7 @@ class ThreadChoice:
             torch.set_num_threads(count)
 
     def after(self, seconds: float, tokens: int) -> str | None:
-        """Take the update's time; a line to print when a trial has decided (else None)."""
+        """Take the update's time; a line to print when a trial has set the count (else None)."""
         pace = seconds / max(tokens, 1)
         if not self.counts:
             return None
@@ -95,10 +102,12 @@ class ThreadChoice:
             self.timed.setdefault(count, []).append(pace)
             return None if self.trial else self.decide()
         self.recent = [*self.recent[-(PACE_WINDOW - 1) :], pace]
-        drifted = len(self.recent) == PACE_WINDOW and (
-            abs(statistics.median(self.recent) / self.measured - 1) > DRIFT
-        )
-        if drifted:
+        if len(self.recent) < PACE_WINDOW:
+            return None
+        median = statistics.median(self.recent)
+        if not self.settled:
+            self.settled = median
+        elif max(median / self.settled, self.settled / median) > 1 + DRIFT:
             self.start("the pace drifted")
         elif self.clock() - self.checked_at > RECHECK_SECONDS:
             self.start("re-check")
@@ -107,12 +116,17 @@ class ThreadChoice:
     def start(self, why: str) -> None:
         """Begin a trial: the candidates take turns, one update each, TRIAL_UPDATES rounds."""
         self.trial = self.counts * TRIAL_UPDATES
-        self.timed, self.recent, self.why = {}, [], why
+        self.timed, self.recent, self.settled, self.why = {}, [], 0.0, why
 
-    def decide(self) -> str:
+    def decide(self) -> str | None:
+        """Keep the fastest count; the line that says so, at the start and when it changed."""
         paces = {count: statistics.median(times) for count, times in self.timed.items()}
-        self.chosen = min(paces, key=paces.__getitem__)
-        self.measured, self.checked_at = paces[self.chosen], self.clock()
+        fastest, before = min(paces, key=paces.__getitem__), self.chosen
+        if paces[fastest] * (1 + MARGIN) < paces.get(self.chosen, math.inf):
+            self.chosen = fastest
+        self.checked_at = self.clock()
+        if self.chosen == before and self.why != "start":
+            return None
         rates = ", ".join(
             f"{count} {'thread' if count == 1 else 'threads'} {1 / pace:,.0f} tok/s"
             for count, pace in paces.items()
