@@ -13,8 +13,8 @@ but the slower candidate's extra time. One update's pace varies by a third on a 
 
 OpenMP's wait policy (OMP_WAIT_POLICY=PASSIVE) would also end the spinning, but it is read once,
 when PyTorch starts, and it cost an idle machine a third of its updates, so it is left as set.
-The count only changes results in the last bits of float sums, so a run whose thread count is
-fixed (`--threads N`, OMP_NUM_THREADS, or a step budget) resumes bit-identically.
+Another count may change the last bits of float sums, so only a run whose thread count is fixed
+(`--threads N`, OMP_NUM_THREADS, or a step budget) resumes bit-identically.
 """
 
 from __future__ import annotations
