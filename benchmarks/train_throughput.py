@@ -89,18 +89,20 @@ def step_loss(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor, fused: boo
 
 @dataclass
 class Arm:
-    """One row of the table: a model, its optimizer and its loss."""
+    """One row of the table: a model, its optimizer, its loss scaler (fp16: its scale carries
+    from step to step) and its loss."""
 
     name: str
     model: nn.Module
     optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
     fused: bool
     times: list[float] = field(default_factory=list)
 
 
 def train_step(arm: Arm, src: torch.Tensor, tgt: torch.Tensor, precision: str) -> float:
     """Seconds of one training step of `arm` (forward, loss, backward, Adam)."""
-    scaler = grad_scaler(src.device, precision)
+    scaler = arm.scaler
     start = time.perf_counter()
     with autocast(src.device, precision):
         loss = step_loss(arm.model, src, tgt, arm.fused)
@@ -206,7 +208,7 @@ def main() -> None:
                 optimizer = torch.optim.Adam(model.parameters(), betas=(0.9, 0.98), eps=1e-9)
             for group in optimizer.param_groups:
                 group["lr"] = 1e-4
-            arms.append(Arm(name, model, optimizer, fused))
+            arms.append(Arm(name, model, optimizer, grad_scaler(device, precision), fused))
         flops = [step_flops(arm.model, src, tgt, precision, arm.fused) for arm in arms]
         time_interleaved(arms, src, tgt, precision, args.steps)
         baseline = statistics.median(arms[0].times)
