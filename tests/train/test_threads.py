@@ -77,6 +77,7 @@ def test_the_count_stays_as_set_without_a_time_budget_or_when_asked(monkeypatch)
     assert ThreadChoice.for_run(cpu=True, timed_budget=False, asked=None).counts == []
     assert ThreadChoice.for_run(cpu=True, timed_budget=True, asked=2).counts == []
     assert ThreadChoice.for_run(cpu=False, timed_budget=True, asked=None).counts == []
+    assert ThreadChoice.for_run(cpu=True, timed_budget=True, asked=None, processes=2).counts == []
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     assert ThreadChoice.for_run(cpu=True, timed_budget=True, asked=None).counts == []
     unchanged = torch.get_num_threads()

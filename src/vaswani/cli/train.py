@@ -11,7 +11,6 @@ several processes: torchrun --nproc_per_node N -m vaswani.cli train ..."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -120,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         reset_data_position=args.reset_data_position,
         started=started,
     )
-    if os.environ.get("RANK", "0") == "0":  # the main process of a distributed run
+    if result.main:  # one process of a distributed run calibrates and accounts
         calibrate = get_task(result.task).parallel and args.calibrate
         finish(result, calibrate and result.stopped_by != "interrupt", started)
     line = f"stopped by {result.stopped_by} at step {result.step}; run directory {result.run_dir}"

@@ -63,6 +63,8 @@ class TrainResult:
     task: str = "translate"
     precision: str = "fp32"
     """The precision training ran in (`--precision auto` resolved)."""
+    main: bool = True
+    """Whether this is the process that writes the run (rank 0 of a distributed run)."""
 
 
 def train(
@@ -188,7 +190,7 @@ class Trainer:
         self.closing = Closing()
         self.ledger = Ledger()  # where this session's time goes (time.json)
         cpu, timed = dist.device.type == "cpu", tc.max_minutes is not None
-        self.threads = ThreadChoice.for_run(cpu, timed, tc.threads)
+        self.threads = ThreadChoice.for_run(cpu, timed, tc.threads, dist.world_size)
         self.clock: Clock | None = None  # the run's clock, from `run`
         self.first: tuple[int, float] | None = None  # this session's first update and its time
         self.max_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else math.inf
@@ -290,6 +292,7 @@ class Trainer:
             self.last_eval,
             self.task.name,
             tc.precision,
+            dist.is_main,
         )
 
     def out_of_time(self) -> bool:

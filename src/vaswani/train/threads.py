@@ -71,14 +71,15 @@ class ThreadChoice:
     why: str = ""
 
     @classmethod
-    def for_run(cls, cpu: bool, timed_budget: bool, asked: int | None) -> ThreadChoice:
+    def for_run(
+        cls, cpu: bool, timed_budget: bool, asked: int | None, processes: int = 1
+    ) -> ThreadChoice:
         """The choice of a training process; one that keeps the count as set where there is
         nothing to choose: not a CPU, no time budget, a count asked for (`--threads`,
-        OMP_NUM_THREADS), another process of a distributed run, or a single core."""
+        OMP_NUM_THREADS), one of several `processes` of a distributed run, or a single core."""
         fixed = asked is not None or os.environ.get("OMP_NUM_THREADS")
-        alone = int(os.environ.get("WORLD_SIZE", "1")) == 1
         cores = usable_cores()
-        choose = cpu and timed_budget and alone and not fixed and cores >= 2
+        choose = cpu and timed_budget and processes == 1 and not fixed and cores >= 2
         return cls(candidates(cores) if choose else [], chosen=torch.get_num_threads())
 
     def before(self) -> None:
