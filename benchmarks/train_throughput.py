@@ -10,12 +10,15 @@ and loss (label smoothing 0.1). Three rows per precision:
   optimizer (`vaswani.train.step.adam`: the same Adam, fused into one kernel). The first two rows
   step with PyTorch's default Adam, as a user of torch.nn.Transformer writes it.
 The arms take turns one step at a time, so that a machine whose speed drifts slows them alike.
+They run in one process, so the allocator setting that `vaswani train` makes on a CPU (glibc keeps
+the memory a step frees, `--allocator kept`) holds for every arm.
 Reports target tokens per second of a full step (forward, backward, Adam) in fp32 and in the
 precision `--precision auto` picks on this machine (bf16 autocast only where the hardware computes
 it), the speed-up over torch.nn.Transformer, and the share of the machine's measured matmul peak
 that each step reaches (matmul FLOPs of the step counted by PyTorch's FlopCounterMode).
 
     python benchmarks/train_throughput.py [--preset small] [--batch 64] [--length 32] [--steps 20]
+        [--allocator kept|default]
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import torch
 from torch import nn
 
 from vaswani import ModelConfig, Transformer
-from vaswani.device import DTYPES, autocast, benchmark_setting, grad_scaler
+from vaswani.device import DTYPES, autocast, benchmark_setting, grad_scaler, keep_freed_memory
 from vaswani.loss import LossHead, mean_loss
 from vaswani.model import causal_mask
 from vaswani.train import label_smoothed_cross_entropy
@@ -168,6 +171,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="timed steps per measurement")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument(
+        "--allocator",
+        choices=("kept", "default"),
+        default="kept",
+        help="kept: glibc keeps freed memory, as `vaswani train` sets it on a CPU "
+        "(vaswani.device.keep_freed_memory; process-wide, so every arm has it); default: glibc's own",
+    )
+    parser.add_argument(
         "--precisions", nargs="+", help="default: fp32 and what --precision auto picks here"
     )
     args = parser.parse_args()
@@ -175,6 +185,7 @@ def main() -> None:
     torch.manual_seed(0)
     cfg = ModelConfig.from_preset(args.preset)
     device = torch.device(args.device)
+    kept = device.type == "cpu" and args.allocator == "kept" and keep_freed_memory()
     src = torch.randint(3, cfg.vocab_size, (args.batch, args.length), device=device)
     tgt = torch.randint(3, cfg.vocab_size, (args.batch, args.length + 1), device=device)
     src[: args.batch // 4, args.length // 2 :] = cfg.pad_id  # some padding, as in real batches
@@ -185,7 +196,10 @@ def main() -> None:
     peaks = {p: matmul_peak(DTYPES[p], device) for p in precisions}
 
     print(setting)
-    print(f"preset={args.preset} batch={args.batch}x{args.length}")
+    print(
+        f"preset={args.preset} batch={args.batch}x{args.length} "
+        f"allocator={'kept (every arm)' if kept else 'default'}"
+    )
     print(
         "measured matmul peak: "
         + ", ".join(f"{p} {peak / 1e9:.0f} GFLOP/s" for p, peak in peaks.items())

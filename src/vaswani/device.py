@@ -288,6 +288,37 @@ def steady_attention() -> None:
     torch.backends.cuda.enable_cudnn_sdp(False)
 
 
+# glibc's mallopt(3) parameters, and the largest mmap threshold it accepts on 64-bit Linux.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+MMAP_THRESHOLD_MAX = 32 << 20
+
+
+def glibc() -> bool:
+    """Whether this process allocates with GNU libc's malloc (Linux, not musl)."""
+    return platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+
+
+def keep_freed_memory() -> bool:
+    """Have glibc's allocator keep the memory a CPU training step frees, for the next step.
+
+    glibc serves blocks above an adaptive threshold (128 KB at first) by fresh mmap(2)s and gives
+    the top of its heap back to the system as it frees, so a step may page-fault the same memory
+    in again every time: 18,000 minor faults per step of the mini preset on 2 cores (AMD EPYC
+    Zen 4). With blocks up to 32 MB from a heap that is never trimmed: 300. Measured there: the
+    step alone 15% faster (fp32 266 -> 226 ms, bf16 177 -> 153); `vaswani train --max-steps 150`
+    on ding 8% faster (three runs each); with `--max-minutes 1`, whose updates page-faulted less
+    to begin with (4,200 times each against 14,000), no difference beyond the host's drift.
+    The process keeps its peak heap until it ends, which suits a training run. Returns whether
+    the allocator took the setting."""
+    if not glibc():
+        return False
+    import ctypes
+
+    mallopt = ctypes.CDLL(None).mallopt
+    # mallopt returns 1 on success; a trim threshold of -1 turns trimming off (mallopt(3)).
+    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX) and mallopt(M_TRIM_THRESHOLD, -1))
+
+
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
     """Autocast to bf16 or fp16 on `device`; a no-op context for fp32."""
     if precision == "fp32":

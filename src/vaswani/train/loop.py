@@ -32,7 +32,7 @@ from vaswani import checkpoint as ckpt
 from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data import Position, PreparedData, TokenBatchSampler
 from vaswani.data.dropout import SubwordDropout
-from vaswani.device import Placement, grad_scaler, place
+from vaswani.device import Placement, grad_scaler, keep_freed_memory, place
 from vaswani.progress import progress_bar
 from vaswani.run import CHECKPOINTS, append_metrics, data_fingerprint, truncate_metrics
 from vaswani.tasks import Task, get_task
@@ -88,6 +88,8 @@ def train(
     placement = place(tc.device, tc.precision, world_size, threads=tc.threads)
     dist = init_distributed(placement.device)
     placement = dataclasses.replace(placement, device=dist.device)
+    if placement.device.type == "cpu":
+        keep_freed_memory()
     if progress and dist.is_main:
         for line in placement.lines():
             print(line, file=sys.stderr)
