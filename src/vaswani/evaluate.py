@@ -26,7 +26,7 @@ from vaswani.data.dataset import EncodedSplit, ParallelSplit
 from vaswani.data.encode import cut_into_pieces
 from vaswani.data.tokenizer import LabelSet
 from vaswani.decoding.confidence import Calibration, fit, mean_probability, spearman
-from vaswani.decoding.text import Segments, Tokenizer, encode_each, encode_sources
+from vaswani.decoding.text import Segments, Tokenizer, Translation, encode_each, encode_sources
 from vaswani.errors import VaswaniError
 from vaswani.languages import parse_pair
 from vaswani.metrics import Scores, perplexity_of, score, sentence_chrf
@@ -99,27 +99,34 @@ def evaluate_translation(
     )
 
 
+# Under a deadline, calibration translates this many sentences at a time, and fits on those
+# translated when the deadline passes (the first ones always).
+CALIBRATION_SLICE = 100
+
+
 def calibrate(
     engine: Engine,
     sources: list[str],
     references: list[str],
     pairs: list[str] | None = None,
-    dc: DecodeConfig | None = None,
     progress: Callable[[int], None] | None = None,
+    deadline: float | None = None,
 ) -> Calibration:
     """Fit `engine`'s confidence calibration on its translations of `sources` (its validation
     split; of a multilingual model, each of language pair `pairs`, "de-en") and their sentence
     chrF against `references`, and store it in the run (confidence.json), where translation
-    reads it."""
+    reads it. With a `deadline` (on `time.perf_counter`), no slice of `CALIBRATION_SLICE`
+    sentences but the first starts after it."""
     # Signals are read wherever a translation is assessed: by the mean probability here.
     assessing = dataclasses.replace(engine, assess=mean_probability)
-    request = Request(decoding=dc or DecodeConfig(), too_long="truncate", split=False)
-    if pairs is not None:
-        named = [parse_pair(name) for name in pairs]
-        request = dataclasses.replace(
-            request, target=[t for _, t in named], language=[s for s, _ in named]
-        )
-    found = assessing.translate_nbest(sources, request, progress).found
+    step = CALIBRATION_SLICE if deadline is not None else max(len(sources), 1)
+    found: list[list[Translation]] = []
+    for start in range(0, len(sources), step):
+        if found and deadline is not None and time.perf_counter() >= deadline:
+            break
+        part = slice(start, start + step)
+        request = _calibration_request(None if pairs is None else pairs[part])
+        found += assessing.translate_nbest(sources[part], request, progress).found
     kept = [i for i, f in enumerate(found) if f and f[0].signals is not None]
     if len(kept) < 20:
         raise EvaluationError(
@@ -131,6 +138,17 @@ def calibrate(
     write_atomic(engine.path / CONFIDENCE, record.encode())
     engine.assess = calibration
     return calibration
+
+
+def _calibration_request(pairs: list[str] | None) -> Request:
+    """Calibration's request: the default decoding, each source whole, into each of `pairs`."""
+    request = Request(decoding=DecodeConfig(), too_long="truncate", split=False)
+    if pairs is None:
+        return request
+    named = [parse_pair(name) for name in pairs]
+    return dataclasses.replace(
+        request, target=[t for _, t in named], language=[s for s, _ in named]
+    )
 
 
 def by_pair(hypotheses: list[str], references: list[str], pairs: list[str]) -> dict[str, dict]:

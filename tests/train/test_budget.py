@@ -9,16 +9,19 @@ import pytest
 import torch
 
 from vaswani import checkpoint as ckpt
-from vaswani import tasks
+from vaswani import evaluate, tasks
+from vaswani.cli.train import calibrate_finished
 from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data import PreparedData
+from vaswani.run import CONFIDENCE
 from vaswani.safe_io import DamagedFileError
 from vaswani.train import loop, recipe
 from vaswani.train.average import WeightAverage
-from vaswani.train.budget import Ledger
+from vaswani.train.budget import Closing, Ledger
 from vaswani.train.loop import train
 from vaswani.train.schedule import noam_lr, schedule_named
 from vaswani.train.setup import resume_config
+from vaswani.translation.engine import Engine
 
 
 def test_linear_schedule_warms_up_then_falls_to_zero_at_the_horizon():
@@ -134,6 +137,9 @@ class FakeClock:
 
     def rate(self, tokens: int) -> float:
         return 1.0
+
+    def deadline(self, seconds: float) -> None:  # nothing is cut short on this clock
+        return None
 
 
 class StopAfter:
@@ -306,11 +312,14 @@ def test_patience_stops_at_the_right_validation(numbers_data, tmp_path, monkeypa
 def test_max_minutes_is_a_deadline_even_when_steps_and_validations_are_slow(
     numbers_data, tmp_path, monkeypatch
 ):
-    """A busy machine: every update takes 0.15 s and every validation over 1 s. The run must end,
-    with a valid checkpoint of its last step, by the deadline it was given, setup included: no
-    validation or save starts that cannot end in time (before, the run trained until the budget
-    was spent and only then validated and saved)."""
+    """A busy machine: every update takes 0.15 s, every validation over 1 s and every 25
+    sentences of the calibration after training 0.4 s more (all of them: over 2 s). The run must
+    end, with a valid checkpoint of its last step and a calibration, by the deadline it was given,
+    setup included: no validation, save or slice of the calibration starts that cannot end in
+    time (before, the run trained until the budget was spent and only then validated and saved,
+    and the calibration came after the budget)."""
     real_update, real_evaluate = loop.train_update, loop.evaluate
+    real_translate = Engine.translate_nbest
 
     def slow_update(*args, **kwargs):
         time.sleep(0.15)
@@ -320,18 +329,29 @@ def test_max_minutes_is_a_deadline_even_when_steps_and_validations_are_slow(
         time.sleep(1.0)
         return real_evaluate(*args, **kwargs)
 
+    def slow_translate(engine, texts, *args, **kwargs):
+        time.sleep(0.016 * len(texts))  # 0.4 s for 25
+        return real_translate(engine, texts, *args, **kwargs)
+
     monkeypatch.setattr(loop, "train_update", slow_update)
     monkeypatch.setattr(loop, "evaluate", slow_evaluate)
+    monkeypatch.setattr(Engine, "translate_nbest", slow_translate)
+    monkeypatch.setattr(evaluate, "CALIBRATION_SLICE", 25)
     monkeypatch.setattr(recipe, "update_seconds", lambda *args, **kwargs: 0.15)
     budget = 6.0
     settings = dict(max_minutes=budget / 60, schedule="inverse-sqrt", warmup=10, eval_every=4)
     began = time.perf_counter()
-    result = train(budget_config(numbers_data, tmp_path / "run", **settings), progress=False)
+    tc = budget_config(numbers_data, tmp_path / "run", **settings)
+    result = train(tc, progress=False, calibrating=True)
+    trained = time.perf_counter() - began
+    calibrate_finished(result.run_dir, result.deadline)
     took = time.perf_counter() - began
     assert result.stopped_by == "max_minutes" and result.step >= 4
-    # The final validation and save were reserved for: the whole run ends on time (with 0.75 s
-    # for returning and for a machine busier than when the costs were measured), where the old
-    # loop overran by a validation (over 1 s) and a save: 7.4 s.
+    # The final validation and save, and the calibration after them (as long as the longest
+    # validation: over 1 s), were reserved for: the whole run ends on time (with 0.75 s for
+    # returning and for a machine busier than when the costs were measured), where the old loop
+    # overran by a validation (over 1 s) and a save: 7.4 s, and then calibrated.
+    assert trained < budget - 1.0 and (tmp_path / "run" / CONFIDENCE).exists()
     assert took < budget + 0.75, f"{took:.2f} s for a budget of {budget} s"
     latest = ckpt.latest_valid(tmp_path / "run" / "checkpoints")
     assert latest is not None and latest.name == ckpt.step_name(result.step)
@@ -344,9 +364,18 @@ def test_max_minutes_is_a_deadline_even_when_steps_and_validations_are_slow(
     assert spent.seconds["updates"] >= 0.15 * result.step
     assert spent.seconds["validation"] >= 1.0 * spent.counts["validation"]
     assert spent.counts["saving"] == spent.counts["validation"]  # save_every: at validations
-    assert spent.total == pytest.approx(took, abs=0.5)
+    assert spent.total == pytest.approx(trained, abs=0.5)
     assert spent.line().startswith(f"time: {spent.total:.1f} s: ")
     assert f"updates {spent.seconds['updates']:.1f} s" in spent.line()
+
+
+def test_the_end_of_a_run_is_its_validation_save_and_calibration():
+    measured = dict(validate=2.0, save=0.5)
+    assert Closing(**measured).end() == 2.5 and Closing(**measured).end(validating=True) == 5.0
+    # A calibration follows: as long as the longest validation is kept for it.
+    calibrating = Closing(**measured, calibrating=True)
+    assert calibrating.calibrate == 2.0 and calibrating.end() == 4.5
+    assert calibrating.end(validating=True) == 7.0
 
 
 def test_the_ledger_puts_what_no_account_timed_into_other_and_survives_a_damaged_file(tmp_path):

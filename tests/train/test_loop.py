@@ -350,6 +350,15 @@ def test_auto_precision_is_recorded_as_asked_and_as_chosen(numbers_data, tmp_pat
     assert environment["precision"] == "fp32" and environment["precision_reason"].startswith("auto")
 
 
+def test_training_on_a_cpu_keeps_freed_memory_for_the_next_step(
+    numbers_data, tmp_path, monkeypatch
+):
+    kept = []
+    monkeypatch.setattr(loop, "keep_freed_memory", lambda: kept.append(True) or True)
+    train(config(numbers_data, tmp_path / "run", max_steps=1), progress=False)
+    assert kept == [True]
+
+
 def test_average_counts_tied_weights_once(numbers_data, tmp_path):
     train(config(numbers_data, tmp_path / "run", max_steps=3), progress=False)
     path, names = average_checkpoints(tmp_path / "run", last=2)

@@ -36,9 +36,12 @@ def run(args: argparse.Namespace) -> int:
     return 0 if calibration is not None else 2
 
 
-def calibrate_run(loaded: Engine, max_sentences: int = 1000) -> Calibration | None:
+def calibrate_run(
+    loaded: Engine, max_sentences: int = 1000, deadline: float | None = None
+) -> Calibration | None:
     """Fit and store `loaded`'s calibration, saying so; None (and why, on stderr) where it has
-    no validation text to fit on."""
+    no validation text to fit on. With a `deadline` (on `time.perf_counter`: the end of a
+    training's time budget) it fits on the sentences translated by then."""
     from vaswani.evaluate import calibrate
     from vaswani.run import validation_pairs
 
@@ -51,13 +54,21 @@ def calibrate_run(loaded: Engine, max_sentences: int = 1000) -> Calibration | No
         return None
     try:
         bar = progress_bar(total=len(sources), unit="sent", desc="calibrating")
+        translated = [0]  # the bar counts nothing where it is hidden
+
+        def advance(count: int) -> None:
+            translated[0] += count
+            bar.update(count)
+
         with bar:
-            calibration = calibrate(loaded, sources, references, pairs, progress=bar.update)
+            calibration = calibrate(loaded, sources, references, pairs, advance, deadline)
     except VaswaniError as error:
         print(f"confidence: not calibrated ({error})", file=sys.stderr)
         return None
+    done = translated[0]
+    cut = f", the first {done} of {len(sources)} by the budget's end" if done < len(sources) else ""
     print(
-        f"confidence: calibrated on {calibration.sentences} validation translations "
+        f"confidence: calibrated on {calibration.sentences} validation translations{cut} "
         f"(Spearman {calibration.spearman:.2f} with their sentence chrF); "
         f"{loaded.path / 'confidence.json'}",
         file=sys.stderr,

@@ -22,7 +22,7 @@ from vaswani.config import PRESET_TRAINING, TrainConfig
 from vaswani.tasks import get_task
 
 if TYPE_CHECKING:
-    from vaswani.train.loop import TrainResult
+    from vaswani.train.state import TrainResult
 
 HELP = "train a model on a prepared dataset (or --resume a run)"
 SETTINGS = (
@@ -118,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         resume=bool(args.resume),
         reset_data_position=args.reset_data_position,
         started=started,
+        calibrating=args.calibrate,
     )
     if result.main:  # one process of a distributed run calibrates and accounts
         calibrate = get_task(result.task).parallel and args.calibrate
@@ -137,18 +138,19 @@ def finish(result: TrainResult, calibrate: bool, started: float | None) -> None:
     ledger = Ledger.read(result.run_dir)
     if calibrate:
         with ledger.timed("calibration"):
-            calibrate_finished(result.run_dir)
+            calibrate_finished(result.run_dir, result.deadline)
     if started is not None:  # what came after the training loop joins "other"
         ledger.close(time.perf_counter() - started)
     ledger.write(result.run_dir)
     print(ledger.line(), file=sys.stderr)
 
 
-def calibrate_finished(run_dir: Path) -> None:
+def calibrate_finished(run_dir: Path, deadline: float | None = None) -> None:
     """The confidence calibration of a finished translation run (`vaswani calibrate`), on its
-    best weights, on this machine's inference placement."""
+    best weights, on this machine's inference placement, translating until `deadline` (the end
+    of the time budget, on `time.perf_counter`) at the latest."""
     from vaswani.cli.calibrate import calibrate_run
     from vaswani.device import place
     from vaswani.translation.engine import Choices, decide, load_run
 
-    calibrate_run(decide(load_run(run_dir), place(), Choices(auto=False)))
+    calibrate_run(decide(load_run(run_dir), place(), Choices(auto=False)), deadline=deadline)

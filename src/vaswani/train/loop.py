@@ -20,7 +20,6 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,26 +44,18 @@ from vaswani.train.guided import GuidedAlignment
 from vaswani.train.plan import TrainPlan, print_plan, resolve_plan, time_horizon
 from vaswani.train.schedule import Schedule
 from vaswani.train.setup import open_run, subword_dropout
-from vaswani.train.state import Learner, TrainState, Update, load_checkpoint, save_checkpoint
+from vaswani.train.state import (
+    Learner,
+    TrainResult,
+    TrainState,
+    Update,
+    load_checkpoint,
+    save_checkpoint,
+)
 from vaswani.train.step import TrainingError, adam, train_update
 from vaswani.train.stop import StopRequest
 from vaswani.train.threads import ThreadChoice
 from vaswani.train.validation import evaluate, evaluation_line, record_evaluation
-
-
-@dataclass
-class TrainResult:
-    run_dir: Path
-    step: int
-    stopped_by: str  # "max_steps", "max_minutes", "patience" or "interrupt"
-    best: float | None
-    """The best validation figure (the task's `selection`: chrF, loss or accuracy)."""
-    last_eval: dict | None
-    task: str = "translate"
-    precision: str = "fp32"
-    """The precision training ran in (`--precision auto` resolved)."""
-    main: bool = True
-    """Whether this is the process that writes the run (rank 0 of a distributed run)."""
 
 
 def train(
@@ -73,13 +64,15 @@ def train(
     progress: bool = True,
     reset_data_position: bool = False,
     started: float | None = None,
+    calibrating: bool = False,
 ) -> TrainResult:
     """Train (or resume) the run `tc` describes, until its step or time budget is spent.
 
     `tc.device` and `tc.precision` "auto" are resolved here, from the hardware (`vaswani.device`);
     with `progress`, the choice is printed (stderr) and it is always recorded in environment.json.
     `started`: when the time budget began, on `time.perf_counter` (`vaswani train`: when its
-    process started); None: now.
+    process started); None: now. `calibrating`: a confidence calibration follows (of a
+    translation model), and a time budget keeps time for it (`budget.Closing`).
     """
     started = time.perf_counter() if started is None else started
     if tc.tensorboard:
@@ -94,7 +87,9 @@ def train(
         for line in placement.lines():
             print(line, file=sys.stderr)
     try:
-        return _train(tc, dist, placement, resume, progress, reset_data_position, started)
+        return _train(
+            tc, dist, placement, resume, progress, reset_data_position, started, calibrating
+        )
     finally:
         dist.close()
         torch.set_num_threads(threads)  # a count chosen for this run ends with it
@@ -108,6 +103,7 @@ def _train(
     progress: bool,
     reset_data_position: bool,
     started: float,
+    calibrating: bool,
 ) -> TrainResult:
     data = PreparedData(Path(tc.data))
     task = get_task(data.task)
@@ -140,6 +136,7 @@ def _train(
     if progress and dist.is_main:
         print_plan(plan)
     trainer.apply(plan)
+    trainer.closing.calibrating = calibrating and task.parallel  # translation models only
     return trainer.run(progress)
 
 
@@ -295,20 +292,20 @@ class Trainer:
             self.task.name,
             tc.precision,
             dist.is_main,
+            clock.deadline(max_seconds),
         )
 
     def out_of_time(self) -> bool:
-        """True when one more update and then the final validation and save would pass the time
-        budget; at a validation step, when this validation and the final one would (so this one
-        is the final one). The pace is this session's after its first update (which also paid
+        """True when one more update and then the run's end (`Closing`) would pass the time
+        budget; at a validation step, when this validation and the end would (so this one is the
+        final one). The pace is this session's after its first update (which also paid
         for the setup), validations included."""
         state = self.state
         if self.first is None:
             self.first = (state.step, state.elapsed_seconds)
         room = self.max_seconds - state.elapsed_seconds
         pace = (state.elapsed_seconds - self.first[1]) / max(state.step - self.first[0], 1)
-        closing = self.closing.seconds * (2 if self.validates_at(state.step) else 1)
-        return room < pace + closing
+        return room < pace + self.closing.end(validating=self.validates_at(state.step))
 
     def update(self, micro: list[tuple[Position, Any]]) -> Update:
         """One optimizer update on `micro` (positions and index arrays), by the NaN policy."""
@@ -438,10 +435,10 @@ class Trainer:
         """Validate the weights and, when kept, their moving average; best/ takes whichever
         scores higher. The record holds the weights' figures, and the average's as ema_*."""
         tc, state, device = self.tc, self.state, self.dist.device
-        deadline = None  # decoding stops where the run must end, less the save after it
-        if math.isfinite(self.max_seconds):
-            left = self.max_seconds - state.elapsed_seconds - self.closing.save
-            deadline = time.perf_counter() + left
+        # Decoding stops where the run must end, less the save and calibration after it.
+        deadline = self.clock.deadline(
+            self.max_seconds - self.closing.save - self.closing.calibrate
+        )
         result = evaluate(self.model, self.data, tc, device, deadline)
         if result is None:
             return None

@@ -1,6 +1,7 @@
 """What a training checkpoint holds besides the weights: `TrainState` (where the run stands, as
 state.json), the optimizer's and loss scaler's state and the random generators, so that a resumed
-run continues exactly as the uninterrupted one would have; and what one update did (`Update`)."""
+run continues exactly as the uninterrupted one would have; what one update did (`Update`) and how
+a session of training ended (`TrainResult`)."""
 
 from __future__ import annotations
 
@@ -153,3 +154,22 @@ def load_checkpoint(
     if scaler is not None and scaler.is_enabled() and scaler_state is not None:
         scaler.load_state_dict(scaler_state)
     return TrainState.from_dict(record, task)
+
+
+@dataclass
+class TrainResult:
+    """How a session of training ended: `vaswani.train.loop.train`'s answer."""
+
+    run_dir: Path
+    step: int
+    stopped_by: str  # "max_steps", "max_minutes", "patience" or "interrupt"
+    best: float | None
+    """The best validation figure (the task's `selection`: chrF, loss or accuracy)."""
+    last_eval: dict | None
+    task: str = "translate"
+    precision: str = "fp32"
+    """The precision training ran in (`--precision auto` resolved)."""
+    main: bool = True
+    """Whether this is the process that writes the run (rank 0 of a distributed run)."""
+    deadline: float | None = None
+    """When the time budget ends, on `time.perf_counter`'s clock; None without one."""
