@@ -314,7 +314,10 @@ def keep_freed_memory() -> bool:
         return False
     import ctypes
 
-    mallopt = ctypes.CDLL(None).mallopt
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # no C library to be found in this process
+        return False
     # mallopt returns 1 on success; a trim threshold of -1 turns trimming off (mallopt(3)).
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX) and mallopt(M_TRIM_THRESHOLD, -1))
 

@@ -100,8 +100,9 @@ def evaluate_translation(
 
 
 # Under a deadline, calibration translates this many sentences at a time, and fits on those
-# translated when the deadline passes (the first ones always).
-CALIBRATION_SLICE = 100
+# translated when the deadline passes (the first ones always). Smaller slices batch worse: 1,000
+# ding sentences took 3.0 s whole, 3.4 s in slices of 250 and 3.7 s in slices of 100.
+CALIBRATION_SLICE = 250
 
 
 def calibrate(

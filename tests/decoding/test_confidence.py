@@ -120,19 +120,24 @@ def test_a_broken_calibration_file_is_one_line(calibrated):
         assert load_run(calibrated).assess is None
 
 
-def test_a_calibration_past_its_deadline_fits_on_the_first_slice(numbers_run, tmp_path, capsys):
+def test_a_calibration_past_its_deadline_fits_on_the_first_slice(
+    numbers_run, tmp_path, capsys, monkeypatch
+):
     """`vaswani train`'s calibration stops translating at the end of the time budget."""
+    from vaswani import evaluate
     from vaswani.cli.calibrate import calibrate_run
     from vaswani.device import place
-    from vaswani.evaluate import CALIBRATION_SLICE
     from vaswani.translation.engine import Choices, decide
+
+    size = 100
+    monkeypatch.setattr(evaluate, "CALIBRATION_SLICE", size)
 
     run = tmp_path / "numbers"
     shutil.copytree(numbers_run, run)
     engine = decide(load_run(run), place("cpu", "fp32"), Choices(auto=False))
     calibration = calibrate_run(engine, max_sentences=150, deadline=0.0)  # long passed
-    assert calibration is not None and 20 <= calibration.sentences <= CALIBRATION_SLICE
-    assert f"the first {CALIBRATION_SLICE} of 150 by the budget's end" in capsys.readouterr().err
+    assert calibration is not None and 20 <= calibration.sentences <= size
+    assert f"the first {size} of 150 by the budget's end" in capsys.readouterr().err
     whole = calibrate_run(engine, max_sentences=150)
-    assert whole is not None and whole.sentences > CALIBRATION_SLICE
+    assert whole is not None and whole.sentences > size
     assert "budget's end" not in capsys.readouterr().err
