@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -107,3 +108,20 @@ def test_collate_adds_eos_and_bos_and_pads(tmp_path):
         assert batch.tgt_out[row, :m].tolist() == tgt_ids.tolist() and batch.tgt_out[row, m] == 2
         assert (batch.tgt_out[row, m + 1 :] == 0).all()
     assert batch.tgt_in.shape == batch.tgt_out.shape
+
+
+def test_collate_pads_rows_of_any_length_an_empty_one_included():
+    class Pairs:
+        rows = [
+            (np.array([5, 6, 7], np.uint16), np.array([], np.uint16)),
+            (np.array([], np.uint16), np.array([8], np.uint16)),
+        ]
+
+        def pair(self, i):
+            return self.rows[i]
+
+    batch = collate(Pairs(), np.array([0, 1]), pad_id=0, bos_id=1, eos_id=2)
+    assert batch.src.tolist() == [[5, 6, 7, 2], [2, 0, 0, 0]]
+    assert batch.tgt_in.tolist() == [[1, 0], [1, 8]]
+    assert batch.tgt_out.tolist() == [[2, 0], [8, 2]]
+    assert batch.src.dtype == batch.tgt_in.dtype == batch.tgt_out.dtype == torch.long
