@@ -305,11 +305,11 @@ def keep_freed_memory() -> bool:
     the top of its heap back to the system as it frees, so a step may page-fault the same memory
     in again every time: 18,000 minor faults per step of the mini preset on 2 cores (AMD EPYC
     Zen 4). With blocks up to 32 MB from a heap that is never trimmed: 300. Measured there: the
-    step alone 15% faster (fp32 266 -> 226 ms, bf16 177 -> 153); `vaswani train --max-steps 150`
-    on ding 8% faster (three runs each); with `--max-minutes 1`, whose updates page-faulted less
-    to begin with (4,200 times each against 14,000), no difference beyond the host's drift.
-    The process keeps its peak heap until it ends, which suits a training run. Returns whether
-    the allocator took the setting."""
+    step alone 8-15% faster (bf16 177 -> 153 ms; fp32 268 -> 247, emulated AVX2 fp32 266 -> 226);
+    `vaswani train --max-steps 150` on ding 8% faster (three runs each); with `--max-minutes 1`,
+    whose updates page-faulted less to begin with (4,200 times each against 14,000), no
+    difference beyond the host's drift. The process keeps its peak heap until it ends, which suits
+    a training run. Returns whether the allocator took the setting."""
     if not glibc():
         return False
     import ctypes
