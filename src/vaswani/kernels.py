@@ -1,7 +1,7 @@
 """Three of PyTorch's operations made faster on a CPU, for the model to use in their place: dropout
-drawn four elements per random number, the choice of scaled-dot-product-attention kernel by what
-was measured on 2 cores, and the matrix library that decoding's float32 linear layers run on.
-Elsewhere (a GPU) all three are PyTorch's own."""
+drawn four elements per random number, attention computed by the way measured fastest on 2 cores,
+and the matrix library that decoding's float32 linear layers run on. Elsewhere (a GPU) all three
+are PyTorch's own."""
 
 from __future__ import annotations
 
@@ -12,30 +12,45 @@ from collections.abc import Iterator
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.attention import SDPBackend
 
-# On a CPU, PyTorch's flash kernel pays off in bf16 training only for long keys: forward + backward
-# of one attention (64 x 4 heads of 32) measured 8.7 ms flash vs 2.5 ms math at 32 keys, 52 vs 30
-# at 128, 92 vs 192 at 256 (AMD EPYC Zen 4, 2 cores). In float32, flash wins at every length
-# (1.6 vs 5.5 ms at 32 keys, 67 vs 185 at 256): the math kernel's batched products of small
-# float32 matrices take a slow path. Without gradients (decoding) flash is the faster one: one
-# query per sequence 50 vs 90 us at 24 keys, 101 vs 223 at 64 (batch 32); 4 beams' queries over
-# 4 x 16 masked keys 1.1 vs 2.4 ms (200 sentences, fp32).
-CPU_MATH_MAX_KEYS = 192
+# Attention while training in half precision on a CPU is three of PyTorch's operations (the scores'
+# product, softmax, the values' product) rather than one of its fused SDPA kernels: forward +
+# backward of one attention (B x 4 heads of 32 wide, 2,048 query positions, padding and causal
+# mask, bf16) measured 2.0 ms against 3.9 for SDPA's math kernel and 10.4 for its flash kernel at
+# 32 keys; 4.3 / 7.6 / 13.5 at 128; 12.9 / 31.3 / 23.4 at 512; 27.1 / 51.3 / 31.6 at 1,024 (heads
+# of 64: 3.0 / 5.6 / 13.5 at 32 keys, 35.8 / 74.1 / 46.1 at 1,024). The math kernel computes in
+# float32 and checks every row for a full mask; PyTorch's own eager path keeps bf16 (its softmax
+# accumulates in float32), as autocast does. Beyond 1,024 keys the scores' memory grows with the
+# square of the length and flash's does not, so PyTorch chooses. In float32 the three operations
+# measured no faster in a whole training step (mini 241-245 ms either way) and PyTorch's choice
+# (flash) stays; so does decoding, without gradients, where flash is the faster (one query per
+# sequence 50 against 90 us at 24 keys).
+CPU_EAGER_MAX_KEYS = 1024
 
 
-def sdpa_backends(q: Tensor, k: Tensor) -> list[SDPBackend] | None:
-    """The SDPA kernels to allow: on a CPU the plain math kernel when training in half precision
-    over short keys; None elsewhere, for PyTorch's choice (then no `sdpa_kernel` context is
-    entered: 10 us a call, six calls a step, 1.5% of a small model's greedy decoding step)."""
-    if (
+def sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float) -> Tensor:
+    """softmax(Q K^T / sqrt(d_k)) V, (B, H, Lq, Dh), with a boolean mask (True: may attend)
+    broadcastable to (B, H, Lq, Lk), on the kernel the measurements above chose."""
+    if not eager_attention(q, k):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    scores = (q * q.size(-1) ** -0.5) @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, dropout_p)
+    return weights @ v
+
+
+def eager_attention(q: Tensor, k: Tensor) -> bool:
+    """Whether `sdpa` computes q over k step by step: training on a CPU in half precision,
+    keys no longer than CPU_EAGER_MAX_KEYS."""
+    return (
         q.device.type == "cpu"
         and q.dtype != torch.float32
         and torch.is_grad_enabled()
-        and k.size(-2) <= CPU_MATH_MAX_KEYS
-    ):
-        return [SDPBackend.MATH]
-    return None
+        and k.size(-2) <= CPU_EAGER_MAX_KEYS
+    )
 
 
 class Dropout(nn.Module):

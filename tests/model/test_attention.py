@@ -1,11 +1,10 @@
 from functools import partial
 
 import torch
-from torch.nn.attention import SDPBackend
 
 from vaswani.config import ModelConfig
 from vaswani.decoding.cache import KVCache
-from vaswani.kernels import CPU_MATH_MAX_KEYS, sdpa_backends
+from vaswani.kernels import CPU_EAGER_MAX_KEYS, eager_attention, sdpa
 from vaswani.model import CrossAttention, SelfAttention, causal_mask, padding_mask
 
 
@@ -92,17 +91,39 @@ def test_slow_path_in_bf16_with_boolean_mask_is_finite():
     assert torch.isfinite(out).all() and torch.isfinite(weights).all()
 
 
-def test_cpu_training_takes_the_math_kernel_only_in_half_precision_over_short_keys():
+def test_cpu_training_computes_attention_step_by_step_only_in_half_precision_over_short_keys():
     """The kernel choice by what was measured (vaswani.kernels): float32 training and decoding
-    leave it to PyTorch (its flash kernel); bf16 training over short keys takes the math kernel."""
+    leave it to PyTorch (its flash kernel); bf16 training up to CPU_EAGER_MAX_KEYS keys runs the
+    products and the softmax as separate operations."""
     q32 = torch.zeros(2, 4, 8, 16)
     q16 = q32.to(torch.bfloat16)
-    long = torch.zeros(2, 4, CPU_MATH_MAX_KEYS + 1, 16, dtype=torch.bfloat16)
-    assert sdpa_backends(q16, q16) == [SDPBackend.MATH]
-    assert sdpa_backends(q32, q32) is None
-    assert sdpa_backends(q16, long) is None
+    long = torch.zeros(2, 4, CPU_EAGER_MAX_KEYS + 1, 16, dtype=torch.bfloat16)
+    assert eager_attention(q16, q16)
+    assert not eager_attention(q32, q32)
+    assert not eager_attention(q16, long)
     with torch.no_grad():
-        assert sdpa_backends(q16, q16) is None
+        assert not eager_attention(q16, q16)
+
+
+def test_bf16_attention_step_by_step_matches_pytorchs_kernel_in_float32():
+    """bf16 attention on the CPU training path (scores, softmax and output in bf16) gives the
+    values and gradients of PyTorch's float32 kernel within bf16 rounding, under a padding and
+    causal mask; masked keys get no gradient."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(3, 4, 9, 16) for _ in range(3))
+    ids = torch.tensor([[5] * 9, [5] * 4 + [0] * 5, [5] * 2 + [0] * 7])
+    mask = padding_mask(ids, pad_id=0) & causal_mask(9)
+    grads = []
+    for dtype in (torch.float32, torch.bfloat16):
+        inputs = [x.to(dtype, copy=True).requires_grad_() for x in (q, k, v)]
+        assert eager_attention(inputs[0], inputs[1]) == (dtype == torch.bfloat16)
+        out = sdpa(*inputs, mask, 0.0)
+        assert out.dtype == dtype
+        out.float().square().sum().backward()
+        grads.append([out.float()] + [x.grad.float() for x in inputs])
+    for full, half in zip(*grads, strict=True):
+        torch.testing.assert_close(half, full, rtol=0.05, atol=0.05)
+    assert grads[1][2][1, :, 4:].abs().max() == 0  # keys of padding
 
 
 def test_float32_training_on_the_flash_kernel_matches_the_step_by_step_path():
