@@ -13,19 +13,20 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-# Attention while training in half precision on a CPU is three of PyTorch's operations (the scores'
-# product, softmax, the values' product) rather than one of its fused SDPA kernels: forward +
-# backward of one attention (B x 4 heads of 32 wide, 2,048 query positions, padding and causal
-# mask, bf16) measured 2.0 ms against 3.9 for SDPA's math kernel and 10.4 for its flash kernel at
-# 32 keys; 4.3 / 7.6 / 13.5 at 128; 12.9 / 31.3 / 23.4 at 512; 27.1 / 51.3 / 31.6 at 1,024 (heads
-# of 64: 3.0 / 5.6 / 13.5 at 32 keys, 35.8 / 74.1 / 46.1 at 1,024). The math kernel computes in
-# float32 and checks every row for a full mask; PyTorch's own eager path keeps bf16 (its softmax
-# accumulates in float32), as autocast does. Beyond 1,024 keys the scores' memory grows with the
-# square of the length and flash's does not, so PyTorch chooses. In float32 the three operations
-# measured no faster in a whole training step (mini 241-245 ms either way) and PyTorch's choice
-# (flash) stays; so does decoding, without gradients, where flash is the faster (one query per
-# sequence 50 against 90 us at 24 keys).
+# Attention while training on a CPU is three of PyTorch's operations in the inputs' dtype (the
+# scores' product, softmax, the values' product) rather than one of its fused SDPA kernels, up to
+# a number of keys measured on 2 cores (AMD EPYC Zen 4). bf16: forward + backward of one attention
+# (4 heads of 32, 2,048 query positions, padding and causal mask) took 2.0 ms against 3.9 for
+# SDPA's math kernel and 10.4 for its flash kernel at 32 keys; 4.3 / 7.6 / 13.5 at 128; 12.9 /
+# 31.3 / 23.4 at 512; 27.1 / 51.3 / 31.6 at 1,024 (the math kernel converts to float32 and checks
+# every row for a full mask; the softmax here accumulates in float32 too). float32, heads split
+# from the fused projection as in the model: 2.2 ms against 4.7 on flash at 16 keys, 3.1 / 4.9
+# at 36, even at 64, from 128 one or the other by head width and CPU; `vaswani train` on short
+# strings made updates 8-10% faster with it (gettext catalogs 217.6 against 236.0 ms, ding 207.6
+# against 229.5 emulating AVX2). Beyond these lengths, and without gradients (decoding, where
+# flash is the faster: one query per sequence 50 against 90 us at 24 keys), PyTorch chooses.
 CPU_EAGER_MAX_KEYS = 1024
+CPU_EAGER_MAX_KEYS_FLOAT32 = 64
 
 
 def sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float) -> Tensor:
@@ -43,14 +44,12 @@ def sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float)
 
 
 def eager_attention(q: Tensor, k: Tensor) -> bool:
-    """Whether `sdpa` computes q over k step by step: training on a CPU in half precision,
-    keys no longer than CPU_EAGER_MAX_KEYS."""
-    return (
-        q.device.type == "cpu"
-        and q.dtype != torch.float32
-        and torch.is_grad_enabled()
-        and k.size(-2) <= CPU_EAGER_MAX_KEYS
-    )
+    """Whether `sdpa` computes q over k step by step: training on a CPU over no more keys than
+    CPU_EAGER_MAX_KEYS (float32: CPU_EAGER_MAX_KEYS_FLOAT32)."""
+    if q.device.type != "cpu" or not torch.is_grad_enabled():
+        return False
+    limit = CPU_EAGER_MAX_KEYS_FLOAT32 if q.dtype == torch.float32 else CPU_EAGER_MAX_KEYS
+    return k.size(-2) <= limit
 
 
 class Dropout(nn.Module):

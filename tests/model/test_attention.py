@@ -1,10 +1,12 @@
 from functools import partial
 
+import pytest
 import torch
+import torch.nn.functional as F
 
 from vaswani.config import ModelConfig
 from vaswani.decoding.cache import KVCache
-from vaswani.kernels import CPU_EAGER_MAX_KEYS, eager_attention, sdpa
+from vaswani.kernels import CPU_EAGER_MAX_KEYS, CPU_EAGER_MAX_KEYS_FLOAT32, eager_attention, sdpa
 from vaswani.model import CrossAttention, SelfAttention, causal_mask, padding_mask
 
 
@@ -91,18 +93,23 @@ def test_slow_path_in_bf16_with_boolean_mask_is_finite():
     assert torch.isfinite(out).all() and torch.isfinite(weights).all()
 
 
-def test_cpu_training_computes_attention_step_by_step_only_in_half_precision_over_short_keys():
-    """The kernel choice by what was measured (vaswani.kernels): float32 training and decoding
-    leave it to PyTorch (its flash kernel); bf16 training up to CPU_EAGER_MAX_KEYS keys runs the
-    products and the softmax as separate operations."""
-    q32 = torch.zeros(2, 4, 8, 16)
-    q16 = q32.to(torch.bfloat16)
-    long = torch.zeros(2, 4, CPU_EAGER_MAX_KEYS + 1, 16, dtype=torch.bfloat16)
-    assert eager_attention(q16, q16)
-    assert not eager_attention(q32, q32)
-    assert not eager_attention(q16, long)
-    with torch.no_grad():
-        assert not eager_attention(q16, q16)
+def test_cpu_training_computes_attention_step_by_step_over_short_keys_only():
+    """The kernel choice by what was measured (vaswani.kernels): training on a CPU runs the
+    products and the softmax as separate operations up to CPU_EAGER_MAX_KEYS keys in bf16 and
+    CPU_EAGER_MAX_KEYS_FLOAT32 in float32; longer keys and decoding leave it to PyTorch."""
+
+    def keys(n: int, dtype: torch.dtype) -> torch.Tensor:
+        return torch.zeros(2, 4, n, 16, dtype=dtype)
+
+    for dtype, limit in (
+        (torch.bfloat16, CPU_EAGER_MAX_KEYS),
+        (torch.float32, CPU_EAGER_MAX_KEYS_FLOAT32),
+    ):
+        q = keys(8, dtype)
+        assert eager_attention(q, keys(limit, dtype))
+        assert not eager_attention(q, keys(limit + 1, dtype))
+        with torch.no_grad():
+            assert not eager_attention(q, q)
 
 
 def test_bf16_attention_step_by_step_matches_pytorchs_kernel_in_float32():
@@ -116,8 +123,11 @@ def test_bf16_attention_step_by_step_matches_pytorchs_kernel_in_float32():
     grads = []
     for dtype in (torch.float32, torch.bfloat16):
         inputs = [x.to(dtype, copy=True).requires_grad_() for x in (q, k, v)]
-        assert eager_attention(inputs[0], inputs[1]) == (dtype == torch.bfloat16)
-        out = sdpa(*inputs, mask, 0.0)
+        if dtype == torch.float32:
+            out = F.scaled_dot_product_attention(*inputs, attn_mask=mask)
+        else:
+            assert eager_attention(inputs[0], inputs[1])
+            out = sdpa(*inputs, mask, 0.0)
         assert out.dtype == dtype
         out.float().square().sum().backward()
         grads.append([out.float()] + [x.grad.float() for x in inputs])
@@ -126,14 +136,17 @@ def test_bf16_attention_step_by_step_matches_pytorchs_kernel_in_float32():
     assert grads[1][2][1, :, 4:].abs().max() == 0  # keys of padding
 
 
-def test_float32_training_on_the_flash_kernel_matches_the_step_by_step_path():
-    """Values and gradients of float32 self-attention on PyTorch's choice of kernel equal those of
-    the step-by-step path (need_weights) within float32 rounding, padding masked."""
+@pytest.mark.parametrize("length", [7, CPU_EAGER_MAX_KEYS_FLOAT32 + 6])
+def test_float32_training_matches_the_step_by_step_path(length):
+    """Values and gradients of float32 self-attention in training, computed step by step over
+    short keys and on PyTorch's kernel over long ones, equal those of the need_weights path
+    within float32 rounding, padding masked."""
     torch.manual_seed(0)
     cfg = ModelConfig(d_model=32, n_heads=4, d_ff=64, vocab_size=50)
     attention = SelfAttention(cfg).train()
-    x = torch.randn(3, 7, 32, requires_grad=True)
-    ids = torch.tensor([[5] * 7, [5] * 4 + [0] * 3, [5] * 2 + [0] * 5])
+    x = torch.randn(3, length, 32, requires_grad=True)
+    ids = torch.full((3, length), 5)
+    ids[1, 4:] = ids[2, 2:] = 0
     mask = padding_mask(ids, pad_id=0)
     fast, _, _ = attention(x, mask)
     (grad_fast,) = torch.autograd.grad(fast.square().sum(), x)
