@@ -62,9 +62,9 @@ class MultiHeadAttention(nn.Module):
 
         The fast path is `vaswani.kernels.sdpa`: PyTorch's fused `scaled_dot_product_attention`, or
         where that measured faster, the two products and the softmax as separate operations in the
-        inputs' dtype. With `need_weights` the
-        slow path computes the same thing step by step (softmax in float32, so a boolean mask never
-        overflows in half precision) and also returns the weights (B, H, Lq, Lk).
+        inputs' dtype. With `need_weights` the slow path computes the same thing step by step
+        (softmax in float32, so a boolean mask never overflows in half precision) and also returns
+        the weights (B, H, Lq, Lk).
         """
         dropout_p = self.attention_dropout if self.training else 0.0
         weights = None
