@@ -14,7 +14,8 @@ They run in one process, so the allocator setting that `vaswani train` makes on 
 the memory a step frees, `--allocator kept`) holds for every arm.
 Reports target tokens per second of a full step (forward, backward, Adam) in fp32 and in the
 precision `--precision auto` picks on this machine (bf16 autocast only where the hardware computes
-it), the speed-up over torch.nn.Transformer, and the share of the machine's measured matmul peak
+it), the speed-up over torch.nn.Transformer (its medians' ratio, and the quartiles of the ratio
+between the steps of one round of turns: how far the host's drift moves it), and the share of the machine's measured matmul peak
 that each step reaches (matmul FLOPs of the step counted by PyTorch's FlopCounterMode).
 
     python benchmarks/train_throughput.py [--preset small] [--batch 64] [--length 32] [--steps 20]
@@ -134,6 +135,13 @@ def time_interleaved(
             arm.times.append(train_step(arm, src, tgt, precision))
 
 
+def round_speedups(reference: list[float], times: list[float]) -> list[float]:
+    """Quartiles of the speed-up over the reference within each round of turns: steps that ran
+    next to each other are compared, so the spread shows how much the host's drift moves the
+    ratio of medians."""
+    return statistics.quantiles([r / t for r, t in zip(reference, times, strict=True)], n=4)
+
+
 def matmul_peak(dtype: torch.dtype, device: torch.device, n: int = 2048) -> float:
     """Best FLOP/s of an n x n matmul: the machine's practical peak for this dtype."""
     a = torch.randn(n, n, device=device, dtype=dtype)
@@ -205,7 +213,8 @@ def main() -> None:
         + ", ".join(f"{p} {peak / 1e9:.0f} GFLOP/s" for p, peak in peaks.items())
     )
     print(
-        f"{'precision':<10} {'model':<42} {'ms/step':>9} {'tgt tok/s':>10} {'speed-up':>9} {'of peak':>8}"
+        f"{'precision':<10} {'model':<42} {'ms/step':>9} {'tgt tok/s':>10} {'speed-up':>9} "
+        f"{'quartiles':>11} {'of peak':>8}"
     )
     for precision in precisions:
         arms = []
@@ -228,9 +237,11 @@ def main() -> None:
         baseline = statistics.median(arms[0].times)
         for arm, arm_flops in zip(arms, flops, strict=True):
             seconds = statistics.median(arm.times)
+            low, _, high = round_speedups(arms[0].times, arm.times)
             print(
                 f"{precision:<10} {arm.name:<42} {seconds * 1e3:>9.1f} {tokens / seconds:>10.0f} "
-                f"{baseline / seconds:>8.2f}x {arm_flops / seconds / peaks[precision]:>7.1%}"
+                f"{baseline / seconds:>8.2f}x {low:>5.2f}-{high:<5.2f} "
+                f"{arm_flops / seconds / peaks[precision]:>7.1%}"
             )
 
 
