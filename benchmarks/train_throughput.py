@@ -15,8 +15,9 @@ the memory a step frees, `--allocator kept`) holds for every arm.
 Reports target tokens per second of a full step (forward, backward, Adam) in fp32 and in the
 precision `--precision auto` picks on this machine (bf16 autocast only where the hardware computes
 it), the speed-up over torch.nn.Transformer (its medians' ratio, and the quartiles of the ratio
-between the steps of one round of turns: how far the host's drift moves it), and the share of the machine's measured matmul peak
-that each step reaches (matmul FLOPs of the step counted by PyTorch's FlopCounterMode).
+between the steps of one round of turns: how far the host's drift moves it), and the share of the
+machine's measured matmul peak that each step reaches (matmul FLOPs of the step counted by
+PyTorch's FlopCounterMode).
 
     python benchmarks/train_throughput.py [--preset small] [--batch 64] [--length 32] [--steps 20]
         [--allocator kept|default]
@@ -135,11 +136,15 @@ def time_interleaved(
             arm.times.append(train_step(arm, src, tgt, precision))
 
 
-def round_speedups(reference: list[float], times: list[float]) -> list[float]:
-    """Quartiles of the speed-up over the reference within each round of turns: steps that ran
-    next to each other are compared, so the spread shows how much the host's drift moves the
-    ratio of medians."""
-    return statistics.quantiles([r / t for r, t in zip(reference, times, strict=True)], n=4)
+def round_speedups(reference: list[float], times: list[float]) -> tuple[float, float]:
+    """First and third quartiles of the speed-up over the reference within each round of turns:
+    steps that ran next to each other are compared, so the spread shows how much the host's
+    drift moves the ratio of medians."""
+    ratios = [r / t for r, t in zip(reference, times, strict=True)]
+    if len(ratios) < 2:
+        return ratios[0], ratios[0]
+    low, _, high = statistics.quantiles(ratios, n=4)
+    return low, high
 
 
 def matmul_peak(dtype: torch.dtype, device: torch.device, n: int = 2048) -> float:
@@ -237,7 +242,7 @@ def main() -> None:
         baseline = statistics.median(arms[0].times)
         for arm, arm_flops in zip(arms, flops, strict=True):
             seconds = statistics.median(arm.times)
-            low, _, high = round_speedups(arms[0].times, arm.times)
+            low, high = round_speedups(arms[0].times, arm.times)
             print(
                 f"{precision:<10} {arm.name:<42} {seconds * 1e3:>9.1f} {tokens / seconds:>10.0f} "
                 f"{baseline / seconds:>8.2f}x {low:>5.2f}-{high:<5.2f} "
