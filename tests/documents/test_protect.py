@@ -159,8 +159,9 @@ def test_a_pattern_of_ones_own_and_a_bad_one():
     assert out.count("@VERSION@") == 1
     with pytest.raises(ProtectError, match="not a regular expression"):
         Protection(patterns=("(unclosed",))
-    with pytest.raises(ProtectError, match="do not go together"):
-        Protection(patterns=("(?P<url>x)",))
+    # a group named as a syntax, or as another pattern's, is the user's own
+    named = Protection(patterns=("(?P<url>@x@)", r"(?P<url>#\w+#)"))
+    assert [s.text for s in spans("at @x@ and #Ä# now", named)] == ["@x@", "#Ä#"]
 
 
 WORDS = st.sampled_from(["open", "the", "file", "now", "Save", "all", "of", "it"])

@@ -27,6 +27,7 @@ from vaswani.cli.common import (
     load_for_inference,
     one_line,
     positive_int,
+    protection_of,
     read_input_lines,
     request_of,
     unit_interval,
@@ -199,6 +200,7 @@ def extras(best: Translation) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     inputs = args.input or []
+    protection_of(args)  # a --protect that cannot work is said before anything is loaded
     if args.input_dir is not None:
         return translate_tree(args)
     if args.texts and inputs:

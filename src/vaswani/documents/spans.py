@@ -12,7 +12,9 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 from vaswani.errors import VaswaniError
 
@@ -66,16 +68,77 @@ ACCELERATORS = "_&~"
 
 
 @functools.lru_cache(maxsize=64)
-def _finder(patterns: tuple[str, ...], syntaxes: tuple[str, ...]) -> re.Pattern:
-    parts = [f"(?P<user{k}>{p})" for k, p in enumerate(patterns)]
-    parts += [f"(?P<{name.replace('-', '_')}>{SYNTAXES[name]})" for name in syntaxes]
+def _finder(syntaxes: tuple[str, ...]) -> re.Pattern:
+    parts = [f"(?P<{name.replace('-', '_')}>{SYNTAXES[name]})" for name in syntaxes]
     return re.compile("|".join(parts) or r"(?!)", re.S)
+
+
+_UNICODE_CLASSES = {"w": r"\p{L}\p{N}_", "d": r"\p{Nd}", "s": r"\s\x0b\x1c-\x1f\x85\p{Z}"}
+"""What Python's `\\w`, `\\d` and `\\s` match, in RE2's syntax (RE2's own are ASCII only)."""
+
+
+def _unicode_classes(pattern: str) -> str:
+    """`pattern` with `\\w`, `\\d`, `\\s` (and outside a class `\\W`, `\\D`, `\\S`) matching
+    what they match in Python, so that a user's `@\\w+@` finds `@ÄB@` under RE2 too."""
+    out, k, in_class = [], 0, False
+    while k < len(pattern):
+        char = pattern[k]
+        if char == "\\" and k + 1 < len(pattern):
+            escaped = pattern[k + 1]
+            letter = escaped.lower()
+            if letter in _UNICODE_CLASSES and (escaped.islower() or not in_class):
+                inner = _UNICODE_CLASSES[letter]
+                if in_class:
+                    out.append(inner)
+                else:
+                    out.append(f"[{'^' * escaped.isupper()}{inner}]")
+            else:
+                out.append(pattern[k : k + 2])
+            k += 2
+            continue
+        if char == "[" and not in_class:
+            in_class = True
+            out.append(char)
+            k += 1
+            if pattern[k : k + 1] == "^":
+                out.append("^")
+                k += 1
+            if pattern[k : k + 1] == "]":  # a `]` first in a class is itself
+                out.append("]")
+                k += 1
+            continue
+        in_class = in_class and char != "]"
+        out.append(char)
+        k += 1
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _user_finder(patterns: tuple[str, ...]) -> Any:
+    """The user's patterns as one RE2 expression (a group each, in order): RE2 runs in time
+    linear in the text, whatever the pattern, where Python's engine can backtrack for ever
+    (`(a+)+$`)."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # said once, as a ProtectError
+    options.max_mem = MAX_PATTERN_MEMORY
+    options.dot_nl = True  # as the syntaxes read (re.S)
+    joined = "|".join(f"(?P<user{k}>{_unicode_classes(p)})" for k, p in enumerate(patterns))
+    return re2.compile(joined, options)
+
+
+MAX_PATTERN_MEMORY = 32 * 2**20
+"""The most memory RE2 may build the user's patterns into (a pattern over it is refused)."""
+EMPTY_PROBES = ("", "a", " ", "\n", "a b", "a\nb", "1", "_", "-", "%s", "é")
+"""Strings on which a pattern that can match nothing is seen to (`x*`, `$`, `\\b`, `(a|)`)."""
 
 
 @dataclass(frozen=True)
 class Protection:
     """What to protect in strings: `syntaxes` (names in `SYNTAXES`), extra `patterns` (regular
-    expressions, `--protect`), and a keyboard `accelerator` marker (one of `ACCELERATORS`)."""
+    expressions, `--protect`, run by RE2), and a keyboard `accelerator` marker (one of
+    `ACCELERATORS`)."""
 
     syntaxes: frozenset[str] = DEFAULT
     patterns: tuple[str, ...] = ()
@@ -86,20 +149,55 @@ class Protection:
         if unknown:
             raise ProtectError(f"unknown syntax {unknown[0]}: choose from {', '.join(SYNTAXES)}")
         for pattern in self.patterns:
+            _check_pattern(pattern)
+        if self.patterns:
+            import re2
+
             try:
-                re.compile(pattern)
-            except re.error as error:
-                raise ProtectError(
-                    f"--protect {pattern!r}: not a regular expression ({error})"
-                ) from None
-        try:
-            self.finder()
-        except re.error as error:  # a group name of a pattern used twice
-            raise ProtectError(f"--protect: the patterns do not go together ({error})") from None
+                self.user_finder()
+            except re2.error as error:  # each is within RE2's memory, not all of them
+                raise ProtectError(f"--protect: the patterns together: {_said(error)}") from None
 
     def finder(self) -> re.Pattern:
-        """One pattern of every syntax (a group each, by name), user patterns first."""
-        return _finder(self.patterns, tuple(s for s in SYNTAXES if s in self.syntaxes))
+        """One pattern of every syntax (a group each, by name)."""
+        return _finder(tuple(s for s in SYNTAXES if s in self.syntaxes))
+
+    def user_finder(self) -> Any:
+        """The user's patterns (RE2), None for none."""
+        return _user_finder(self.patterns) if self.patterns else None
+
+
+@functools.lru_cache(maxsize=256)
+def _check_pattern(pattern: str) -> None:
+    """A ProtectError for a pattern that is not a regular expression in both Python's syntax and
+    RE2's (no backreferences or lookaround: they are what can take exponential time), or that
+    can match the empty string (it would find a span at every character)."""
+    import re2
+
+    try:
+        re.compile(pattern)
+    except (re.error, OverflowError, RecursionError) as error:
+        raise ProtectError(f"--protect {pattern!r}: not a regular expression ({error})") from None
+    try:
+        compiled = _user_finder((pattern,))
+    except re2.error as error:
+        raise ProtectError(
+            f"--protect {pattern!r}: {_said(error)} (vaswani runs patterns with RE2, in time "
+            "linear in the text: it has no backreferences or lookaround)"
+        ) from None
+    for probe in EMPTY_PROBES:
+        for match in compiled.finditer(probe):
+            if match.start() == match.end():
+                raise ProtectError(
+                    f"--protect {pattern!r}: matches the empty string (in {probe!r}), so it would "
+                    "protect nothing at every character; make it match at least one"
+                )
+
+
+def _said(error: Exception) -> str:
+    """What an RE2 error says (its message comes as bytes)."""
+    message = error.args[0] if error.args else error
+    return message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
 
 
 NONE = Protection(frozenset())
@@ -125,15 +223,40 @@ def spans(text: str, protection: Protection) -> list[Span]:
     found = icu_spans(text) if "icu" in protection.syntaxes else []
     taken = [(s.start, s.end) for s in found]
     finder, at = protection.finder(), 0
-    while (match := finder.search(text, at)) is not None:
+    users = _user_matches(text, protection)
+    while (match := _first(finder.search(text, at), users, at)) is not None:
         if match.end() == match.start() or _inside(taken, match.start(), match.end()):
             at = match.start() + 1  # what begins inside an ICU message's syntax may start after
             continue
-        syntax = match.lastgroup.replace("_", "-")
+        syntax = match.lastgroup.replace("_", "-") if isinstance(match, re.Match) else "user"
         ordered = syntax in ORDERED and _unnamed(match.group())
         found.append(Span(match.start(), match.end(), match.group(), syntax, ordered))
         at = match.end()
     return sorted(found, key=lambda s: s.start) if taken else found
+
+
+def _user_matches(text: str, protection: Protection) -> deque:
+    """The user's patterns' matches in `text`, left to right (one RE2 pass: linear time); one
+    that is empty is a ProtectError (a pattern the probes did not catch, `a|\\b`)."""
+    user = protection.user_finder()
+    if user is None:
+        return deque()
+    found = deque(user.finditer(text))
+    for match in found:
+        if match.start() == match.end():
+            pattern = next(p for k, p in enumerate(protection.patterns) if match.group(f"user{k}"))
+            raise ProtectError(f"--protect {pattern!r}: matches the empty string in {text[:60]!r}")
+    return found
+
+
+def _first(builtin: re.Match | None, users: deque, at: int) -> Any:
+    """The match that starts first of `builtin` and the user's next one from `at` (`users`,
+    the ones before it dropped); the user's where both start at one place."""
+    while users and users[0].start() < at:
+        users.popleft()
+    if users and (builtin is None or users[0].start() <= builtin.start()):
+        return users[0]
+    return builtin
 
 
 def _inside(taken: list[tuple[int, int]], start: int, end: int) -> bool:
