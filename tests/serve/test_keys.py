@@ -90,7 +90,13 @@ def test_served_keys_get_libretranslates_answers(numbers_run, tmp_path):
         assert status == 429 and "12 a day" in body["error"]  # 8 + 8 characters
         status, body = server.request("POST", "/translate", {**asked, "api_key": "made-up"})
         assert status == 403 and body["error"] == "Invalid API key"
-        assert server.request("POST", "/translate", asked)[0] == 403
+        # no key: LibreTranslate's policy, the server's --rate-limit (1 a minute) per client
+        assert server.request("POST", "/translate", asked)[0] == 200
+        status, body = server.request("POST", "/translate", asked)
+        assert status == 429 and "1 a minute" in body["error"]
+        access.required = True  # --require-api-key
+        status, body = server.request("POST", "/translate", asked)
+        assert status == 403 and body["error"] == "An API key is required"
         # a file's characters count too: 3 of the 6 a day, then 4 more are refused
         assert upload(server, "a.txt", b"1\n2\n3", api_key=filer.key)[0] == 200
         status, body = upload(server, "b.txt", b"4\n5\n6\n7", api_key=filer.key)

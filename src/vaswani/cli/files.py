@@ -10,7 +10,7 @@ import dataclasses
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from vaswani.cli.common import (
@@ -236,9 +236,13 @@ def translate_tree(args: argparse.Namespace) -> int:
         raise CliError("--input-dir names the translated files by language: give --target")
     source = args.source_lang or loaded.source_language
     options = options_of(args)
+    places = {
+        path: mirrored(path.relative_to(root), fmt, source, target) for path, fmt in formats.items()
+    }
+    one_place(places, root, args.output_dir)
     todo: list[tuple[Path, Document]] = []
     for path, fmt in formats.items():
-        place = mirrored(path.relative_to(root), fmt, source, target)
+        place = places[path]
         try:
             found = place and read_document(input_bytes(path, options), fmt, str(path), options)
         except OtherFile:
@@ -259,6 +263,23 @@ def translate_tree(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def one_place(places: dict[Path, PurePath | None], root: Path, output_dir: Path) -> None:
+    """A CliError where two files of the tree would be translated into one file (`values/` and
+    the source language's `values-es/`, `Base.lproj/` and `en.lproj/`): before anything is
+    read or written, naming both."""
+    seen: dict[PurePath, Path] = {}
+    for path, place in places.items():
+        if place is None:
+            continue
+        if place in seen:
+            raise CliError(
+                f"--input-dir {root}: {seen[place].relative_to(root)} and "
+                f"{path.relative_to(root)} would both be translated into {output_dir / place}; "
+                "keep one of them in the tree (or translate each with --input)"
+            )
+        seen[place] = path
 
 
 def input_bytes(path: Path, options: DocumentOptions) -> bytes:

@@ -92,13 +92,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="refuse a pair no model serves instead of chaining two through a middle language",
     )
     parser.add_argument(
-        "--api-keys", type=Path, metavar="FILE", help="LibreTranslate API keys, one a line"
+        "--api-keys",
+        type=Path,
+        metavar="FILE",
+        help="LibreTranslate API keys, one a line: a request must give one of them",
     )
     parser.add_argument(
         "--keys-db",
         metavar="FILE|URI",
         help="API keys with limits of their own, made with `vaswani keys --db FILE|URI add` (a "
-        "SQLite file or postgresql://...); a key's limits replace --rate-limit's",
+        "SQLite file or postgresql://...); a key's limits replace --rate-limit's, a wrong key "
+        "gets 403, and a request without a key gets --rate-limit, as in LibreTranslate",
+    )
+    parser.add_argument(
+        "--require-api-key",
+        action="store_true",
+        help="refuse (403) a LibreTranslate request that gives no API key",
     )
     parser.add_argument(
         "--suggestions",
@@ -276,7 +285,7 @@ def access_of(args: argparse.Namespace) -> Access:
     from vaswani.serve.keys import KeyStore, KeyStoreError
     from vaswani.serve.shared import SharedStorageError, open_storage, shown_uri
 
-    access = Access.from_file(args.api_keys, args.rate_limit)
+    access = Access.from_file(args.api_keys, args.rate_limit, args.require_api_key)
     try:
         if args.keys_db is not None:
             access.store = KeyStore(args.keys_db)
@@ -320,6 +329,8 @@ def served_pairs(
                 f"--model {run_dir}: a model of one language pair is named by it: "
                 f"--model SRC:TGT={run_dir}"
             )
+        if source is None and loaded.source_language and loaded.target_language:
+            source, target = loaded.source_language, loaded.target_language  # as its data says
         return [Served(loaded, source, target, aids(source, target))]
     asked = languages.pairs if source is None else [(source, target)]
     try:  # a language it does not know: said here

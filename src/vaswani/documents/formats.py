@@ -9,6 +9,7 @@ batch; `FORMATS` maps file extensions to readers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -253,12 +254,29 @@ def read_document(
     except MarkupError as error:
         raise DocumentError(f"{name}: {error}") from None
     for number, text in enumerate(texts, 1):
+        lone = _SURROGATE.search(text)
+        if lone is not None:
+            raise DocumentError(
+                f"{name}: text {number} holds U+{ord(lone.group()):04X}, half of a UTF-16 pair "
+                "without its other half (an escape such as \\ud800 alone): not a character"
+            )
         if len(text) > options.max_unit_bytes // 4 and len(text.encode()) > options.max_unit_bytes:
             raise DocumentError(
                 f"{name}: text {number} is {len(text.encode()):,} bytes, over the limit of "
                 f"{options.max_unit_bytes:,} (--max-line-bytes)"
             )
     return document
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def paired(text: str) -> str:
+    """`text` with each UTF-16 surrogate pair its escapes gave (`\\ud83d\\ude00`) joined into
+    the character they make; a lone one is left (and refused by `read_document`)."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 Translator = Callable[

@@ -183,7 +183,7 @@ class StringCatalog(Document):
         source = self.catalog.get("sourceLanguage", "en")
         found: list[tuple[str, tuple | None, str]] = []
         for key, entry in self.catalog.get("strings", {}).items():
-            if not isinstance(entry, dict) or entry.get("shouldTranslate") is False:
+            if entry.get("shouldTranslate") is False:
                 continue
             mine = entry.get("localizations", {}).get(source)
             units = _units(mine) if isinstance(mine, dict) else []
@@ -271,4 +271,9 @@ def read_xcstrings(data: bytes, name: str, options: DocumentOptions) -> StringCa
     catalog = json.loads(document)
     if not isinstance(catalog, dict) or not isinstance(catalog.get("strings"), dict):
         raise DocumentError(f'{name}: not a string catalog (no "strings" object)')
+    for key, entry in catalog["strings"].items():
+        localizations = entry.get("localizations", {}) if isinstance(entry, dict) else {}
+        if not isinstance(entry, dict) or not isinstance(localizations, dict):
+            what = "entry" if not isinstance(entry, dict) else '"localizations"'
+            raise DocumentError(f"{name}: string {key[:80]!r}: its {what} is not an object")
     return StringCatalog(catalog, options)

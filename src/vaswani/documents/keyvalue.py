@@ -18,7 +18,7 @@ from __future__ import annotations
 import codecs
 import re
 
-from vaswani.documents.formats import DocumentError, DocumentOptions, OtherFile, decoded
+from vaswani.documents.formats import DocumentError, DocumentOptions, OtherFile, decoded, paired
 from vaswani.documents.resources import APPLE, Spliced, Value
 from vaswani.documents.spans import DEFAULT, Protection
 
@@ -34,10 +34,12 @@ def java_unescaped(raw: str) -> str:
     out, k = [], 0
     while k < len(raw):
         char = raw[k]
-        if char != "\\" or k + 1 == len(raw):
+        if char != "\\":
             out.append(char)
             k += 1
             continue
+        if k + 1 == len(raw):  # a line continued past the end of the file: Java drops it
+            break
         nxt = raw[k + 1]
         if nxt == "u" and re.fullmatch(r"[\da-fA-F]{4}", raw[k + 2 : k + 6]):
             out.append(chr(int(raw[k + 2 : k + 6], 16)))
@@ -46,10 +48,12 @@ def java_unescaped(raw: str) -> str:
             k += 2 + (raw[k + 1 : k + 3] == "\r\n")
             while k < len(raw) and raw[k] in " \t\f":
                 k += 1
+        elif nxt == "u":
+            raise ValueError(f"\\u{raw[k + 2 : k + 6]}: not four hexadecimal digits")
         else:
             out.append(_JAVA_ESCAPES.get(nxt, nxt))
             k += 2
-    return "".join(out)
+    return paired("".join(out))
 
 
 def java_escaped(text: str, below: int | None) -> str:
@@ -87,7 +91,11 @@ def read_properties(data: bytes, name: str, options: DocumentOptions) -> Spliced
         at = start + (len(line) - len(body)) + key.end()
         separator = re.compile(r"[ \t\f]*[=:]?[ \t\f]*").match(text, at, end)
         raw = text[separator.end() : end]
-        value = java_unescaped(raw)
+        try:
+            value = java_unescaped(raw)
+        except ValueError as error:  # Java's Properties.load refuses it too
+            line = text.count("\n", 0, start) + 1
+            raise DocumentError(f"{name}:{line}: {error} (Java reads no such escape)") from None
         if not value.strip():
             continue
         quoted = bool(_ARGUMENT.search(value))  # read by MessageFormat: '' is one apostrophe
@@ -138,7 +146,7 @@ def strings_unescaped(quoted: str) -> str:
             return chr(int(match.group(1), 16))
         return _APPLE_ESCAPES.get(match.group(2), match.group(2))
 
-    return re.sub(r"\\(?:[uU]([\da-fA-F]{4})|(.))", one, quoted[1:-1], flags=re.S)
+    return paired(re.sub(r"\\(?:[uU]([\da-fA-F]{4})|(.))", one, quoted[1:-1], flags=re.S))
 
 
 def strings_quoted(text: str) -> str:

@@ -114,6 +114,10 @@ class Zipped:
         return out.getvalue()
 
 
+KNOWN_DTDS = frozenset({"-//Apple//DTD PLIST 1.0//EN", "-//Apple Computer//DTD PLIST 1.0//EN"})
+"""The public DTDs a file may name (never loaded): a property list's, as Xcode writes it."""
+
+
 def parse_xml(data: bytes, where: str, doctype: bool = False) -> Any:
     """An lxml tree of XML from a file: no DTD, no entities, no network; prefixes kept.
     `doctype`: a bare document type declaration is read (a plist's, Qt's `<!DOCTYPE TS>`),
@@ -134,6 +138,11 @@ def parse_xml(data: bytes, where: str, doctype: bool = False) -> Any:
     declared = docinfo.internalDTD
     if not doctype and (docinfo.doctype or declared is not None):  # UTF-16 passed the bytes check
         raise DocumentError(refused)
+    if docinfo.system_url and docinfo.public_id not in KNOWN_DTDS:
+        raise DocumentError(
+            f"{where}: XML whose document type names a DTD ({docinfo.system_url[:100]}) is "
+            "refused: vaswani never loads one, and its format has none; remove the DOCTYPE"
+        )
     if declared is not None and (list(declared.iterentities()) or list(declared.iterelements())):
         raise DocumentError(refused)
     return root
@@ -368,6 +377,13 @@ KINDS = {
 paragraphs are found (an .odp's slides, notes and tables are an .odt's paragraphs)."""
 
 
+MIMETYPES = {
+    "odt": "application/vnd.oasis.opendocument.text",
+    "odp": "application/vnd.oasis.opendocument.presentation",
+}
+"""What an OpenDocument file's `mimetype` member says it is."""
+
+
 def read_office(data: bytes, name: str, options: DocumentOptions, kind: str) -> Office:
     """A .docx, .odt, .pptx or .odp file (`kind`)."""
     zipped = Zipped(data, name, options)
@@ -375,6 +391,14 @@ def read_office(data: bytes, name: str, options: DocumentOptions, kind: str) -> 
     main, wanted, finder = KINDS[kind]
     if main not in members:
         raise DocumentError(f"{name}: no {main} in it; not a .{kind} file")
+    if kind in MIMETYPES and "mimetype" in members:
+        said = zipped.read("mimetype")[:200].decode("ascii", "replace").strip()
+        if said != MIMETYPES[kind]:
+            other = {v: k for k, v in MIMETYPES.items()}.get(said)
+            hint = (
+                f"an .{other}: rename it or give --format {other}" if other else f"not an .{kind}"
+            )
+            raise DocumentError(f"{name}: its mimetype says {said!r}, {hint}")
     parts = {m: parse_xml(zipped.read(m), f"{name}: {m}") for m in members if wanted.fullmatch(m)}
     paragraphs = [p for root in parts.values() for p in finder(root)]
     return Office(zipped, parts, paragraphs)

@@ -162,7 +162,17 @@ def read_po(data: bytes, name: str, options: DocumentOptions) -> Catalog:
         catalog = read_catalog(numbered, name, options.max_unit_bytes)
     except DataError as error:
         raise DocumentError(str(error)) from None
+    stated = re.search(r"nplurals\s*=\s*(\d+)", catalog.metadata.get("Plural-Forms", ""))
+    if stated and int(stated.group(1).lstrip("0")[:6] or 0) > MAX_PLURALS:
+        raise DocumentError(
+            f"{name}: its Plural-Forms says nplurals={stated.group(1)[:30]}; no language has "
+            f"over {MAX_PLURALS} plural forms (Arabic has 6): correct the header"
+        )
     return Catalog(catalog, options)
+
+
+MAX_PLURALS = 12
+"""The most plural forms a catalog's header may state (CLDR's and gettext's most are 6)."""
 
 
 C_ESCAPES = {0x07: "\\a"} | {

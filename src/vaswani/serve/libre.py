@@ -62,11 +62,15 @@ class AccessError(VaswaniError):
 
 
 class Access:
-    """Optional API keys (a file, one key a line) and a per-key (or, without keys, per-client)
+    """Optional API keys (a file, one key a line) and a per-key (or, without a key, per-client)
     limit of requests a minute: a token bucket refilled continuously, kept in `storage`
     (`serve --shared-storage`: this process's memory, or Redis for replicas). Keys in a database
     (`store`, `serve --keys-db`) have limits of their own, requests a minute and characters a
-    day, counted in Redis where the storage is Redis, else in the database."""
+    day, counted in Redis where the storage is Redis, else in the database.
+
+    LibreTranslate's policy: a wrong key is refused (403); a request without a key is served at
+    the per-client limit unless keys are `required` (`serve --require-api-key`, and a key file,
+    whose keys are the only way in)."""
 
     def __init__(
         self,
@@ -74,14 +78,16 @@ class Access:
         per_minute: int | None = None,
         store: KeyStore | None = None,
         storage: MemoryStorage | RedisStorage | None = None,
+        required: bool = False,
     ) -> None:
         self.keys, self.per_minute, self.store = keys, per_minute, store
         self.storage = storage or MemoryStorage()
+        self.required = required or keys is not None  # a key file's keys are the only way in
 
     @classmethod
-    def from_file(cls, path: Path | None, per_minute: int | None) -> Access:
+    def from_file(cls, path: Path | None, per_minute: int | None, required: bool = False) -> Access:
         if path is None:
-            return cls(None, per_minute)
+            return cls(None, per_minute, required=required)
         keys = {line.strip() for line in read_text(path, "API key file").splitlines()}
         keys.discard("")
         if not keys:
@@ -89,23 +95,24 @@ class Access:
         return cls(keys, per_minute)
 
     def check(self, key: Any, client: str, chars: int = 0) -> None:
-        """403 for a missing or wrong key (when keys are set), 429 over the rate limit (or a
-        database key's limits, `chars` counted against its day's)."""
-        if self.store is not None:
-            found, why = (None, None)
-            if isinstance(key, str):
+        """403 for a wrong key, or a missing one where keys are required; 429 over the rate
+        limit (or a database key's limits, `chars` counted against its day's)."""
+        if key is not None and key != "":
+            if self.store is not None and isinstance(key, str):
                 found, why = self.store.spend(key, chars, counter=self.usage_counter)
-            if found is not None:
-                if why is not None:
-                    raise LibreError(429, why)
-                return
-            if self.keys is None:
-                raise LibreError(403, "Invalid API key" if key else "An API key is required")
-        if self.keys is not None and (not isinstance(key, str) or key not in self.keys):
-            raise LibreError(403, "Invalid API key" if key else "An API key is required")
+                if found is not None:
+                    if why is not None:
+                        raise LibreError(429, why)
+                    return
+            keyed = self.store is not None or self.keys is not None
+            if keyed and (self.keys is None or not isinstance(key, str) or key not in self.keys):
+                raise LibreError(403, "Invalid API key")
+        elif self.required:
+            raise LibreError(403, "An API key is required")
         if self.per_minute is None:
             return
-        who = f"key:{key}" if self.keys is not None else f"client:{client}"
+        mine = self.keys is not None and isinstance(key, str) and key in self.keys
+        who = f"key:{key}" if mine else f"client:{client}"
         if not self.storage.take(who, self.per_minute):
             raise LibreError(429, f"Too many requests: the limit is {self.per_minute} a minute")
 
