@@ -292,7 +292,8 @@ PARTIAL = ("po", "xliff")
 CHUNK_TEXTS = 20_000
 """Texts translated in one call of a `Translator`: a file of a million subtitle cues goes a chunk
 at a time, so that what translation keeps for each text (ids, hypotheses, signals) is held for
-one chunk only; each text's translation does not depend on the others in its batch."""
+one chunk only; each text's translation does not depend on the others in its batch, so a text
+that comes again in a chunk (a table's cells, "Yes." in subtitles) is translated once."""
 
 
 def translate_documents(
@@ -308,9 +309,13 @@ def translate_documents(
     alignments: list[Alignment | None] = []
     for start in range(0, max(len(flat), 1), CHUNK_TEXTS):
         chunk = slice(start, start + CHUNK_TEXTS)
-        found, aligned = translate(flat[chunk], markup, code[chunk])
-        translations += found
-        alignments += [None if a is None else Links(a) for a in aligned]  # held to the end
+        first: dict[tuple[str, Protection | None], int] = {}  # a text that comes again: once
+        keys = zip(flat[chunk], code[chunk], strict=True)
+        index = [first.setdefault(key, len(first)) for key in keys]
+        found, aligned = translate([t for t, _ in first], markup, [c for _, c in first])
+        links = [None if a is None else Links(a) for a in aligned]  # held to the end
+        translations += [found[k] for k in index]
+        alignments += [links[k] for k in index]
     out, start = [], 0
     for document, mine in zip(documents, texts, strict=True):
         end = start + len(mine)

@@ -158,6 +158,7 @@ class Protection:
             except re2.error as error:  # each is within RE2's memory, not all of them
                 raise ProtectError(f"--protect: the patterns together: {_said(error)}") from None
 
+    @functools.cached_property
     def finder(self) -> re.Pattern:
         """One pattern of every syntax (a group each, by name)."""
         return _finder(tuple(s for s in SYNTAXES if s in self.syntaxes))
@@ -222,7 +223,7 @@ def spans(text: str, protection: Protection) -> list[Span]:
     """The spans of `text` in `protection`'s syntaxes, in order, none empty."""
     found = icu_spans(text) if "icu" in protection.syntaxes else []
     taken = [(s.start, s.end) for s in found]
-    finder, at = protection.finder(), 0
+    finder, at = protection.finder, 0
     users = _user_matches(text, protection)
     while (match := _first(finder.search(text, at), users, at)) is not None:
         if match.end() == match.start() or _inside(taken, match.start(), match.end()):

@@ -25,6 +25,9 @@ _TAG = re.compile(r"<(/?)([A-Za-z][\w.]*|\d[\d:.]*)[^<>]*>")
 _PAIRED = {"b", "i", "u", "s", "font", "c", "v", "lang", "ruby", "rt", "span"}
 _VTT_BLOCK = re.compile(r"(NOTE|STYLE|REGION)(\s|$)")
 """What a WebVTT block that is not a cue (nor the header) may be."""
+MAX_SENTENCE_CUES = 12
+"""The most cues translated as one sentence: a file whose cues never end a sentence (no
+punctuation at all) is translated 12 cues at a time, not as one text of every cue."""
 _ENDS_SENTENCE = re.compile(r"""[.!?…。！？]["'»”’)\]]*$""")
 
 
@@ -49,6 +52,7 @@ class Subtitles(Document):
         head, end = self.heads[i], self.ends[i]
         return self.text[head + len(self.newline) : end].split(self.newline) if end > head else []
 
+    @functools.cached_property
     def groups(self) -> list[list[int]]:
         """Runs of consecutive cues that make one sentence (the last of each ends one)."""
         found, current = [], []
@@ -56,7 +60,7 @@ class Subtitles(Document):
             if not text.strip():
                 continue
             current.append(i)
-            if _ENDS_SENTENCE.search(text):
+            if _ENDS_SENTENCE.search(text) or len(current) == MAX_SENTENCE_CUES:
                 found.append(current)
                 current = []
         return found + ([current] if current else [])
@@ -67,14 +71,14 @@ class Subtitles(Document):
         return [cue_tagged(self.rows(i)).text for i in range(len(self.heads))]
 
     def texts(self) -> list[str]:
-        return [" ".join(self.plain[i] for i in group) for group in self.groups()]
+        return [" ".join(self.plain[i] for i in group) for group in self.groups]
 
     def rebuild(
         self, translations: list[str], alignments: list[Alignment | None], language: str | None
     ) -> bytes:
         out, at = bytearray(), 0  # the file as written up to `at`, then each cue translated
         for group, translation, alignment in zip(
-            self.groups(), translations, alignments, strict=True
+            self.groups, translations, alignments, strict=True
         ):
             rows = [self.rows(i) for i in group]
             tagged = [cue_tagged(cue_rows) for cue_rows in rows]

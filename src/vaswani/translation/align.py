@@ -116,11 +116,13 @@ def align(
     cfg = model.cfg
     device = next(model.parameters()).device
     found: list[Alignment] = [[] for _ in sources]
-    todo = [
-        i
-        for i, (s, t) in enumerate(zip(sources, translations, strict=True))
-        if s.split() and t.split()
-    ]
+    first: dict[tuple, int] = {}  # each distinct pair is aligned once (a file's repeated cells)
+    copies: dict[int, int] = {}
+    for i, (s, t) in enumerate(zip(sources, translations, strict=True)):
+        if s.split() and t.split():
+            key = (s, t, tuple(prefixes[i] or ()) if prefixes else ())
+            copies[i] = first.setdefault(key, i)
+    todo = list(first.values())
     src = {i: cut(encode_words(src_tokenizer, sources[i]), cfg.max_len - 1) for i in todo}
     tgt = {i: cut(encode_words(tgt_tokenizer, translations[i]), cfg.max_len - 1) for i in todo}
     todo.sort(key=lambda i: len(src[i][0]) + len(tgt[i][0]))
@@ -141,6 +143,9 @@ def align(
             columns = columns[len(parts[row][1]) :]  # a forced target token's row is no word's
             rows = columns[:n_tgt] if settings.predicts else columns[1 : n_tgt + 1]
             found[i] = word_alignment(rows, src[i][1], tgt[i][1])
+    for i, k in copies.items():
+        if i != k:
+            found[i] = list(found[k])
     return found
 
 
