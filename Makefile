@@ -29,8 +29,12 @@ format: $(STAMP)
 	$(BIN)/ruff format src tests benchmarks
 	$(BIN)/ruff check --fix src tests benchmarks
 
+# Two workers (pytest-xdist), one per core of the smallest machine it must pass on: each runs its
+# tests on one thread (tests/conftest.py). TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= 2
+
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

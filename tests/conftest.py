@@ -1,3 +1,4 @@
+import os
 import shutil
 import subprocess
 import time
@@ -9,6 +10,13 @@ import vaswani.device
 import vaswani.translation.precision
 from helpers import free_port
 from vaswani.config import ModelConfig
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `pytest -n 2` (make test): two workers share the machine's two cores, so each computes on
+    # one thread, and so do the processes its tests start; two pools of two threads on two cores
+    # would each wait for the other's (the ~10x slowdown vaswani's thread choice exists for).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,7 @@ import torch
 import uvicorn
 
 from vaswani.config import ModelConfig
+from vaswani.decoding.text import Translation
 
 
 def random_ids(cfg: ModelConfig, batch: int, length: int, vocab: int | None = None) -> torch.Tensor:
@@ -132,3 +133,27 @@ TOY_BART = {
     "decoder_ffn_dim": 64,
     "max_position_embeddings": 64,
 }
+
+
+class Mirror:
+    """A stand-in model that reverses each segment's words and upper-cases them, and aligns
+    each translated word with the source word it came from: every placement is then known."""
+
+    source_language = target_language = None
+    extra = ""
+
+    def prefixes(self, targets, count, sources=None):
+        return None
+
+    def segments(self, segments, request=None, progress=None):
+        return [
+            [Translation(" ".join(reversed(text.split())).upper() + self.extra, 0.0, -1.0, 2)]
+            for text in segments.texts
+        ]
+
+    def align(self, sources, translations, settings=None):
+        found = []
+        for source, translation in zip(sources.texts, translations, strict=True):
+            n, m = len(source.split()), len(translation.split())  # code taken out of it: fewer
+            found.append([(i, n - 1 - i) for i in range(n) if n - 1 - i < m])
+        return found

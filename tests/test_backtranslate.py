@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import vaswani.backtranslate as bt
-from helpers import cli
+from helpers import cli, free_port
 from vaswani.backtranslate import (
     BackTranslation,
     BackTranslationError,
@@ -338,7 +338,7 @@ def test_torchrun_gives_each_process_its_share_and_joins_them(numbers_run, mono,
             "--nproc_per_node",
             "2",
             "--master_port",
-            "29523",
+            str(free_port()),  # pytest -n 2 runs two such tests at once
             "-m",
             "vaswani.cli",
             "backtranslate",

@@ -119,10 +119,17 @@ def test_the_usable_cores_are_the_affinity_mask():
     assert dev.usable_cores() == len(os.sched_getaffinity(0))
 
 
-def test_placement_says_its_choice_in_one_line_each():
-    placement = place("auto", "auto", hw=AVX2)
+def test_placement_says_its_choice_in_one_line_each(monkeypatch):
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # `pytest -n 2` sets it
+    try:
+        placement = place("auto", "auto", hw=AVX2)
+    finally:
+        torch.set_num_threads(before)
     assert placement.lines()[1] == "precision: fp32 (auto: this CPU has no native bf16, AVX2)"
-    assert placement.lines()[0].startswith("device: cpu (auto: no CUDA or MPS device), 2 threads")
+    assert placement.lines()[0].startswith(
+        f"device: cpu (auto: no CUDA or MPS device), {AVX2.cores} threads"
+    )
 
 
 def test_autocast_and_scaler_follow_the_precision():

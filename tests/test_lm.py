@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import Server, cli, losses
+from helpers import Server, cli, free_port, losses
 from vaswani.cli import main
 from vaswani.config import Sampling, TrainConfig
 from vaswani.data import PreparedData, PrepareOptions, prepare
@@ -285,7 +285,7 @@ def test_two_process_ddp_trains_the_lm_like_one_process(lm_data, tmp_path):
             "--nproc_per_node",
             "2",
             "--master_port",
-            "29519",
+            str(free_port()),  # pytest -n 2 runs two such tests at once
             "-m",
             "vaswani.cli",
             "train",

@@ -7,8 +7,8 @@ import subprocess
 
 import polib
 import pytest
-from test_protect import Mirror
 
+from helpers import Mirror
 from vaswani.documents.formats import read_document, translate_documents
 from vaswani.documents.po import accelerator_of, plural_rule
 from vaswani.documents.protect import protect

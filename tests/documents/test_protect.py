@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaswani.decoding.text import Translation
+from helpers import Mirror
 from vaswani.documents.protect import protect
 from vaswani.documents.spans import DEFAULT, NONE, ProtectError, Protection, spans
 from vaswani.translation import pipeline
@@ -16,30 +16,6 @@ from vaswani.translation.request import Request
 
 C = Protection(DEFAULT | {"printf"})
 PY = Protection(DEFAULT | {"python"})
-
-
-class Mirror:
-    """A stand-in model that reverses each segment's words and upper-cases them, and aligns
-    each translated word with the source word it came from: every placement is then known."""
-
-    source_language = target_language = None
-    extra = ""
-
-    def prefixes(self, targets, count, sources=None):
-        return None
-
-    def segments(self, segments, request=None, progress=None):
-        return [
-            [Translation(" ".join(reversed(text.split())).upper() + self.extra, 0.0, -1.0, 2)]
-            for text in segments.texts
-        ]
-
-    def align(self, sources, translations, settings=None):
-        found = []
-        for source in sources.texts:
-            n = len(source.split())
-            found.append([(i, n - 1 - i) for i in range(n)])
-        return found
 
 
 ANY = Protection()

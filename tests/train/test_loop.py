@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import losses
+from helpers import free_port, losses
 from vaswani import checkpoint as ckpt
 from vaswani import run as run_files
 from vaswani import tasks
@@ -224,7 +224,7 @@ def test_two_process_ddp_equals_one_process_with_the_same_global_batch(numbers_d
             "--nproc_per_node",
             "2",
             "--master_port",
-            "29517",
+            str(free_port()),  # pytest -n 2 runs two such tests at once
             "-m",
             "vaswani.cli",
             "train",

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import plistlib
 import re
 from typing import Any
+from xml.parsers.expat import ExpatError
 from xml.sax.saxutils import escape
 
-from vaswani.documents.formats import DocumentOptions, OtherFile, decoded
+from vaswani.documents.formats import DocumentError, DocumentOptions, OtherFile, decoded
 from vaswani.documents.office import parse_xml, xml_text
 from vaswani.documents.po import accelerator_of, plural_rule
 from vaswani.documents.resources import APPLE, CATEGORIES, Spliced, Value, plural_edits, utf8
@@ -96,7 +98,10 @@ def _read(data: bytes, name: str) -> tuple[str, Any, Places]:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     root = parse_xml(data, name, doctype=True)
-    return text, root, Places(data, text, root)
+    try:
+        return text, root, Places(data, text, root)
+    except ExpatError as error:  # a name libxml2 takes and expat does not (`<a 😀b="">`)
+        raise DocumentError(f"{name}: not well-formed XML ({error})") from None
 
 
 # Android
@@ -288,6 +293,10 @@ def read_stringsdict(data: bytes, name: str, options: DocumentOptions) -> Splice
     text, root, places = _read(data, name)
     if root.tag != "plist":
         raise OtherFile(f"{name}: not a .stringsdict file (its root is not <plist>)")
+    try:  # what Apple's parser would refuse (a key without its value) is refused here
+        plistlib.loads(data)
+    except (ValueError, TypeError, OverflowError, ExpatError) as error:
+        raise DocumentError(f"{name}: not a property list ({error})") from None
     values: list[Value] = []
     rules: list[dict[str, tuple[Any, Any, Value]]] = []  # category -> key, string, value
     for entry in root.iter("dict"):

@@ -276,4 +276,11 @@ def read_xcstrings(data: bytes, name: str, options: DocumentOptions) -> StringCa
         if not isinstance(entry, dict) or not isinstance(localizations, dict):
             what = "entry" if not isinstance(entry, dict) else '"localizations"'
             raise DocumentError(f"{name}: string {key[:80]!r}: its {what} is not an object")
+    try:  # the catalog is written back whole: a lone surrogate in a key could not be
+        json.dumps(catalog, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise DocumentError(
+            f"{name}: U+{ord(error.object[error.start]):04X}, half of a UTF-16 pair without its "
+            "other half, in a key or value"
+        ) from None
     return StringCatalog(catalog, options)

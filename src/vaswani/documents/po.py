@@ -15,9 +15,11 @@ check is left untranslated, whole.
 
 from __future__ import annotations
 
+import gettext
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from vaswani.data.corpora import DataError
 from vaswani.data.formats.gettext import read_catalog
@@ -162,13 +164,42 @@ def read_po(data: bytes, name: str, options: DocumentOptions) -> Catalog:
         catalog = read_catalog(numbered, name, options.max_unit_bytes)
     except DataError as error:
         raise DocumentError(str(error)) from None
-    stated = re.search(r"nplurals\s*=\s*(\d+)", catalog.metadata.get("Plural-Forms", ""))
+    check_plurals(catalog, name)
+    return Catalog(catalog, options)
+
+
+def check_plurals(catalog: Any, name: str) -> None:
+    """A DocumentError where msgfmt would refuse the catalog's plurals: a Plural-Forms header
+    that states over MAX_PLURALS forms or whose expression is not C, an entry with msgstr[n]
+    and no msgid_plural, or msgid_plural and no msgstr[n]."""
+    odd = [
+        k for k in catalog.metadata if k.lower().startswith("plural-forms") and k != "Plural-Forms"
+    ]
+    if odd:  # msgfmt reads such a line as the Plural-Forms, and its value as the expression
+        raise DocumentError(f"{name}: a header line {odd[0][:60]!r} that is no 'Plural-Forms: '")
+    header = catalog.metadata.get("Plural-Forms", "")
+    stated = re.search(r"nplurals\s*=\s*(\d+)", header)
     if stated and int(stated.group(1).lstrip("0")[:6] or 0) > MAX_PLURALS:
         raise DocumentError(
             f"{name}: its Plural-Forms says nplurals={stated.group(1)[:30]}; no language has "
             f"over {MAX_PLURALS} plural forms (Arabic has 6): correct the header"
         )
-    return Catalog(catalog, options)
+    rule = re.search(r"plural\s*=\s*([^;]*)", header)
+    if header and not _TEMPLATE.search(header) and (not stated or not rule):
+        raise DocumentError(f"{name}: its Plural-Forms {header[:60]!r} names no nplurals/plural")
+    if rule and not _TEMPLATE.search(header):
+        try:
+            gettext.c2py(rule.group(1).strip()[:1000])
+        except (ValueError, SyntaxError, RecursionError):
+            raise DocumentError(
+                f"{name}: its Plural-Forms expression {rule.group(1)[:60]!r} is not one gettext "
+                "reads"
+            ) from None
+    for entry in catalog:
+        plural, forms = bool(entry.msgid_plural), bool(entry.msgstr_plural)
+        if plural != forms:
+            what = "msgid_plural without msgstr[n]" if plural else "msgstr[n] without msgid_plural"
+            raise DocumentError(f"{name}:{entry.linenum}: {what}")
 
 
 MAX_PLURALS = 12

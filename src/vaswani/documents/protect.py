@@ -74,7 +74,7 @@ class Line:
     def place(self, translation: str, alignment: Alignment) -> Placed:
         """`translation` (of `text`) with the spans put back by `alignment` (source word -
         translated word) and the accelerator on the letter of the aligned word."""
-        translation = "".join(c for c in translation if ord(c) < SENTINEL)
+        translation = visible(translation)
         if not self.changed:
             return Placed(translation, translation, list(range(len(translation))))
         if not self.text.strip():  # nothing but code: kept as it is
@@ -155,6 +155,7 @@ class Lines:
         """Each line of `translation` placed as its source line's (`Line.place`) with
         the links of `alignment` between their words; a translation of another number of
         lines as it is (the check then refuses it)."""
+        translation = visible(translation)
         parts = LINE_BREAK.split(translation)
         if len(parts) != len(self.lines):
             return Placed(translation, translation, list(range(len(translation))))
@@ -193,6 +194,12 @@ class Lines:
 
 Protected = Line | Lines
 """A text with its code taken out, a line at a time or whole."""
+
+
+def visible(translation: str) -> str:
+    """A model's `translation` without characters from SENTINEL on, which stand for the spans
+    taken out (a source's own, from Unicode's last private use plane, are not put back)."""
+    return "".join(c for c in translation if ord(c) < SENTINEL)
 
 
 def _joined(lines: list[str], breaks: list[str]) -> str:

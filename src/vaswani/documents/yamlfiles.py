@@ -59,6 +59,9 @@ class _Walk:
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             if len(self.stack) >= MAX_DEPTH:  # before PyYAML reads on: deep flow is quadratic
                 raise DocumentError(f"YAML nested over {MAX_DEPTH} levels deep; refused")
+            if self.stack and self.stack[-1][0] and self.stack[-1][1] % 2 == 0:
+                line = event.start_mark.line + 1  # `{a: b}: c`, which YAML's safe loader refuses
+                raise DocumentError(f"line {line}: a key that is a list or a mapping")
             self.advance()
             self.stack.append([type(event) is yaml.MappingStartEvent, 0, None, {}])
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
@@ -159,7 +162,8 @@ def _value(text: str, event, resolver, yaml) -> Value | None:
         written = text[start:end]
         body = written.rstrip("\n")
         header, _, content = body.partition("\n")
-        indent = re.match(r"[ \t]*", content.lstrip("\n")).group()  # its first line of words
+        words = re.search(r"^( *)\S", content, re.M)  # its first line of words sets the indent
+        indent = words.group(1) if words else "  "
         rest = written[len(body) + 1 :]
 
         def block(translation: str) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from vaswani.decoding.text import Segments, Translation
-from vaswani.documents.protect import Protected, keep, protect
+from vaswani.documents.protect import Protected, keep, protect, visible
 from vaswani.documents.spans import Protection, without_code
 from vaswani.translation.align import Alignment, AlignSettings, join_alignments
 from vaswani.translation.glossary import enforce
@@ -213,7 +213,7 @@ def texts_aligned(
 def cleaned(translation: Translation, protection: Protection) -> Translation:
     """The model's `translation` of a segment without the code it made up (its source had none:
     it was taken out), before any word of it is aligned."""
-    text = without_code(translation.text, protection)
+    text = without_code(visible(translation.text), protection)
     return translation if text == translation.text else dataclasses.replace(translation, text=text)
 
 

@@ -185,7 +185,7 @@ def po_string(text: str, where: str) -> str:
             raise DataError(f"{where}: an unescaped quote inside a string")
         if code in ESCAPES:
             return ESCAPES[code]
-        if code[:1].isdigit():
+        if code[:1] in tuple("01234567"):  # \8 and \9 are no octal escape
             return chr(int(code, 8))
         if code[:1] == "x" and len(code) > 1:
             return chr(int(code[1:], 16))
@@ -252,6 +252,8 @@ def check_po(lines: Iterable[tuple[str, str]], limit: int) -> list[str]:
         odd = next((c for c in part if c in UNREADABLE), None)
         if odd is not None:
             raise DataError(f"{where}: U+{ord(odd):04X} inside a string, which polib cannot read")
+        if "\x04" in part:
+            raise DataError(f"{where}: U+0004 inside a string: gettext's context separator")
         kept.append(f'{lead}{head}"{part.translate(POLIB_ESCAPES)}"')
     return kept
 
