@@ -10,7 +10,7 @@ from vaswani import device as dev
 from vaswani.device import DeviceError, Hardware, pick_device, pick_precision, place
 
 CPU = torch.device("cpu")
-AVX2 = Hardware(cpu_capability="AVX2", cpu_flags=frozenset({"avx2", "fma"}), cores=2)
+AVX2 = Hardware(cpu_capability="AVX2", cpu_flags=frozenset({"avx2", "fma"}), cores=2, busy=0.0)
 SAPPHIRE = Hardware(
     cpu_capability="AVX512",
     cpu_flags=frozenset({"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}),
@@ -103,7 +103,7 @@ def test_threads_follow_the_usable_cores_unless_omp_num_threads_is_set(monkeypat
     before = torch.get_num_threads()
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     try:
-        assert dev.set_threads(1, Hardware(cpu_capability="AVX2", cores=3))[0] == 3
+        assert dev.set_threads(1, Hardware(cpu_capability="AVX2", cores=3, busy=0.0))[0] == 3
         assert torch.get_num_threads() == 3
         threads, why = dev.set_threads(2, Hardware(cpu_capability="AVX2", cores=3))
         assert threads == 1 and "shared by 2 processes" in why
@@ -111,6 +111,35 @@ def test_threads_follow_the_usable_cores_unless_omp_num_threads_is_set(monkeypat
         assert dev.set_threads(1, AVX2) == (torch.get_num_threads(), "OMP_NUM_THREADS")
     finally:
         torch.set_num_threads(before)
+
+
+def test_threads_leave_the_cores_other_processes_keep_busy(monkeypatch):
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    try:
+        threads, why = dev.set_threads(1, Hardware(cpu_capability="AVX2", cores=4, busy=1.2))
+        assert threads == 3 and "1.2 of them busy with other processes" in why
+        assert dev.set_threads(1, Hardware(cpu_capability="AVX2", cores=2, busy=2.0))[0] == 1
+        assert dev.set_threads(1, Hardware(cpu_capability="AVX2", cores=2, busy=0.3))[0] == 2
+        # processes of one run share the cores evenly; a count asked for is kept
+        assert dev.set_threads(2, Hardware(cpu_capability="AVX2", cores=4, busy=2.0))[0] == 2
+        assert dev.set_threads(1, Hardware(cpu_capability="AVX2", cores=4, busy=3.0), 4)[0] == 4
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_the_load_is_read_from_proc_stat(monkeypatch):
+    stats = iter(
+        [
+            "cpu  0 0 0 0 0 0 0 0\ncpu0 100 0 0 900 0 0 0 0\ncpu1 100 0 0 900 0 0 0 0\n",
+            # cpu0 busy the whole time (10% of it stolen), cpu1 idle
+            "cpu  0 0 0 0 0 0 0 0\ncpu0 190 0 0 900 0 0 0 10\ncpu1 100 0 0 1000 0 0 0 0\n",
+        ]
+    )
+    monkeypatch.setattr(dev, "_cpu_times", lambda: dev._parsed(next(stats)))
+    monkeypatch.setattr(dev, "_affinity", lambda: {0, 1})
+    load = dev.Load.read(0.0)
+    assert load.busy == 1.0 and load.steal == pytest.approx(10 / 200)
 
 
 def test_the_usable_cores_are_the_affinity_mask():
@@ -150,6 +179,9 @@ def test_env_reports_the_hardware_and_what_auto_picks(capsys):
     code, out, _ = cli(capsys, "env", "--json")
     report = json.loads(out)
     assert report["auto"]["device"] == "cpu" and report["torch"] == torch.__version__
+    # the load it sees: other processes' work on this process's cores, and the steal time
+    assert 0.0 <= report["cores_busy"] <= report["cores_usable"] + 0.1
+    assert report["cpu_steal"] == "not exposed" or report["cpu_steal"].endswith("%")
 
 
 def test_a_cuda_placement_leaves_cudnn_attention_out():

@@ -17,6 +17,7 @@ Every choice comes with the reason, which the commands print in one line at star
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import platform
@@ -81,6 +82,9 @@ class Hardware:
     mps: bool = False
     cores: int = 1
     cpu_name: str = ""
+    busy: float | None = None
+    """Cores' worth of CPU time other processes take on this process's cores (`Load`); None:
+    read when the thread count is chosen."""
 
     @classmethod
     def detect(cls) -> Hardware:
@@ -206,19 +210,83 @@ def set_threads(
     world_size: int = 1, hw: Hardware | None = None, asked: int | None = None
 ) -> tuple[int, str]:
     """Give PyTorch the `asked` threads, or the cores this process may use (shared among
-    `world_size` processes of one machine) unless the user set OMP_NUM_THREADS; returns the
-    count and where it came from."""
+    `world_size` processes of one machine) less those other processes keep busy, unless the user
+    set OMP_NUM_THREADS; returns the count and where it came from. A thread on a core another
+    process holds makes every other thread wait for it at each step (~10x slower)."""
     if asked is not None:
         torch.set_num_threads(asked)
         return asked, "as asked"
     if os.environ.get("OMP_NUM_THREADS"):
         return torch.get_num_threads(), "OMP_NUM_THREADS"
-    cores = (hw or Hardware.detect()).cores
-    threads = max(1, cores // max(world_size, 1))
+    hw = hw or Hardware.detect()
+    threads = max(1, hw.cores // max(world_size, 1))
+    why = f"the {hw.cores} cores this process may use"
+    if world_size > 1:
+        why += f" shared by {world_size} processes"
+    else:
+        busy = hw.busy if hw.busy is not None else Load.read().busy
+        if busy >= BUSY:
+            threads = max(1, hw.cores - round(busy))
+            why += f", {busy:.1f} of them busy with other processes"
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
-    shared = f" shared by {world_size} processes" if world_size > 1 else ""
-    return threads, f"the {cores} cores this process may use{shared}"
+    return threads, why
+
+
+BUSY = 0.5
+"""Cores' worth of other processes' work from which a core is left to them."""
+
+
+@dataclass(frozen=True)
+class Load:
+    """What other processes do on this process's cores, read from Linux's /proc/stat over
+    `seconds` (this process sleeps meanwhile, so what is counted is theirs): `busy`, in cores'
+    worth (1.0: one core fully taken); `steal`, the share of time the hypervisor gave to other
+    machines (None where the kernel does not say); zeros where /proc/stat is absent."""
+
+    busy: float = 0.0
+    steal: float | None = None
+    seconds: float = 0.0
+
+    @classmethod
+    def read(cls, seconds: float = 0.1) -> Load:
+        before = _cpu_times()
+        if not before:
+            return cls()
+        time.sleep(seconds)
+        after = _cpu_times()
+        busy, stolen, total = 0.0, 0, 0
+        for cpu in set(before) & set(after) & _affinity():
+            spent = [b - a for a, b in zip(before[cpu], after[cpu], strict=False)]
+            elapsed = sum(spent[:8])  # user nice system idle iowait irq softirq steal
+            if elapsed > 0:
+                busy += 1 - (spent[3] + spent[4]) / elapsed
+                stolen, total = stolen + (spent[7] if len(spent) > 7 else 0), total + elapsed
+        return cls(round(busy, 2), stolen / total if total else None, seconds)
+
+
+def _cpu_times() -> dict[int, list[int]]:
+    """Each CPU's time counters from /proc/stat (empty where there is none)."""
+    try:
+        with open("/proc/stat") as stat:
+            return _parsed(stat.read())
+    except (OSError, ValueError):
+        return {}
+
+
+def _parsed(stat: str) -> dict[int, list[int]]:
+    return {
+        int(line.split()[0][3:]): [int(n) for n in line.split()[1:]]
+        for line in stat.splitlines()
+        if line.startswith("cpu") and line[3:4].isdigit()
+    }
+
+
+def _affinity() -> set[int]:
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return set(range(os.cpu_count() or 1))
 
 
 @dataclass(frozen=True)
@@ -340,7 +408,8 @@ def environment(hw: Hardware | None = None) -> dict[str, object]:
     from vaswani import __version__
 
     hw = hw or Hardware.detect()
-    placement = place(hw=hw)
+    load = Load.read(0.5) if hw.busy is None else Load(hw.busy)  # the load seen, over half a second
+    placement = place(hw=dataclasses.replace(hw, busy=load.busy))
     native, reason = hw.cpu_bf16()
     cuda_versions = {"cuda": torch.version.cuda} if torch.version.cuda else {}
     return {
@@ -356,6 +425,8 @@ def environment(hw: Hardware | None = None) -> dict[str, object]:
         "cpu_bf16_probe_fast": bf16_matmul_is_fast() if native else None,
         "cores_usable": hw.cores,
         "cores_machine": os.cpu_count(),
+        "cores_busy": load.busy,
+        "cpu_steal": "not exposed" if load.steal is None else f"{load.steal:.1%}",
         "cuda_devices": [
             {"name": name, "compute_capability": f"{major}.{minor}", "bf16": major >= 8}
             for name, (major, minor) in hw.cuda

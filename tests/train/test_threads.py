@@ -105,3 +105,20 @@ def test_a_timed_run_says_and_logs_its_thread_choice(numbers_data, tmp_path, mon
     assert len(choices) == 1 and choices[0]["threads"] in (1, 2)
     assert choices[0]["step"] == SKIPPED + 2 * TRIAL_UPDATES
     assert "threads: " in capsys.readouterr().err
+
+
+def test_a_resumed_fixed_step_run_keeps_the_thread_count_it_started_with(tmp_path, monkeypatch):
+    from vaswani.config import TrainConfig
+    from vaswani.train.loop import kept_threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    (tmp_path / "environment.json").write_text('{"threads": 1, "device": "cpu"}')
+    steps = TrainConfig(data="d", out=str(tmp_path), max_steps=10)
+    assert kept_threads(steps) == 1  # chosen from the load at its start: kept, bit for bit
+    assert kept_threads(TrainConfig(data="d", out=str(tmp_path), max_minutes=1.0)) is None
+    assert kept_threads(TrainConfig(data="d", out=str(tmp_path), max_steps=10, threads=2)) is None
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert kept_threads(steps) is None
+    (tmp_path / "environment.json").write_text("[1]")
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert kept_threads(steps) is None

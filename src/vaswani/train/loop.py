@@ -41,7 +41,8 @@ from vaswani.train.board import Board, require_tensorboard
 from vaswani.train.budget import Clock, Closing, Ledger
 from vaswani.train.distributed import Distributed, init_distributed
 from vaswani.train.guided import GuidedAlignment
-from vaswani.train.plan import TrainPlan, print_plan, resolve_plan, time_horizon
+from vaswani.train.pace import PaceWatch, Pacing
+from vaswani.train.plan import TrainPlan, print_plan, resolve_plan
 from vaswani.train.schedule import Schedule
 from vaswani.train.setup import open_run, subword_dropout
 from vaswani.train.state import (
@@ -54,7 +55,7 @@ from vaswani.train.state import (
 )
 from vaswani.train.step import TrainingError, adam, train_update
 from vaswani.train.stop import StopRequest
-from vaswani.train.threads import ThreadChoice
+from vaswani.train.threads import ThreadChoice, kept_threads
 from vaswani.train.validation import evaluate, evaluation_line, record_evaluation
 
 
@@ -78,7 +79,11 @@ def train(
     if tc.tensorboard:
         require_tensorboard()  # before anything is written
     world_size, threads = int(os.environ.get("WORLD_SIZE", "1")), torch.get_num_threads()
-    placement = place(tc.device, tc.precision, world_size, threads=tc.threads)
+    kept = kept_threads(tc) if resume else None
+    placement = place(tc.device, tc.precision, world_size, threads=tc.threads or kept)
+    if kept is not None and tc.threads is None:
+        why = "kept from the run's start, so that it resumes bit for bit"
+        placement = dataclasses.replace(placement, threads_reason=why)
     dist = init_distributed(placement.device)
     placement = dataclasses.replace(placement, device=dist.device)
     if placement.device.type == "cpu":
@@ -140,7 +145,7 @@ def _train(
     return trainer.run(progress)
 
 
-class Trainer:
+class Trainer(Pacing):
     """One run's model, optimizer (§5.3: Adam with beta1 0.9, beta2 0.98, eps 1e-9), loss
     scaler, data order and `TrainState`, and the loop that trains them."""
 
@@ -191,17 +196,22 @@ class Trainer:
         cpu, timed = dist.device.type == "cpu", tc.max_minutes is not None
         self.threads = ThreadChoice.for_run(cpu, timed, tc.threads, dist.world_size)
         self.clock: Clock | None = None  # the run's clock, from `run`
+        self.pace = PaceWatch()  # the wall time between updates, for a time budget's plan
+        self.last_end: float | None = None  # when the previous update's iteration ended
         self.first: tuple[int, float] | None = None  # this session's first update and its time
         self.max_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else math.inf
 
     def apply(self, plan: TrainPlan) -> None:
         """Take the run's `TrainPlan`: its schedule, cadence, weight average and subword dropout."""
         self.plan, self.schedule = plan, plan.schedule
+        if self.state.warmup is not None and plan.schedule.knows_end:  # re-fitted to the pace
+            self.schedule = dataclasses.replace(plan.schedule, warmup=self.state.warmup)
         if plan.bpe_dropout > 0:
             dropout = (plan.bpe_dropout, self.tc.seed, self.cfg.max_len - 1)
             self.split = subword_dropout(self.split, self.data, self.task, *dropout)
         if plan.ema_decay > 0:
-            self.average = WeightAverage(self.model, plan.ema_decay, plan.schedule.warmup)
+            decay = self.state.ema_decay or plan.ema_decay
+            self.average = WeightAverage(self.model, decay, plan.schedule.warmup)
             ema = self.resumed_from / WeightAverage.FILE if self.resumed_from else None
             if ema is not None and ema.exists():
                 ckpt.load_weights(self.average.model, ckpt.read_weights(ema), ema)
@@ -229,9 +239,7 @@ class Trainer:
         """Update until the step or time budget is spent or a stop is asked for; log, validate
         and checkpoint on the way."""
         tc, state, dist = self.tc, self.state, self.dist
-        max_steps = tc.max_steps if tc.max_steps is not None else float("inf")
-        if self.schedule.horizon is not None:
-            max_steps = self.schedule.horizon
+        steps = tc.max_steps if tc.max_steps is not None else math.inf
         max_seconds = self.max_seconds
         stream = self.sampler.iterate(Position(*state.position))
         clock = self.clock = Clock(state.elapsed_seconds, state.target_tokens, self.started)
@@ -251,7 +259,7 @@ class Trainer:
                 unit="step",
             ) as bar,
         ):
-            while state.step < max_steps:
+            while state.step < self.last_step(steps):
                 update = self.next_update(stream, bar)
                 state.elapsed_seconds = clock.elapsed()
                 if dist.is_main and (
@@ -259,11 +267,11 @@ class Trainer:
                 ):
                     self.log(update, clock, bar, max_seconds)
                 bar.update(1)
+                self.follow_pace(bar)
                 out_of_time = self.out_of_time()
-                finished = state.step >= max_steps or dist.any(out_of_time or stop.requested)
+                finished = state.step >= self.last_step(steps)
+                finished = finished or dist.any(out_of_time or stop.requested)
                 patience_out = self.validate_and_save(finished, bar)
-                if self.schedule.horizon is not None:
-                    max_steps = self.schedule.horizon
                 if finished or patience_out:
                     break
         if stop.requested:
@@ -276,7 +284,7 @@ class Trainer:
                     f"{self.task.selection[0]} (--patience {tc.patience})",
                     file=sys.stderr,
                 )
-        elif state.step < max_steps or self.plan.horizon_from_time:
+        elif state.step < self.last_step(steps) or self.plan.horizon_from_time:
             stopped_by = "max_minutes"
         else:
             stopped_by = "max_steps"
@@ -294,18 +302,6 @@ class Trainer:
             dist.is_main,
             clock.deadline(max_seconds),
         )
-
-    def out_of_time(self) -> bool:
-        """True when one more update and then the run's end (`Closing`) would pass the time
-        budget; at a validation step, when this validation and the end would (so this one is the
-        final one). The pace is this session's after its first update (which also paid
-        for the setup), validations included."""
-        state = self.state
-        if self.first is None:
-            self.first = (state.step, state.elapsed_seconds)
-        room = self.max_seconds - state.elapsed_seconds
-        pace = (state.elapsed_seconds - self.first[1]) / max(state.step - self.first[0], 1)
-        return room < pace + self.closing.end(validating=self.validates_at(state.step))
 
     def update(self, micro: list[tuple[Position, Any]]) -> Update:
         """One optimizer update on `micro` (positions and index arrays), by the NaN policy."""
@@ -466,30 +462,3 @@ class Trainer:
         state.since_best = 0 if state.best != before else state.since_best + 1
         bar.write(line)
         return result
-
-    def validates_at(self, step: int) -> bool:
-        """Every eval_every updates, or where a time budget spaced validations out."""
-        if self.state.next_eval is not None:
-            return step == self.state.next_eval
-        return step % self.plan.eval_every == 0
-
-    def replan(self, step: int, bar: Any) -> None:
-        """Move the schedule's end to where the time budget runs out at the pace so far (the
-        mean over processes, so that every process keeps the same rate), and space validations
-        out where they would take more than their share of the time left (the main process's
-        measure, which it alone takes)."""
-        tc, state, dist = self.tc, self.state, self.dist
-        horizon = time_horizon(tc, state, state.elapsed_seconds / max(step, 1))
-        mean = dist.sum(torch.tensor(float(horizon), dtype=torch.float64)).item()
-        state.horizon = round(mean / dist.world_size)
-        self.schedule = self.schedule.ending_at(state.horizon)
-        seconds = dist.sum(torch.tensor(self.closing.validate, dtype=torch.float64)).item()
-        left = (state.horizon - step, self.max_seconds - state.elapsed_seconds)
-        cadence = recipe.validation_cadence(self.plan.eval_every, *left, seconds, tc.eval_every)
-        if cadence != self.plan.eval_every and state.next_eval is None and dist.is_main:
-            share = f"{seconds:.1f} s each, at most {recipe.EVAL_SHARE:.0%} of the time left"
-            bar.write(
-                f"validations spaced out: the next at step {step + cadence} ({share})", sys.stderr
-            )
-        if cadence != self.plan.eval_every or state.next_eval is not None:
-            state.next_eval = step + cadence

@@ -50,6 +50,14 @@ class TrainState:
     next_eval: int | None = None
     """The update of the next validation, once a time budget spaced them out
     (`recipe.validation_cadence`); None: every eval_every updates, as planned."""
+    warmup: int | None = None
+    eval_every: int | None = None
+    ema_decay: float | None = None
+    """The warm-up, validation spacing and average decay a time budget's plan was fitted to
+    when the pace changed (`vaswani.train.pace`); None: the plan's."""
+    paced_from: list[float] | None = None
+    """[update, elapsed seconds] when the plan was last fitted to the pace: the validations'
+    re-plans take the pace since then (None: since the start)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "position": list(self.position)}

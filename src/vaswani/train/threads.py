@@ -25,10 +25,15 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
+from vaswani.config import TrainConfig
 from vaswani.device import usable_cores
+from vaswani.errors import VaswaniError
+from vaswani.run import ENVIRONMENT
+from vaswani.safe_io import read_json
 
 TRIAL_UPDATES = 4
 """Updates timed on each candidate count in a trial."""
@@ -133,3 +138,17 @@ class ThreadChoice:
             for count, pace in paces.items()
         )
         return f"threads: {self.chosen} ({self.why}; measured {rates})"
+
+
+def kept_threads(tc: TrainConfig) -> int | None:
+    """The thread count a resumed run without a time budget started with (environment.json):
+    another count may change the last bits of float sums, and such a run resumes bit for bit;
+    None where none was chosen, or a time budget chooses again as the load asks."""
+    if tc.threads is not None or tc.max_minutes is not None or os.environ.get("OMP_NUM_THREADS"):
+        return None
+    path = Path(tc.out) / ENVIRONMENT
+    try:
+        recorded = read_json(path, "environment", dict).get("threads") if path.exists() else None
+    except VaswaniError:  # a damaged record: chosen again
+        return None
+    return recorded if isinstance(recorded, int) and recorded >= 1 else None

@@ -1,0 +1,257 @@
+"""A time budget's plan fitted again to the pace the run has: on a shared machine a neighbour
+comes or goes and an update takes twice or half as long as when the run was planned.
+
+`PaceWatch` takes the wall time between the run's updates (validations, saves and the thread
+choice's trials included, as the deadline counts them) and says when their median departs from
+the pace the current plan implies by more than `DRIFT`; `refit` then fits the horizon, the
+warm-up (while it is still running), the validation spacing and the weight average's decay to the
+time left at the new pace, so that the learning rate ends its schedule at the deadline: no run
+ends early, and none spends its last minutes at a rate of zero. Both are pure: tests give them a
+fake pace. `Pacing` is the `Trainer`'s side of it: the deadline, the validations' cadence, and the
+plan fitted again at each update where the pace departs and at each validation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from vaswani.config import TrainConfig
+from vaswani.run import append_metrics
+from vaswani.train import recipe
+from vaswani.train.plan import time_horizon
+
+DRIFT = 0.25
+"""The pace departs from the plan's when it is this much slower or faster."""
+WINDOW = 8
+"""Updates whose median wall time is the current pace (one slow validation is not a trend)."""
+
+
+@dataclass
+class PaceWatch:
+    """The wall time of the run's recent updates, against the pace its plan implies."""
+
+    window: list[float] = field(default_factory=list)
+
+    def observe(self, seconds: float) -> None:
+        """Take the wall time since the previous update ended."""
+        self.window = [*self.window[-(WINDOW - 1) :], seconds]
+
+    @property
+    def pace(self) -> float | None:
+        """Seconds an update at the recent pace (None: too few updates timed yet)."""
+        return statistics.median(self.window) if len(self.window) == WINDOW else None
+
+    def departed(self, planned: float) -> float | None:
+        """The pace of the latest half of the window where the window's median departs from
+        `planned` (seconds an update) by more than DRIFT, else None (a change is seen once half
+        the window has it, and measured on that half); the window starts again then, so that the
+        next verdict is on the new pace alone."""
+        pace = self.pace
+        if pace is None or planned <= 0 or abs(pace / planned - 1) <= DRIFT:
+            return None
+        latest = statistics.median(self.window[WINDOW // 2 :])
+        self.window = []
+        return latest
+
+
+@dataclass(frozen=True)
+class Refit:
+    """A plan fitted to the time left: where the schedule ends, its warm-up, updates between
+    validations, the average's decay (None: none kept); the pace it was fitted to and the one
+    the plan before it implied (seconds an update)."""
+
+    horizon: int
+    warmup: int
+    eval_every: int
+    ema_decay: float | None
+    pace: float = 0.0
+    planned: float = 0.0
+
+    def line(self, step: int) -> str:
+        why = "slower" if self.pace > self.planned else "faster"
+        decay = f", average decay {self.ema_decay:.4f}" if self.ema_decay else ""
+        return (
+            f"re-planned at update {step}: {self.pace:.2f} s an update, {why} than the "
+            f"{self.planned:.2f} s planned (the machine's load changed): the schedule ends at "
+            f"update {self.horizon}, warm-up {self.warmup}, validation every {self.eval_every}"
+            f"{decay}"
+        )
+
+    def record(self, step: int) -> dict:
+        """The metrics.jsonl record of it."""
+        return {
+            "step": step,
+            "replanned": {
+                "pace_seconds": self.pace,
+                "planned_seconds": self.planned,
+                "horizon": self.horizon,
+                "warmup": self.warmup,
+                "eval_every": self.eval_every,
+                "ema_decay": self.ema_decay,
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Fitting:
+    """What `refit` starts from: the run at `step`, the seconds left, the schedule's warm-up,
+    the seconds a validation takes, and what the user fixed (None: the plan chooses)."""
+
+    step: int
+    seconds_left: float
+    warmup: int
+    validation_seconds: float
+    max_steps: int | None = None
+    asked_warmup: int | None = None
+    asked_eval_every: int | None = None
+    averaging: bool = True
+    asked_ema_decay: float | None = None
+
+
+def refit(at: Fitting, pace: float) -> Refit:
+    """The plan for the time left at `pace` seconds an update (validations apart): the horizon
+    the time buys once the validations left are paid for (at most max_steps), a warm-up still to
+    come shortened to the recipe's share of the new horizon, validations spaced so that they
+    take at most `recipe.EVAL_SHARE` of the time left, and the average's decay of a run of the
+    new length."""
+    updates = max(int(at.seconds_left * (1 - recipe.EVAL_SHARE) / pace), 1)
+    horizon = at.step + updates
+    if at.max_steps is not None:
+        horizon = min(horizon, at.max_steps)
+    left = max(horizon - at.step, 1)
+    warmup = at.warmup
+    if at.asked_warmup is None and at.step < at.warmup:
+        share = round(recipe.WARMUP_SHARE * horizon)
+        warmup = max(at.step + 1, min(at.warmup, share, recipe.MAX_WARMUP))
+    planned = at.asked_eval_every or max(1, math.ceil(horizon / recipe.EVALUATIONS))
+    eval_every = recipe.validation_cadence(
+        planned, left, at.seconds_left, at.validation_seconds, at.asked_eval_every
+    )
+    decay = None
+    if at.averaging:
+        decay = at.asked_ema_decay or 1 - 1 / max(10, horizon / 10)
+    return Refit(horizon, warmup, eval_every, decay)
+
+
+class Pacing:
+    """The `Trainer`'s keeping of a time budget: when to stop, when to validate, and the plan
+    fitted to the pace, at each update where it departs (`follow_pace`) and at each validation
+    (`replan`). It reads and sets the trainer's state, schedule, plan and weight average."""
+
+    state: Any
+    tc: TrainConfig
+    schedule: Any
+    plan: Any
+    dist: Any
+    closing: Any
+    average: Any
+    run_dir: Any
+    max_seconds: float
+    first: tuple[int, float] | None
+    pace: PaceWatch
+    last_end: float | None
+
+    def last_step(self, steps: float) -> float:
+        """The update the run ends at: its schedule's horizon (moved by a time budget), else
+        `steps` (max_steps, or none)."""
+        return self.schedule.horizon if self.schedule.horizon is not None else steps
+
+    def out_of_time(self) -> bool:
+        """True when one more update and then the run's end (`Closing`) would pass the time
+        budget; at a validation step, when this validation and the end would (so this one is the
+        final one). The pace is this session's after its first update (which also paid
+        for the setup), validations included."""
+        state = self.state
+        if self.first is None:
+            self.first = (state.step, state.elapsed_seconds)
+        room = self.max_seconds - state.elapsed_seconds
+        pace = (state.elapsed_seconds - self.first[1]) / max(state.step - self.first[0], 1)
+        return room < pace + self.closing.end(validating=self.validates_at(state.step))
+
+    def fitted(self) -> Refit | None:
+        """The plan fitted again where the watch sees the pace depart from the one the plan
+        implies (the time left, less validations' share, over the updates left); None where it
+        holds, or in the last WINDOW updates (the deadline's own check ends the run there)."""
+        state, tc = self.state, self.tc
+        seconds_left = self.max_seconds - state.elapsed_seconds
+        updates_left = (state.horizon or 0) - state.step
+        if updates_left < WINDOW or seconds_left <= 0:
+            return None
+        planned = seconds_left * (1 - recipe.EVAL_SHARE) / updates_left
+        pace = self.pace.departed(planned)
+        if pace is None:
+            return None
+        at = Fitting(
+            state.step,
+            seconds_left,
+            self.schedule.warmup,
+            self.closing.validate,
+            tc.max_steps,
+            tc.warmup,
+            tc.eval_every,
+            self.average is not None,
+            tc.ema_decay,
+        )
+        return dataclasses.replace(refit(at, pace), pace=pace, planned=planned)
+
+    def follow_pace(self, bar: Any) -> None:
+        """Take the wall time since the previous update and, under a time budget, fit the plan
+        again where the pace departs from the one it implies (`vaswani.train.pace`). One process
+        only: several would each see their own pace (their validations re-plan together)."""
+        state, now = self.state, self.state.elapsed_seconds
+        if self.last_end is not None:
+            self.pace.observe(now - self.last_end)
+        self.last_end = now
+        if not self.plan.horizon_from_time or self.dist.enabled:
+            return
+        fit = self.fitted()
+        if fit is None:
+            return
+        state.horizon, state.warmup, state.eval_every = fit.horizon, fit.warmup, fit.eval_every
+        state.next_eval, state.paced_from = state.step + fit.eval_every, [state.step, now]
+        self.schedule = self.schedule.ending_at(fit.horizon)
+        if self.schedule.knows_end:
+            self.schedule = dataclasses.replace(self.schedule, warmup=fit.warmup)
+        if self.average is not None:
+            self.average.decay = state.ema_decay = fit.ema_decay
+        bar.total = fit.horizon
+        bar.write(fit.line(state.step), file=sys.stderr)
+        append_metrics(self.run_dir, fit.record(state.step))
+
+    def validates_at(self, step: int) -> bool:
+        """Every eval_every updates, or where a time budget spaced validations out."""
+        if self.state.next_eval is not None:
+            return step == self.state.next_eval
+        return step % self.plan.eval_every == 0
+
+    def replan(self, step: int, bar: Any) -> None:
+        """Move the schedule's end to where the time budget runs out at the pace so far (the
+        mean over processes, so that every process keeps the same rate), and space validations
+        out where they would take more than their share of the time left (the main process's
+        measure, which it alone takes)."""
+        tc, state, dist = self.tc, self.state, self.dist
+        # the pace since the plan was last fitted to it (`follow_pace`), else since the start
+        since_step, since_seconds = state.paced_from or (0, 0.0)
+        pace = (state.elapsed_seconds - since_seconds) / max(step - since_step, 1)
+        horizon = time_horizon(tc, state, pace)
+        mean = dist.sum(torch.tensor(float(horizon), dtype=torch.float64)).item()
+        state.horizon = round(mean / dist.world_size)
+        self.schedule = self.schedule.ending_at(state.horizon)
+        seconds = dist.sum(torch.tensor(self.closing.validate, dtype=torch.float64)).item()
+        left = (state.horizon - step, self.max_seconds - state.elapsed_seconds)
+        every = state.eval_every or self.plan.eval_every
+        cadence = recipe.validation_cadence(every, *left, seconds, tc.eval_every)
+        if cadence != every and state.next_eval is None and dist.is_main:
+            share = f"{seconds:.1f} s each, at most {recipe.EVAL_SHARE:.0%} of the time left"
+            bar.write(
+                f"validations spaced out: the next at step {step + cadence} ({share})", sys.stderr
+            )
+        if cadence != every or state.next_eval is not None:
+            state.next_eval = step + cadence

@@ -1,0 +1,93 @@
+"""A time budget's plan fitted again when the machine's load changes: a fake pace and a fake
+clock, no timing."""
+
+import json
+import time
+
+import pytest
+from test_budget import budget_config
+
+from vaswani.train import loop, recipe
+from vaswani.train.loop import train
+from vaswani.train.pace import DRIFT, WINDOW, Fitting, PaceWatch, refit
+
+
+def test_the_watch_speaks_only_when_the_pace_departs_by_more_than_a_quarter():
+    watch = PaceWatch()
+    for _ in range(WINDOW - 1):
+        watch.observe(1.0)
+    assert watch.pace is None and watch.departed(1.0) is None  # too few updates yet
+    watch.observe(5.0)  # one slow update (a validation) is no trend
+    assert watch.pace == 1.0 and watch.departed(1.0) is None
+    assert watch.departed(1.0 / (1 + DRIFT) + 0.01) is None  # within a quarter
+    for _ in range(WINDOW // 2):
+        watch.observe(3.0)  # a neighbour came: three times as slow
+    assert watch.departed(1.0) == 3.0  # seen on half the window, measured on that half
+    assert watch.pace is None  # the window starts again on the new pace
+
+
+def test_a_slower_pace_ends_the_schedule_where_the_time_runs_out():
+    at = Fitting(step=100, seconds_left=50.0, warmup=54, validation_seconds=0.5)
+    fit = refit(at, pace=0.4)
+    assert fit.horizon == 100 + int(50.0 * (1 - recipe.EVAL_SHARE) / 0.4)  # 212
+    assert fit.warmup == 54  # already warmed up: kept
+    assert fit.ema_decay == pytest.approx(1 - 1 / max(10, fit.horizon / 10))
+    # validations take at most a tenth of the time left: 0.5 s each, 50 s left -> 10 at most
+    assert (fit.horizon - 100) / fit.eval_every <= recipe.EVAL_SHARE * 50.0 / 0.5
+    early = refit(Fitting(step=5, seconds_left=50.0, warmup=54, validation_seconds=0.5), 0.4)
+    assert 5 < early.warmup <= round(recipe.WARMUP_SHARE * early.horizon)  # warm-up shortened
+    asked = Fitting(
+        100, 50.0, 54, 0.5, max_steps=150, asked_warmup=54, asked_eval_every=7, asked_ema_decay=0.9
+    )
+    fixed = refit(asked, pace=0.1)
+    assert fixed.horizon == 150 and fixed.eval_every == 7 and fixed.ema_decay == 0.9
+    assert refit(Fitting(100, 50.0, 54, 0.5, averaging=False), 0.4).ema_decay is None
+
+
+class FakeClock:
+    """time.perf_counter for a run on a machine whose load changes: each update takes `pace`
+    seconds until update `change`, then `later` (a neighbour came)."""
+
+    def __init__(self, pace: float, change: int, later: float) -> None:
+        self.now, self.updates = 1000.0, 0
+        self.pace, self.change, self.later = pace, change, later
+
+    def __call__(self) -> float:
+        return self.now
+
+    def update(self) -> None:
+        self.updates += 1
+        self.now += self.pace if self.updates <= self.change else self.later
+
+
+def test_a_neighbour_that_comes_mid_run_moves_the_end_to_the_deadline(
+    numbers_data, tmp_path, monkeypatch
+):
+    clock = FakeClock(pace=0.1, change=100, later=0.4)
+    real_update = loop.train_update
+
+    def paced_update(*args, **kwargs):
+        clock.update()
+        return real_update(*args, **kwargs)
+
+    monkeypatch.setattr(time, "perf_counter", clock)
+    monkeypatch.setattr(loop, "train_update", paced_update)
+    monkeypatch.setattr(recipe, "update_seconds", lambda *args, **kwargs: 0.1)
+    tc = budget_config(numbers_data, tmp_path / "run", max_minutes=1.0, schedule="linear")
+    result = train(tc, progress=False)
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    replanned = [r for r in records if "replanned" in r]
+    # planned at 0.1 s an update: 540 updates; from update 100 on they take 0.4 s, so the 50 s
+    # left buy about 112 more: the plan is fitted again once half a window has seen the change
+    # (later, at most a correction as the time kept for validations goes unspent)
+    first = replanned[0]
+    assert first["step"] == 100 + WINDOW // 2
+    assert first["replanned"]["pace_seconds"] == pytest.approx(0.4)
+    assert 190 < first["replanned"]["horizon"] < 230
+    for later in replanned[1:]:
+        assert abs(later["replanned"]["horizon"] / first["replanned"]["horizon"] - 1) < 0.1
+    # the run ends at the deadline with its rate at the end of the schedule, not cut off early
+    assert result.stopped_by == "max_minutes"
+    last = [r for r in records if "lr" in r][-1]
+    peak = max(r["lr"] for r in records if "lr" in r)
+    assert last["step"] >= first["replanned"]["horizon"] - 10 and last["lr"] < 0.1 * peak
