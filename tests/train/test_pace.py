@@ -14,15 +14,19 @@ from vaswani.train.pace import DRIFT, WINDOW, Fitting, PaceWatch, refit
 
 def test_the_watch_speaks_only_when_the_pace_departs_by_more_than_a_quarter():
     watch = PaceWatch()
-    for _ in range(WINDOW - 1):
-        watch.observe(1.0)
-    assert watch.pace is None and watch.departed(1.0) is None  # too few updates yet
-    watch.observe(5.0)  # one slow update (a validation) is no trend
-    assert watch.pace == 1.0 and watch.departed(1.0) is None
-    assert watch.departed(1.0 / (1 + DRIFT) + 0.01) is None  # within a quarter
-    for _ in range(WINDOW // 2):
-        watch.observe(3.0)  # a neighbour came: three times as slow
-    assert watch.departed(1.0) == 3.0  # seen on half the window, measured on that half
+    for k in range(WINDOW - 1):
+        watch.observe(1.0 + 0.5 * (k % 2), 100 + 50 * (k % 2))  # batches of two sizes, one pace
+    assert watch.pace is None and watch.departed(1.2) is None  # too few updates yet
+    watch.observe(9.0, 100)  # one slow update (a validation) is no trend
+    steady = 0.01 * (6 * 100 + 5 * 150 + 100) / WINDOW  # 0.01 s a token, the mean batch
+    assert watch.pace == pytest.approx(steady) and watch.departed(steady) is None
+    assert watch.departed(steady * (1 + DRIFT) - 0.01) is None  # within a quarter
+    for _ in range(3):
+        watch.observe(3.0, 100)  # a neighbour came: three times as slow
+    assert watch.departed(steady) is None  # a quarter of the window is no trend yet
+    for _ in range(3):
+        watch.observe(3.0, 100)
+    assert watch.departed(steady) == pytest.approx(3.0)  # half the window: measured there
     assert watch.pace is None  # the window starts again on the new pace
 
 
@@ -81,8 +85,8 @@ def test_a_neighbour_that_comes_mid_run_moves_the_end_to_the_deadline(
     # left buy about 112 more: the plan is fitted again once half a window has seen the change
     # (later, at most a correction as the time kept for validations goes unspent)
     first = replanned[0]
-    assert first["step"] == 100 + WINDOW // 2
-    assert first["replanned"]["pace_seconds"] == pytest.approx(0.4)
+    assert first["step"] <= 100 + WINDOW // 2 + 1
+    assert first["replanned"]["pace_seconds"] == pytest.approx(0.4, rel=0.05)  # per token
     assert 190 < first["replanned"]["horizon"] < 230
     for later in replanned[1:]:
         assert abs(later["replanned"]["horizon"] / first["replanned"]["horizon"] - 1) < 0.1

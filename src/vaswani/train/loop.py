@@ -267,7 +267,7 @@ class Trainer(Pacing):
                 ):
                     self.log(update, clock, bar, max_seconds)
                 bar.update(1)
-                self.follow_pace(bar)
+                self.follow_pace(bar, update.tokens, bool(self.threads.trial))
                 out_of_time = self.out_of_time()
                 finished = state.step >= self.last_step(steps)
                 finished = finished or dist.any(out_of_time or stop.requested)
@@ -345,6 +345,8 @@ class Trainer(Pacing):
         began = time.perf_counter()
         update = self.update([next(stream) for _ in range(self.tc.accumulate)])
         said = self.threads.after(time.perf_counter() - began, update.tokens)
+        if said is not None:
+            self.pace.window = []  # a trial's end may set another count: its pace is new
         if said is not None and self.dist.is_main:
             bar.write(said, file=sys.stderr)
             append_metrics(self.run_dir, {"step": self.state.step, "threads": self.threads.chosen})

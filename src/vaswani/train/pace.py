@@ -29,34 +29,45 @@ from vaswani.train.plan import time_horizon
 
 DRIFT = 0.25
 """The pace departs from the plan's when it is this much slower or faster."""
-WINDOW = 8
-"""Updates whose median wall time is the current pace (one slow validation is not a trend)."""
+WINDOW = 12
+"""Updates whose pace is compared: a change is seen once half of them have it."""
 
 
 @dataclass
 class PaceWatch:
-    """The wall time of the run's recent updates, against the pace its plan implies."""
+    """The wall time of the run's recent updates, against the pace its plan implies. Batches
+    differ in size (an update's time varies by a third on a steady machine), so each update's
+    time is taken per target token, and the pace is the median of those times the window's mean
+    tokens an update."""
 
-    window: list[float] = field(default_factory=list)
+    window: list[tuple[float, int]] = field(default_factory=list)
+    """(seconds, target tokens) of each recent update."""
 
-    def observe(self, seconds: float) -> None:
-        """Take the wall time since the previous update ended."""
-        self.window = [*self.window[-(WINDOW - 1) :], seconds]
+    def observe(self, seconds: float, tokens: int) -> None:
+        """Take the wall time since the previous update ended, and this update's tokens."""
+        self.window = [*self.window[-(WINDOW - 1) :], (seconds, max(tokens, 1))]
+
+    @staticmethod
+    def _pace(updates: list[tuple[float, int]]) -> float:
+        per_token = statistics.median(seconds / tokens for seconds, tokens in updates)
+        return per_token * statistics.fmean(tokens for _, tokens in updates)
 
     @property
     def pace(self) -> float | None:
         """Seconds an update at the recent pace (None: too few updates timed yet)."""
-        return statistics.median(self.window) if len(self.window) == WINDOW else None
+        return self._pace(self.window) if len(self.window) == WINDOW else None
 
     def departed(self, planned: float) -> float | None:
-        """The pace of the latest half of the window where the window's median departs from
-        `planned` (seconds an update) by more than DRIFT, else None (a change is seen once half
-        the window has it, and measured on that half); the window starts again then, so that the
-        next verdict is on the new pace alone."""
-        pace = self.pace
-        if pace is None or planned <= 0 or abs(pace / planned - 1) <= DRIFT:
+        """The pace of the latest half of the window where it and the whole window's both depart
+        from `planned` (seconds an update) by more than DRIFT, the same way; else None. The
+        window starts again then, so that the next verdict is on the new pace alone."""
+        whole = self.pace
+        if whole is None or planned <= 0:
             return None
-        latest = statistics.median(self.window[WINDOW // 2 :])
+        latest = self._pace(self.window[WINDOW // 2 :])
+        ratios = (whole / planned, latest / planned)
+        if not (all(r > 1 + DRIFT for r in ratios) or all(r < 1 / (1 + DRIFT) for r in ratios)):
+            return None
         self.window = []
         return latest
 
@@ -201,13 +212,14 @@ class Pacing:
         )
         return dataclasses.replace(refit(at, pace), pace=pace, planned=planned)
 
-    def follow_pace(self, bar: Any) -> None:
-        """Take the wall time since the previous update and, under a time budget, fit the plan
-        again where the pace departs from the one it implies (`vaswani.train.pace`). One process
-        only: several would each see their own pace (their validations re-plan together)."""
+    def follow_pace(self, bar: Any, tokens: int, trial: bool) -> None:
+        """Take the wall time since the previous update (of `tokens` target tokens; not during a
+        trial of thread counts, whose updates run at other counts) and, under a time budget, fit
+        the plan again where the pace departs from the one it implies. One process only: several
+        would each see their own pace (their validations re-plan together)."""
         state, now = self.state, self.state.elapsed_seconds
-        if self.last_end is not None:
-            self.pace.observe(now - self.last_end)
+        if self.last_end is not None and not trial:
+            self.pace.observe(now - self.last_end, tokens)
         self.last_end = now
         if not self.plan.horizon_from_time or self.dist.enabled:
             return
