@@ -29,23 +29,37 @@ from vaswani.train.plan import time_horizon
 
 DRIFT = 0.25
 """The pace departs from the plan's when it is this much slower or faster."""
-WINDOW = 12
-"""Updates whose pace is compared: a change is seen once half of them have it."""
+WINDOW = 8
+"""The fewest updates a pace is measured on."""
+SPAN = 15.0
+"""The seconds of recent updates a pace is measured on (at least WINDOW updates): on an idle
+machine the pace of a few dozen short updates still swings by half as batch lengths change."""
+KEPT = 4096
+"""The most recent updates kept."""
 
 
 @dataclass
 class PaceWatch:
     """The wall time of the run's recent updates, against the pace its plan implies. Batches
     differ in size (an update's time varies by a third on a steady machine), so each update's
-    time is taken per target token, and the pace is the median of those times the window's mean
-    tokens an update."""
+    time is taken per target token, and the pace of a stretch of updates is the median of those
+    times the stretch's mean tokens an update."""
 
-    window: list[tuple[float, int]] = field(default_factory=list)
-    """(seconds, target tokens) of each recent update."""
+    kept: list[tuple[float, int]] = field(default_factory=list)
+    """(seconds, target tokens) of each recent update, oldest first."""
 
     def observe(self, seconds: float, tokens: int) -> None:
         """Take the wall time since the previous update ended, and this update's tokens."""
-        self.window = [*self.window[-(WINDOW - 1) :], (seconds, max(tokens, 1))]
+        self.kept = [*self.kept[-(KEPT - 1) :], (seconds, max(tokens, 1))]
+
+    def window(self) -> list[tuple[float, int]]:
+        """The latest updates that cover SPAN seconds and WINDOW updates (empty: too few yet)."""
+        total, count = 0.0, 0
+        for seconds, _ in reversed(self.kept):
+            total, count = total + seconds, count + 1
+            if total >= SPAN and count >= WINDOW:
+                return self.kept[-count:]
+        return []
 
     @staticmethod
     def _pace(updates: list[tuple[float, int]]) -> float:
@@ -55,20 +69,21 @@ class PaceWatch:
     @property
     def pace(self) -> float | None:
         """Seconds an update at the recent pace (None: too few updates timed yet)."""
-        return self._pace(self.window) if len(self.window) == WINDOW else None
+        window = self.window()
+        return self._pace(window) if window else None
 
     def departed(self, planned: float) -> float | None:
         """The pace of the latest half of the window where it and the whole window's both depart
         from `planned` (seconds an update) by more than DRIFT, the same way; else None. The
-        window starts again then, so that the next verdict is on the new pace alone."""
-        whole = self.pace
-        if whole is None or planned <= 0:
+        updates kept start again then, so that the next verdict is on the new pace alone."""
+        window = self.window()
+        if not window or planned <= 0:
             return None
-        latest = self._pace(self.window[WINDOW // 2 :])
-        ratios = (whole / planned, latest / planned)
+        latest = self._pace(window[len(window) // 2 :])
+        ratios = (self._pace(window) / planned, latest / planned)
         if not (all(r > 1 + DRIFT for r in ratios) or all(r < 1 / (1 + DRIFT) for r in ratios)):
             return None
-        self.window = []
+        self.kept = []
         return latest
 
 
@@ -188,14 +203,15 @@ class Pacing:
 
     def fitted(self) -> Refit | None:
         """The plan fitted again where the watch sees the pace depart from the one the plan
-        implies (the time left, less validations' share, over the updates left); None where it
-        holds, or in the last WINDOW updates (the deadline's own check ends the run there)."""
+        implies (the time left over the updates left, validations' share in it, as a
+        validation's re-plan sets it); None where it holds, or in the last WINDOW updates (the
+        deadline's own check ends the run there)."""
         state, tc = self.state, self.tc
         seconds_left = self.max_seconds - state.elapsed_seconds
         updates_left = (state.horizon or 0) - state.step
         if updates_left < WINDOW or seconds_left <= 0:
             return None
-        planned = seconds_left * (1 - recipe.EVAL_SHARE) / updates_left
+        planned = seconds_left / updates_left
         pace = self.pace.departed(planned)
         if pace is None:
             return None
