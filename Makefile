@@ -15,7 +15,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -e ".[dev]"
+	$(BIN)/python -m pip install --no-compile -e ".[dev]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -30,11 +30,12 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix src tests benchmarks
 
 # Two workers (pytest-xdist), one per core of the smallest machine it must pass on: each runs its
-# tests on one thread (tests/conftest.py). TEST_WORKERS=0 runs them in this process.
+# tests on one thread (tests/conftest.py), and an idle one takes tests from the other's queue
+# (worksteal). TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
 
 test: lint
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
