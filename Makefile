@@ -14,7 +14,7 @@ install: $(STAMP)
 # the newest release with several GB of CUDA packages.
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install "$(TORCH_SPEC)"
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --no-compile "$(TORCH_SPEC)"
 	$(BIN)/python -m pip install --no-compile -e ".[dev]"
 	touch $(STAMP)
 
