@@ -185,9 +185,10 @@ def check_plurals(catalog: Any, name: str) -> None:
             f"over {MAX_PLURALS} plural forms (Arabic has 6): correct the header"
         )
     rule = re.search(r"plural\s*=\s*([^;]*)", header)
-    if header and not _TEMPLATE.search(header) and (not stated or not rule):
+    template = _TEMPLATE.search(header)  # `nplurals=INTEGER; plural=EXPRESSION;`: filled later
+    if header and not template and (not stated or not rule):
         raise DocumentError(f"{name}: its Plural-Forms {header[:60]!r} names no nplurals/plural")
-    if rule and not _TEMPLATE.search(header):
+    if rule and not template:
         try:
             gettext.c2py(rule.group(1).strip()[:1000])
         except (ValueError, SyntaxError, RecursionError):

@@ -346,7 +346,7 @@ class Trainer(Pacing):
         update = self.update([next(stream) for _ in range(self.tc.accumulate)])
         said = self.threads.after(time.perf_counter() - began, update.tokens)
         if said is not None:
-            self.pace.kept = []  # a trial's end may set another count: its pace is new
+            self.pace.reset()  # a trial's end may set another count: its pace is new
         if said is not None and self.dist.is_main:
             bar.write(said, file=sys.stderr)
             append_metrics(self.run_dir, {"step": self.state.step, "threads": self.threads.chosen})

@@ -1,9 +1,10 @@
 """A time budget's plan fitted again to the pace the run has: on a shared machine a neighbour
 comes or goes and an update takes twice or half as long as when the run was planned.
 
-`PaceWatch` takes the wall time between the run's updates (validations, saves and the thread
-choice's trials included, as the deadline counts them) and says when their median departs from
-the pace the current plan implies by more than `DRIFT`; `refit` then fits the horizon, the
+`PaceWatch` takes the wall time between the run's updates (validations and saves included, as
+the deadline counts them; a thread trial's updates left out), per target token, and says when the
+pace of the last `SPAN` seconds departs from the pace the current plan implies by more than
+`DRIFT`; `refit` then fits the horizon, the
 warm-up (while it is still running), the validation spacing and the weight average's decay to the
 time left at the new pace, so that the learning rate ends its schedule at the deadline: no run
 ends early, and none spends its last minutes at a rate of zero. Both are pure: tests give them a
@@ -17,6 +18,7 @@ import dataclasses
 import math
 import statistics
 import sys
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,20 +47,26 @@ class PaceWatch:
     time is taken per target token, and the pace of a stretch of updates is the median of those
     times the stretch's mean tokens an update."""
 
-    kept: list[tuple[float, int]] = field(default_factory=list)
+    kept: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=KEPT))
     """(seconds, target tokens) of each recent update, oldest first."""
 
     def observe(self, seconds: float, tokens: int) -> None:
         """Take the wall time since the previous update ended, and this update's tokens."""
-        self.kept = [*self.kept[-(KEPT - 1) :], (seconds, max(tokens, 1))]
+        self.kept.append((seconds, max(tokens, 1)))
+
+    def reset(self) -> None:
+        """Forget the updates timed: what comes next is a new pace (another thread count)."""
+        self.kept.clear()
 
     def window(self) -> list[tuple[float, int]]:
-        """The latest updates that cover SPAN seconds and WINDOW updates (empty: too few yet)."""
-        total, count = 0.0, 0
-        for seconds, _ in reversed(self.kept):
-            total, count = total + seconds, count + 1
-            if total >= SPAN and count >= WINDOW:
-                return self.kept[-count:]
+        """The latest updates that cover SPAN seconds and WINDOW updates, oldest first (empty:
+        too few yet)."""
+        total, window = 0.0, []
+        for seconds, tokens in reversed(self.kept):
+            total += seconds
+            window.append((seconds, tokens))
+            if total >= SPAN and len(window) >= WINDOW:
+                return window[::-1]
         return []
 
     @staticmethod
@@ -83,7 +91,7 @@ class PaceWatch:
         ratios = (self._pace(window) / planned, latest / planned)
         if not (all(r > 1 + DRIFT for r in ratios) or all(r < 1 / (1 + DRIFT) for r in ratios)):
             return None
-        self.kept = []
+        self.reset()
         return latest
 
 
@@ -233,12 +241,12 @@ class Pacing:
         trial of thread counts, whose updates run at other counts) and, under a time budget, fit
         the plan again where the pace departs from the one it implies. One process only: several
         would each see their own pace (their validations re-plan together)."""
+        if not self.plan.horizon_from_time or self.dist.enabled:
+            return  # nothing to fit: the updates are not timed
         state, now = self.state, self.state.elapsed_seconds
         if self.last_end is not None and not trial:
             self.pace.observe(now - self.last_end, tokens)
         self.last_end = now
-        if not self.plan.horizon_from_time or self.dist.enabled:
-            return
         fit = self.fitted()
         if fit is None:
             return
