@@ -5,8 +5,11 @@ loop), and beside two (a 1-thread PyTorch training and a CPU loop), then `make d
 budget, updates made, the updates first planned, the threads chosen, the share of the time spent
 validating, the final validation chrF, and how often the plan was fitted again to the pace.
 
-    python benchmarks/busy_machine.py [--minutes 5] [--out DIR]
+    python benchmarks/busy_machine.py [--minutes 5] [--out DIR] [--corpus numbers-de|PATH]
         [--only alone|one|two|demo]
+
+--corpus is what `vaswani prepare` reads: a built-in corpus, or e.g. a folder of a language's
+gettext catalogs (/usr/share/locale/es/LC_MESSAGES: English msgids, Spanish msgstrs).
 
 The neighbours run as separate processes for the whole of each row and are stopped after it.
 """
@@ -65,6 +68,10 @@ def summary(run: Path, wall: float, stderr: str, budget: float | None) -> dict:
         "validation_share": round(accounts.get("validation", 0.0) / total, 3),
         "chrf": chrf[-1] if chrf else None,
         "replanned": sum("replanned" in r for r in records),
+        "skipped_validations": sum("skipped_validation" in r for r in records),
+        "fewest_valid_sentences": min(
+            (r.get("valid_sentences", 200) for r in records if "valid_chrf" in r), default=None
+        ),
     }
 
 
@@ -101,6 +108,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
+    parser.add_argument("--corpus", default="numbers-de", help="what the runs train on")
     parser.add_argument("--only", choices=["alone", "one", "two", "demo"], action="append")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -108,7 +116,7 @@ def main() -> None:
         work.mkdir(parents=True, exist_ok=True)
         data = work / "data"
         if not data.exists():
-            subprocess.run([*VASWANI, "prepare", "numbers-de", "--out", str(data)], check=True)
+            subprocess.run([*VASWANI, "prepare", args.corpus, "--out", str(data)], check=True)
         machine = subprocess.run([*VASWANI, "env"], capture_output=True, text=True).stdout
         print(" | ".join(line.strip() for line in machine.splitlines()[4:8]), flush=True)
         budget = args.minutes * 60

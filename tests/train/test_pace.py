@@ -7,7 +7,9 @@ import time
 import pytest
 from test_budget import budget_config
 
+from vaswani import tasks
 from vaswani.train import loop, recipe
+from vaswani.train.budget import Ledger
 from vaswani.train.loop import train
 from vaswani.train.pace import SPAN, Fitting, PaceWatch, refit
 
@@ -101,3 +103,45 @@ def test_a_neighbour_that_comes_mid_run_moves_the_end_to_the_deadline(
     last = [r for r in records if "lr" in r][-1]
     peak = max(r["lr"] for r in records if "lr" in r)
     assert last["step"] >= first["replanned"]["horizon"] - 10 and last["lr"] < 0.1 * peak
+
+
+def test_validation_keeps_to_its_share_and_a_late_one_is_skipped_not_the_training(
+    numbers_data, tmp_path, monkeypatch
+):
+    """Updates of 0.1 s and validations whose every translated sentence takes 0.05 s: the 100
+    asked for (twice: the weights and their average) would take 10 s a validation, a sixth of
+    the 60 s budget each time."""
+    clock = FakeClock(pace=0.1, change=10**9, later=0.1)
+    real_update, real_translate = loop.train_update, tasks.translate
+
+    def paced_update(*args, **kwargs):
+        clock.update()
+        return real_update(*args, **kwargs)
+
+    def slow_translate(model, segments, config):
+        clock.now += 0.05 * len(segments.texts)
+        return real_translate(model, segments, config)
+
+    monkeypatch.setattr(time, "perf_counter", clock)
+    monkeypatch.setattr(loop, "train_update", paced_update)
+    monkeypatch.setattr(tasks, "translate", slow_translate)
+    monkeypatch.setattr(recipe, "update_seconds", lambda *args, **kwargs: 0.1)
+    tc = budget_config(
+        numbers_data, tmp_path / "run", max_minutes=1.0, eval_sentences=100, eval_every=45
+    )
+    began = clock.now
+    result = train(tc, progress=False)
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    validations = [r for r in records if "valid_chrf" in r]
+    spent = Ledger.read(tmp_path / "run")
+    # a tenth of the budget, and a first chunk of 5 sentences (0.25 s) of each evaluation that
+    # starts with its share spent
+    assert spent.seconds["validation"] <= 6.0 + 0.5 * len(validations)
+    cut = [r for r in validations if r.get("valid_sentences", 100) < 100]
+    assert cut and len(validations) >= 3
+    for record in cut:  # the weights and their average are compared on the same sentences
+        assert record.get("ema_valid_sentences") == record.get("last_valid_sentences")
+    # the validation step that fell into the last seconds was skipped; the run trained on
+    skipped = [r["step"] for r in records if "skipped_validation" in r]
+    assert skipped and result.stopped_by == "max_minutes" and result.step > skipped[-1]
+    assert validations[-1]["step"] == result.step and clock.now - began <= 60.0

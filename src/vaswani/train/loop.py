@@ -199,6 +199,8 @@ class Trainer(Pacing):
         self.pace = PaceWatch()  # the wall time between updates, for a time budget's plan
         self.last_end: float | None = None  # when the previous update's iteration ended
         self.first: tuple[int, float] | None = None  # this session's first update and its time
+        self.skipped_eval: int | None = None  # a validation step out_of_time skipped
+        self.validation_began = 0.0
         self.max_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else math.inf
 
     def apply(self, plan: TrainPlan) -> None:
@@ -268,7 +270,7 @@ class Trainer(Pacing):
                     self.log(update, clock, bar, max_seconds)
                 bar.update(1)
                 self.follow_pace(bar, update.tokens, bool(self.threads.trial))
-                out_of_time = self.out_of_time()
+                out_of_time = self.out_of_time(bar)
                 finished = state.step >= self.last_step(steps)
                 finished = finished or dist.any(out_of_time or stop.requested)
                 patience_out = self.validate_and_save(finished, bar)
@@ -433,18 +435,22 @@ class Trainer(Pacing):
         """Validate the weights and, when kept, their moving average; best/ takes whichever
         scores higher. The record holds the weights' figures, and the average's as ema_*."""
         tc, state, device = self.tc, self.state, self.dist.device
-        # Decoding stops where the run must end, less the save and calibration after it.
-        deadline = self.clock.deadline(
-            self.max_seconds - self.closing.save - self.closing.calibrate
-        )
+        self.validation_began = time.perf_counter()
+        averaging = self.average is not None and state.step > self.average.start
+        deadline = self.validation_deadline(2 if averaging else 1)  # each takes half
         result = evaluate(self.model, self.data, tc, device, deadline)
         if result is None:
             return None
         model, key = self.model, self.task.selection[0]
         line = f"step {state.step}: {evaluation_line(result)}"
-        if self.average is not None and state.step > self.average.start:
-            averaged = evaluate(self.average.model, self.data, tc, device, deadline)
+        if averaging:  # on as many sentences as the weights were, to compare the two
+            count = result.get("valid_sentences", tc.eval_sentences)
+            same = dataclasses.replace(tc, eval_sentences=count)
+            deadline = self.validation_deadline(1)
+            averaged = evaluate(self.average.model, self.data, same, device, deadline)
             assert averaged is not None
+            if "valid_sentences" in result:
+                averaged.setdefault("valid_sentences", count)
             sign = 1 if self.task.selection[1] else -1
             use_average = sign * averaged[key] > sign * result[key]
             if use_average:

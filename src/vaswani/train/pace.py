@@ -18,6 +18,7 @@ import dataclasses
 import math
 import statistics
 import sys
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,23 +192,59 @@ class Pacing:
     first: tuple[int, float] | None
     pace: PaceWatch
     last_end: float | None
+    skipped_eval: int | None
+    clock: Any
+    ledger: Any
+    validation_began: float
 
     def last_step(self, steps: float) -> float:
         """The update the run ends at: its schedule's horizon (moved by a time budget), else
         `steps` (max_steps, or none)."""
         return self.schedule.horizon if self.schedule.horizon is not None else steps
 
-    def out_of_time(self) -> bool:
+    def out_of_time(self, bar: Any) -> bool:
         """True when one more update and then the run's end (`Closing`) would pass the time
-        budget; at a validation step, when this validation and the end would (so this one is the
-        final one). The pace is this session's after its first update (which also paid
-        for the setup), validations included."""
+        budget. At a validation step where this validation, one more update and the end would
+        not fit, the validation is skipped (said on `bar`): the run's end validates instead, so
+        the run trains on rather than ending a validation early. The pace is this session's after
+        its first update (which also paid for the setup), validations included."""
         state = self.state
         if self.first is None:
             self.first = (state.step, state.elapsed_seconds)
         room = self.max_seconds - state.elapsed_seconds
         pace = (state.elapsed_seconds - self.first[1]) / max(state.step - self.first[0], 1)
-        return room < pace + self.closing.end(validating=self.validates_at(state.step))
+        if room < pace + self.closing.end():
+            return True
+        if self.validates_at(state.step):  # the same step in every process
+            late = room < pace + self.closing.end(validating=True)
+            if self.dist.any(late):
+                self.skipped_eval = state.step
+                if self.dist.is_main:
+                    bar.write(
+                        f"validation at step {state.step} skipped: it and the run's end would "
+                        f"not fit in the {room:.0f} s left; the end validates",
+                        file=sys.stderr,
+                    )
+                    record = {"seconds_left": round(room, 2), "reason": "deadline"}
+                    append_metrics(self.run_dir, {"step": state.step, "skipped_validation": record})
+        return False
+
+    def validation_deadline(self, evaluations: int) -> float | None:
+        """When a validation's decoding stops, on `time.perf_counter` (None: no time budget):
+        where the run must end, less the save and calibration after it, and, so that validation
+        takes at most `recipe.EVAL_SHARE` of the budget whatever the machine's load, when this
+        validation's part of what is left of that share (shared with the validations still
+        planned) is spent by its `evaluations` left (the weights', the average's). One past it
+        decodes its first chunk of sentences only."""
+        end = self.clock.deadline(self.max_seconds - self.closing.save - self.closing.calibrate)
+        if end is None:
+            return None
+        state, now = self.state, time.perf_counter()
+        every = state.eval_every or self.plan.eval_every
+        validations = 1 + max((state.horizon or state.step) - state.step, 0) // max(every, 1)
+        share = recipe.EVAL_SHARE * self.max_seconds - self.ledger.seconds["validation"]
+        share = share / validations - (now - self.validation_began)
+        return min(end, now + max(share, 0.0) / max(evaluations, 1))
 
     def fitted(self) -> Refit | None:
         """The plan fitted again where the watch sees the pace depart from the one the plan
@@ -262,7 +299,10 @@ class Pacing:
         append_metrics(self.run_dir, fit.record(state.step))
 
     def validates_at(self, step: int) -> bool:
-        """Every eval_every updates, or where a time budget spaced validations out."""
+        """Every eval_every updates, or where a time budget spaced validations out (but not at a
+        step `out_of_time` skipped)."""
+        if step == self.skipped_eval:
+            return False
         if self.state.next_eval is not None:
             return step == self.state.next_eval
         return step % self.plan.eval_every == 0
