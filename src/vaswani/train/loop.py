@@ -201,6 +201,7 @@ class Trainer(Pacing):
         self.first: tuple[int, float] | None = None  # this session's first update and its time
         self.skipped_eval: int | None = None  # a validation step out_of_time skipped
         self.validation_began = 0.0
+        self.eval_count: int | None = None  # the sentences a validation decodes (`validated`)
         self.max_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else math.inf
 
     def apply(self, plan: TrainPlan) -> None:
@@ -435,22 +436,25 @@ class Trainer(Pacing):
         """Validate the weights and, when kept, their moving average; best/ takes whichever
         scores higher. The record holds the weights' figures, and the average's as ema_*."""
         tc, state, device = self.tc, self.state, self.dist.device
-        self.validation_began = time.perf_counter()
+        began = self.validation_began = time.perf_counter()
         averaging = self.average is not None and state.step > self.average.start
+        tc = dataclasses.replace(tc, eval_sentences=self.eval_count or tc.eval_sentences)
         deadline = self.validation_deadline(2 if averaging else 1)  # each takes half
         result = evaluate(self.model, self.data, tc, device, deadline)
         if result is None:
             return None
         model, key = self.model, self.task.selection[0]
         line = f"step {state.step}: {evaluation_line(result)}"
-        if averaging:  # on as many sentences as the weights were, to compare the two
-            count = result.get("valid_sentences", tc.eval_sentences)
+        count = result.get("valid_sentences", tc.eval_sentences)
+        if count < self.tc.eval_sentences and "valid_chrf" in result:  # fewer than asked
+            result["valid_sentences"] = count
+        if averaging:  # on the sentences the weights were validated on, to compare the two
             same = dataclasses.replace(tc, eval_sentences=count)
             deadline = self.validation_deadline(1)
             averaged = evaluate(self.average.model, self.data, same, device, deadline)
             assert averaged is not None
             if "valid_sentences" in result:
-                averaged.setdefault("valid_sentences", count)
+                averaged["valid_sentences"] = count
             sign = 1 if self.task.selection[1] else -1
             use_average = sign * averaged[key] > sign * result[key]
             if use_average:
@@ -468,5 +472,6 @@ class Trainer(Pacing):
             if self.task.parallel:  # cross-attention, between a source and a target
                 self.board.attention(model, self.data, state.step)
         state.since_best = 0 if state.best != before else state.since_best + 1
+        self.validated(time.perf_counter() - began, count)
         bar.write(line)
         return result

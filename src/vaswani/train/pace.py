@@ -27,6 +27,7 @@ import torch
 
 from vaswani.config import TrainConfig
 from vaswani.run import append_metrics
+from vaswani.tasks import FIRST_CHUNK
 from vaswani.train import recipe
 from vaswani.train.plan import time_horizon
 
@@ -39,6 +40,8 @@ SPAN = 15.0
 machine the pace of a few dozen short updates still swings by half as batch lengths change."""
 KEPT = 4096
 """The most recent updates kept."""
+VALIDATION_MOST = recipe.EVAL_SHARE / 2
+"""The most of a time budget one validation takes (the last one and another fill the share)."""
 
 
 @dataclass
@@ -196,6 +199,7 @@ class Pacing:
     clock: Any
     ledger: Any
     validation_began: float
+    eval_count: int | None
 
     def last_step(self, steps: float) -> float:
         """The update the run ends at: its schedule's horizon (moved by a time budget), else
@@ -231,20 +235,25 @@ class Pacing:
 
     def validation_deadline(self, evaluations: int) -> float | None:
         """When a validation's decoding stops, on `time.perf_counter` (None: no time budget):
-        where the run must end, less the save and calibration after it, and, so that validation
-        takes at most `recipe.EVAL_SHARE` of the budget whatever the machine's load, when this
-        validation's part of what is left of that share (shared with the validations still
-        planned) is spent by its `evaluations` left (the weights', the average's). One past it
-        decodes its first chunk of sentences only."""
+        where the run must end, less the save and calibration after it; and in a run's first
+        validation, whose cost nothing measured yet, when its `evaluations` (the weights', the
+        average's) have had `VALIDATION_MOST` of the budget between them."""
         end = self.clock.deadline(self.max_seconds - self.closing.save - self.closing.calibrate)
-        if end is None:
-            return None
-        state, now = self.state, time.perf_counter()
-        every = state.eval_every or self.plan.eval_every
-        validations = 1 + max((state.horizon or state.step) - state.step, 0) // max(every, 1)
-        share = recipe.EVAL_SHARE * self.max_seconds - self.ledger.seconds["validation"]
-        share = share / validations - (now - self.validation_began)
-        return min(end, now + max(share, 0.0) / max(evaluations, 1))
+        if end is None or self.eval_count is not None:
+            return end
+        most = VALIDATION_MOST * self.max_seconds - (time.perf_counter() - self.validation_began)
+        return min(end, time.perf_counter() + max(most, 0.0) / max(evaluations, 1))
+
+    def validated(self, seconds: float, sentences: int) -> None:
+        """After a validation of `sentences` that took `seconds`: the sentences the next ones
+        decode, fewer where one took over `VALIDATION_MOST` of the budget (the same for every
+        validation from then on, so that their figures compare). With the validations spaced out
+        by `recipe.validation_cadence`, validation stays within `recipe.EVAL_SHARE`."""
+        if not math.isfinite(self.max_seconds):
+            return
+        most = VALIDATION_MOST * self.max_seconds
+        fewer = int(sentences * most / seconds) if seconds > most else sentences
+        self.eval_count = max(min(fewer, sentences), FIRST_CHUNK)
 
     def fitted(self) -> Refit | None:
         """The plan fitted again where the watch sees the pace depart from the one the plan
