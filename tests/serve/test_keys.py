@@ -10,7 +10,8 @@ from helpers import Server
 from vaswani.cli import main
 from vaswani.serve import Served, ServeSettings, create_app
 from vaswani.serve.keys import KeyStore, KeyStoreError
-from vaswani.serve.libre import Access, LibreError
+from vaswani.serve.libre import Access
+from vaswani.serve.refusals import Refused
 from vaswani.translation.engine import load_run
 
 
@@ -64,7 +65,7 @@ def test_servers_sharing_the_database_count_each_key_once(tmp_path):
     )
     assert done.stdout.strip() == "None"
     for access in (first, second):
-        with pytest.raises(LibreError) as refused:
+        with pytest.raises(Refused) as refused:
             access.check(key, "c")
         assert refused.value.status == 429
 

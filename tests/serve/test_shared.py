@@ -11,7 +11,8 @@ from test_file_api import download, upload
 from helpers import Server, cli
 from vaswani.serve import Served, ServeSettings, create_app
 from vaswani.serve.keys import KeyStore
-from vaswani.serve.libre import Access, LibreError
+from vaswani.serve.libre import Access
+from vaswani.serve.refusals import Refused
 from vaswani.serve.shared import (
     MemoryStorage,
     RedisStorage,
@@ -86,18 +87,18 @@ def test_replicas_sharing_redis_allow_a_keys_limits_once(redis_uri, tmp_path):
     one.check(key, "1.2.3.4", 10)
     two.check(key, "1.2.3.4", 10)
     for replica in (one, two):
-        with pytest.raises(LibreError, match="2 a minute") as refused:
+        with pytest.raises(Refused, match="2 a minute") as refused:
             replica.check(key, "1.2.3.4", 1)
         assert refused.value.status == 429
     client = redis.Redis.from_url(redis_uri)
     client.delete(*client.keys("vaswani:usage:*:m*"))  # the next minute
-    with pytest.raises(LibreError, match="30 a day"):
+    with pytest.raises(Refused, match="30 a day"):
         two.check(key, "1.2.3.4", 11)
     assert store.spend(key, 0)[1] is None  # the database's own counts were not used
     one, two = (Access(None, 2, None, RedisStorage(redis_uri)) for _ in range(2))
     one.check(None, "5.6.7.8")  # no keys: the per-client limit, 2 a minute across both
     two.check(None, "5.6.7.8")
-    with pytest.raises(LibreError, match="limit is 2 a minute"):
+    with pytest.raises(Refused, match="limit is 2 a minute"):
         one.check(None, "5.6.7.8")
     two.check(None, "9.9.9.9")
 

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
@@ -24,7 +24,8 @@ from vaswani.errors import VaswaniError
 from vaswani.serve.file_api import FileService
 from vaswani.serve.libre import Access, Libre, request_fields
 from vaswani.serve.native import native_translate, over, stream_translation
-from vaswani.serve.pairs import Pairs, spelling
+from vaswani.serve.pairs import Pairs, Routed, spelling
+from vaswani.serve.refusals import Refused
 from vaswani.serve.schemas import (
     BodyError,
     ClassificationOut,
@@ -82,16 +83,14 @@ class State:
     def worker(self) -> Worker:
         return self.workers[0]
 
-    def translator(self, source: str | None, target: str | None) -> tuple[Any, str | None]:
-        """The worker of a native /translate request (the only model, or the named pair's, or a
-        `Pivot` chain) and the middle language it goes through."""
+    def translator(self, source: str | None, target: str | None, texts: list[str]) -> Routed:
+        """Where a native /translate request goes: the only model where it names no pair, else
+        the pairs' one routing (`Pairs.resolve`; a refusal is 422)."""
         if source is None and target is None and len(self.pairs.workers) <= 1:
-            return next(iter(self.pairs.workers.values()), self.workers[0]), None
-        worker, middle = self.pairs.route(self.pairs.spelt(source), self.pairs.spelt(target))
-        if worker is None:
-            named = self.pairs.listed()
-            raise HTTPException(422, f'give "source" and "target" of a pair served: {named}')
-        return worker, middle
+            worker = next(iter(self.pairs.workers.values()), self.workers[0])
+            return Routed(worker, None, None)
+        detect = self.libre.detector.detect if self.libre is not None else None
+        return self.pairs.resolve(source, target, texts, detect)
 
 
 def create_app(
@@ -155,6 +154,7 @@ def create_app(
     )
     app.state.worker, app.state.workers = workers[0], workers
     app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(Refused, refused)
     app.add_middleware(
         BodyLimit,
         max_bytes=settings.max_body_bytes,
@@ -173,6 +173,11 @@ def create_app(
         libre.add_routes(app)
         FileService(libre).add_routes(app)
     return app
+
+
+async def refused(request: Request, error: Refused) -> JSONResponse:  # noqa: ARG001
+    """A refusal of vaswani's own endpoints, answered as `Refused` says (`{"detail": ...}`)."""
+    return error.answer()
 
 
 def health_of(pairs: Pairs) -> Callable[[], JSONResponse]:
@@ -240,11 +245,11 @@ def translate_route(app: FastAPI, state: State) -> None:
             asked = TranslateRequest.model_validate(data)
         except ValidationError as error:
             return validation_response(error.errors())
-        worker, middle = state.translator(asked.source, asked.target)
+        routed = state.translator(asked.source, asked.target, asked.all_texts())
         if asked.stream:  # server-sent events, a sentence at a time
-            return stream_translation(asked, worker, settings)
-        answer = await native_translate(asked, worker, settings)
-        answer.pivot = middle
+            return stream_translation(asked, routed, settings)
+        answer = await native_translate(asked, routed, settings)
+        answer.pivot = routed.middle
         return answer
 
 

@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request, UploadFile
+from fastapi import FastAPI, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
 
 from vaswani.documents.formats import (
@@ -39,14 +39,13 @@ from vaswani.documents.formats import (
 from vaswani.documents.spans import Protection
 from vaswani.serve.libre import (
     Libre,
-    LibreError,
-    as_libre_error,
     client_of,
     string_fields,
     values,
 )
-from vaswani.serve.pairs import language_name
-from vaswani.serve.worker import Route, prepared_for, translated, with_aids
+from vaswani.serve.pairs import Routed, language_name
+from vaswani.serve.refusals import Refused
+from vaswani.serve.worker import served, with_aids
 from vaswani.translation.documents import combined
 from vaswani.translation.pipeline import confident
 from vaswani.translation.request import Request as Asked
@@ -94,31 +93,29 @@ class FileService:
         """Translate an uploaded file; the answer says where to download the translation."""
         try:
             return JSONResponse(await self.translated(request))
-        except LibreError as error:
-            return error.response()
-        except HTTPException as error:
-            return as_libre_error(error)
+        except Refused as error:
+            return error.answer(libre=True)
 
     async def translated(self, request: Request) -> dict[str, Any]:
         try:
             form = await request.form(max_files=1, max_fields=16)
         except Exception as error:  # a body that is not multipart form data
-            raise LibreError(400, f"Invalid request: {error}") from None
+            raise Refused("bad_request", f"Invalid request: {error}") from None
         given = values(request.query_params, form)
         fields = string_fields({k: given.get(k) for k in ("source", "target", "api_key")})
         self.libre.access.check(fields.get("api_key"), client_of(request))
         upload = form.get("file")
         if not isinstance(upload, UploadFile) and not hasattr(upload, "read"):
-            raise LibreError(400, "Invalid request: missing file parameter")
+            raise Refused("bad_request", "Invalid request: missing file parameter")
         data = await upload.read(self.settings.max_file_bytes + 1)
         if len(data) > self.settings.max_file_bytes:
-            raise LibreError(413, f"the file is over {self.settings.max_file_bytes:,} bytes")
+            raise Refused("too_large", f"the file is over {self.settings.max_file_bytes:,} bytes")
         filename = safe_name(upload.filename or "file.txt")
         fmt = available().get(Path(filename).suffix.lower())
         if fmt is None:
             known = ", ".join(sorted(available()))
-            raise LibreError(
-                400, f"Invalid request: {filename}: file format not supported ({known})"
+            raise Refused(
+                "bad_request", f"Invalid request: {filename}: file format not supported ({known})"
             )
         loop = asyncio.get_running_loop()
         try:
@@ -126,35 +123,24 @@ class FileService:
                 None, read_document, data, fmt, filename, DocumentOptions()
             )
         except DocumentError as error:
-            raise LibreError(400, f"Invalid request: {error}") from None
+            raise Refused("bad_request", f"Invalid request: {error}") from None
         texts = document.texts()
         chars = sum(len(text) for text in texts)
         if chars > self.settings.max_file_chars:
-            raise LibreError(
-                400, f"Invalid request: {chars:,} characters, over {self.settings.max_file_chars:,}"
+            raise Refused(
+                "bad_request",
+                f"Invalid request: {chars:,} characters, over {self.settings.max_file_chars:,}",
             )
         self.libre.access.charge(fields.get("api_key"), chars)  # a key's characters a day
-        worker, source, target = self.route(fields, texts)
-        translations, alignments = await self.translate_texts(worker, texts, source, document)
+        routed = self.libre.routed(fields, texts)
+        translations, alignments = await self.translate_texts(routed, texts, document)
+        target = routed.target
         out = await loop.run_in_executor(None, document.rebuild, translations, alignments, target)
         name = self.keep(out, filename)
         return {"translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/{name}"}
 
-    def route(self, fields: dict[str, Any], texts: list[str]) -> tuple[Any, str, str]:
-        """The worker of the request's pair (source "auto": detected on the file's text)."""
-        target, source = fields.get("target"), fields.get("source") or "auto"
-        candidates = self.libre.pairs.sources_for(target) if isinstance(target, str) else []
-        if not candidates:
-            raise LibreError(400, f"{target!r} is not a target language served here")
-        if source == "auto":
-            source = self.libre.detector.detect(" ".join(texts)[:10_000], candidates)[0]["language"]
-        worker, _ = self.libre.pairs.route(source, target)
-        if worker is None:
-            raise LibreError(400, f"{source}:{target} is not served; see /languages")
-        return worker, source, target
-
     async def translate_texts(
-        self, worker: Route, texts: list[str], language: str, document: Document
+        self, routed: Routed, texts: list[str], document: Document
     ) -> tuple[list[str | None], list[Any]]:
         """A document's texts' translations (sentence by sentence, --max-texts at a time through
         the worker, with its pair's glossary and memory, its code protected as its format says)
@@ -167,10 +153,15 @@ class FileService:
             batch_tokens=self.settings.batch_tokens,
         )
         protect = [combined(code, Protection()) for code in protections_of(document, texts)]
-        asked = Asked(decoding=decoding, language=language, align=document.markup, protect=protect)
-        request = with_aids(worker, asked)
-        prepared = prepared_for(worker, texts, request)
-        done = await translated(worker, prepared, request, step=self.settings.max_texts)
+        asked = Asked(
+            target=routed.target,
+            decoding=decoding,
+            language=routed.source,
+            align=document.markup,
+            protect=protect,
+        )
+        request = with_aids(routed.worker, asked)
+        done = await served(routed.worker, texts, request, step=self.settings.max_texts)
         found = [confident(mine, None) for mine in done.found]
         return settled(document, texts, found), done.alignments
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from vaswani.decoding.text import Translation, split_prefix
@@ -36,25 +36,15 @@ from vaswani.errors import VaswaniError
 from vaswani.languages import lingua_language
 from vaswani.safe_io import read_text
 from vaswani.serve.keys import KeyStore
-from vaswani.serve.pairs import Pairs
+from vaswani.serve.pairs import Pairs, Routed
+from vaswani.serve.refusals import Refused
 from vaswani.serve.schemas import BodyError, json_body
 from vaswani.serve.shared import MemoryStorage, RedisStorage
 from vaswani.serve.suggestions import RedisSuggestions, Suggestions
-from vaswani.serve.worker import Worker, prepared_for, text_problems, translated, with_aids
+from vaswani.serve.worker import Worker, served, text_problems, with_aids
 from vaswani.translation.request import Request as Asked
 
 FORMATS = ("text", "html")
-
-
-class LibreError(Exception):
-    """A request refused the way LibreTranslate refuses it."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
-
-    def response(self) -> JSONResponse:
-        return JSONResponse({"error": self.message}, status_code=self.status)
 
 
 class AccessError(VaswaniError):
@@ -102,19 +92,21 @@ class Access:
                 found, why = self.store.spend(key, chars, counter=self.usage_counter)
                 if found is not None:
                     if why is not None:
-                        raise LibreError(429, why)
+                        raise Refused("rate_limited", why)
                     return
             keyed = self.store is not None or self.keys is not None
             if keyed and (self.keys is None or not isinstance(key, str) or key not in self.keys):
-                raise LibreError(403, "Invalid API key")
+                raise Refused("forbidden", "Invalid API key")
         elif self.required:
-            raise LibreError(403, "An API key is required")
+            raise Refused("forbidden", "An API key is required")
         if self.per_minute is None:
             return
         mine = self.keys is not None and isinstance(key, str) and key in self.keys
         who = f"key:{key}" if mine else f"client:{client}"
         if not self.storage.take(who, self.per_minute):
-            raise LibreError(429, f"Too many requests: the limit is {self.per_minute} a minute")
+            raise Refused(
+                "rate_limited", f"Too many requests: the limit is {self.per_minute} a minute"
+            )
 
     @property
     def usage_counter(self) -> MemoryStorage | RedisStorage | None:
@@ -129,7 +121,7 @@ class Access:
             return
         found, why = self.store.spend(key, chars, counter=self.usage_counter, requests=0)
         if found is not None and why is not None:
-            raise LibreError(429, why)
+            raise Refused("rate_limited", why)
 
 
 class Detector:
@@ -156,8 +148,9 @@ class Detector:
         if len(among) == 1:
             return [{"language": among[0], "confidence": 100.0}]
         if self.detector is None:
-            raise LibreError(
-                400, "source 'auto' needs language detection: pip install 'vaswani[detect]'"
+            raise Refused(
+                "bad_request",
+                "source 'auto' needs language detection: pip install 'vaswani[detect]'",
             )
         values = self.detector.compute_language_confidence_values(text)
         found = [(v.language.iso_code_639_1.name.lower(), v.value) for v in values]
@@ -178,7 +171,7 @@ def string_fields(fields: dict[str, Any]) -> dict[str, Any]:
     would reach the lookups of served pairs and end in a 500."""
     for key in STRING_FIELDS:
         if fields.get(key) is not None and not isinstance(fields[key], str):
-            raise LibreError(400, f"Invalid request: {key} must be a string")
+            raise Refused("bad_request", f"Invalid request: {key} must be a string")
     return fields
 
 
@@ -192,9 +185,9 @@ async def request_fields(request: Request, body: bytes) -> dict[str, Any]:
         try:
             data = json_body(body)
         except BodyError as error:
-            raise LibreError(400, f"Invalid request: {error}") from None
+            raise Refused("bad_request", f"Invalid request: {error}") from None
         if not isinstance(data, dict):
-            raise LibreError(400, "Invalid request: expected a JSON object")
+            raise Refused("bad_request", "Invalid request: expected a JSON object")
         return string_fields(data)
     return values(request.query_params, await request.form())
 
@@ -214,14 +207,14 @@ def texts_of(fields: dict[str, Any], settings: Any) -> tuple[list[str], bool]:
     """The texts of q and whether q was a list; 400 for anything else."""
     q = fields.get("q")
     if q is None or q == "" or q == []:
-        raise LibreError(400, "Invalid request: missing q parameter")
+        raise Refused("bad_request", "Invalid request: missing q parameter")
     many = isinstance(q, list)
     texts = q if many else [q]
     if not all(isinstance(t, str) for t in texts):
-        raise LibreError(400, "Invalid request: q must be a string or a list of strings")
+        raise Refused("bad_request", "Invalid request: q must be a string or a list of strings")
     problems = text_problems(texts, settings)  # the limits of vaswani's own endpoints
     if problems:
-        raise LibreError(400, "Invalid request: " + "; ".join(problems))
+        raise Refused("bad_request", "Invalid request: " + "; ".join(problems))
     return texts, many
 
 
@@ -230,11 +223,13 @@ def alternatives_of(fields: dict[str, Any], max_beam: int) -> int:
     try:
         n = int(value)
     except (TypeError, ValueError, OverflowError):  # OverflowError: 1e400 parses as infinity
-        raise LibreError(400, "Invalid request: alternatives must be a whole number") from None
+        raise Refused(
+            "bad_request", "Invalid request: alternatives must be a whole number"
+        ) from None
     if isinstance(value, bool) or isinstance(value, float) and not value.is_integer() or n < 0:
-        raise LibreError(400, "Invalid request: alternatives must be a whole number >= 0")
+        raise Refused("bad_request", "Invalid request: alternatives must be a whole number >= 0")
     if n + 1 > max_beam:
-        raise LibreError(400, f"Invalid request: at most {max_beam - 1} alternatives")
+        raise Refused("bad_request", f"Invalid request: at most {max_beam - 1} alternatives")
     return n
 
 
@@ -272,20 +267,19 @@ class Libre:
             self.access.check(fields.get("api_key"), client_of(request))
             texts, many = texts_of(fields, self.settings)
             if many:
-                raise LibreError(400, "Invalid request: attention takes one text")
-            source, target = (self.pairs.spelt(fields.get(k)) for k in ("source", "target"))
-            worker = self.pairs.workers.get((source, target))
-            if worker is None:
-                raise LibreError(400, "Invalid request: give a source and target served here")
-            found, _ = await self.run(worker, texts, "text", 0, source, split_of(fields))
-            translation = found[0][0]
+                raise Refused("bad_request", "Invalid request: attention takes one text")
+            routed = self.routed(fields, texts)
+            if routed.middle is not None:
+                raise Refused(
+                    "bad_request", "Invalid request: attention is not given through a pivot"
+                )
+            found, _ = await self.run(routed, texts, "text", 0, split_of(fields))
+            translation, worker = found[0][0], routed.worker
             loop = asyncio.get_running_loop()
             maps = await loop.run_in_executor(None, attention_of, worker, texts[0], translation)
             return JSONResponse(maps)
-        except LibreError as error:
-            return error.response()
-        except HTTPException as error:
-            return as_libre_error(error)
+        except Refused as error:
+            return error.answer(libre=True)
 
     async def suggest(self, request: Request) -> JSONResponse:
         """A user's better translation: q (the text), s (its translation), source, target;
@@ -294,20 +288,22 @@ class Libre:
             fields = await request_fields(request, await request.body())
             self.access.check(fields.get("api_key"), client_of(request))
             if self.suggestions is None:
-                raise LibreError(403, "Suggestions are disabled on this server.")
+                raise Refused("forbidden", "Suggestions are disabled on this server.")
             source, target = (self.pairs.spelt(fields.get(k)) for k in ("source", "target"))
             if (source, target) not in self.pairs.workers:
-                raise LibreError(400, f"{source}:{target} is not served; see /languages")
+                raise Refused("bad_request", f"{source}:{target} is not served; see /languages")
             texts = [fields.get(k) for k in ("q", "s")]
             if not all(isinstance(t, str) and t.strip() for t in texts):
-                raise LibreError(400, "Invalid request: give q (the text) and s (its translation)")
+                raise Refused(
+                    "bad_request", "Invalid request: give q (the text) and s (its translation)"
+                )
             problems = text_problems(texts, self.settings)
             if problems:
-                raise LibreError(400, "Invalid request: " + "; ".join(problems))
+                raise Refused("bad_request", "Invalid request: " + "; ".join(problems))
             self.suggestions.add(source, target, *texts)
             return JSONResponse({"success": True})
-        except LibreError as error:
-            return error.response()
+        except Refused as error:
+            return error.answer(libre=True)
 
     async def languages(self) -> JSONResponse:
         """The source languages served, each with the targets it can be translated into."""
@@ -320,8 +316,8 @@ class Libre:
             self.access.check(fields.get("api_key"), client_of(request))
             texts, _ = texts_of(fields, self.settings)
             return JSONResponse(self.detector.detect(" ".join(texts)))
-        except LibreError as error:
-            return error.response()
+        except Refused as error:
+            return error.answer(libre=True)
 
     async def translate(self, request: Request, fields: dict[str, Any]) -> JSONResponse:
         try:
@@ -329,10 +325,8 @@ class Libre:
             chars = sum(len(t) for t in (q if isinstance(q, list) else [q]) if isinstance(t, str))
             self.access.check(string_fields(fields).get("api_key"), client_of(request), chars)
             return JSONResponse(await self.translated(fields))
-        except LibreError as error:
-            return error.response()
-        except HTTPException as error:
-            return as_libre_error(error)
+        except Refused as error:
+            return error.answer(libre=True)
         except Exception as error:  # the model failed: said as LibreTranslate says it
             return JSONResponse(
                 {"error": f"translation failed: {type(error).__name__}: {error}"}, status_code=500
@@ -340,27 +334,15 @@ class Libre:
 
     async def translated(self, fields: dict[str, Any]) -> dict[str, Any]:
         texts, many = texts_of(fields, self.settings)
-        target = self.pairs.spelt(fields.get("target"))
-        source = self.pairs.spelt(fields.get("source") or "auto")
         fmt = fields.get("format") or "text"
         if fmt not in FORMATS:
-            raise LibreError(400, f"Invalid request: format must be text or html, not {fmt!r}")
-        alternatives = alternatives_of(fields, self.settings.max_beam_size)
-        candidates = self.pairs.sources_for(target) if isinstance(target, str) else []
-        if not candidates:
-            raise LibreError(
-                400, f"{target!r} is not a target language served here ({self.pairs.listed()})"
+            raise Refused(
+                "bad_request", f"Invalid request: format must be text or html, not {fmt!r}"
             )
-        detected = None
-        if source == "auto":
-            detected = self.detector.detect(" ".join(texts), candidates)[0]
-            source = detected["language"]
-        worker, middle = self.pairs.route(source, target)
-        if worker is None:
-            raise LibreError(400, f"{source}:{target} is not served; see /languages")
-        found, confidences = await self.run(
-            worker, texts, fmt, alternatives, source, split_of(fields)
-        )
+        alternatives = alternatives_of(fields, self.settings.max_beam_size)
+        routed = self.routed(fields, texts)
+        found, confidences = await self.run(routed, texts, fmt, alternatives, split_of(fields))
+        middle, detected = routed.middle, routed.detected
         best = [options[0] for options in found]
         answer: dict[str, Any] = {"translatedText": best if many else best[0]}
         # not LibreTranslate's: each translation's confidence in [0, 1] (clients ignore it)
@@ -374,24 +356,24 @@ class Libre:
             answer["detectedLanguage"] = detected if not many else [detected] * len(texts)
         return answer
 
+    def routed(self, fields: dict[str, Any], texts: list[str]) -> Routed:
+        """Where a request's `source` and `target` fields send it (`Pairs.resolve`: "auto", or
+        none, detected on `texts`); a pair not served is refused (400)."""
+        source, target = fields.get("source"), fields.get("target")
+        return self.pairs.resolve(source, target, texts, self.detector.detect)
+
     async def run(
-        self,
-        worker: Worker,
-        texts: list[str],
-        fmt: str,
-        alternatives: int,
-        language: str | None = None,
-        split: bool = True,
+        self, routed: Routed, texts: list[str], fmt: str, alternatives: int, split: bool = True
     ) -> tuple[list[list[str]], list[float]]:
         """Each text's best translation and `alternatives` more, and its confidence (an HTML
-        page's: its blocks' mean). A text (or an HTML block) of
-        several sentences is translated sentence by sentence, split by the rules of `language`,
-        unless `split` is False; html: each block with its inline markup placed back by word
-        alignment, and everything else kept (`vaswani.documents.html`)."""
+        page's: its blocks' mean). A text (or an HTML block) of several sentences is translated
+        sentence by sentence, split by the rules of its source language, unless `split` is
+        False; html: each block with its inline markup placed back by word alignment, and
+        everything else kept (`vaswani.documents.html`)."""
         try:
             pages = [HtmlDocument.parse(t) for t in texts] if fmt == "html" else None
         except HtmlError as error:
-            raise LibreError(400, f"Malformed HTML: {error}") from None
+            raise Refused("bad_request", f"Malformed HTML: {error}") from None
         pieces = [p for page in pages for p in page.texts()] if pages is not None else texts
         n = alternatives + 1
         decoding = dataclasses.replace(
@@ -400,14 +382,15 @@ class Libre:
             n_best=n,
             batch_tokens=max(self.settings.batch_tokens, n),
         )
-        request = with_aids(
-            worker,
-            Asked(decoding=decoding, split=split, language=language, align=pages is not None),
+        asked = Asked(
+            target=routed.target,
+            decoding=decoding,
+            split=split,
+            language=routed.source,
+            align=pages is not None,
         )
-        prepared = prepared_for(worker, pieces, request)
-        sentences = prepared.sentences
-        checked = worker.problems(pieces, worker.model.cfg.max_len, sentences=sentences)
-        done = await translated(worker, prepared, request, checked) if pieces else None
+        request = with_aids(routed.worker, asked)
+        done = await served(routed.worker, pieces, request) if pieces else None
         joined = done.found if done is not None else []
         options = [nbest_texts(f, n) for f in joined]
         confidences = [round(f[0].confidence, 4) if f else 1.0 for f in joined]
@@ -445,15 +428,8 @@ def split_of(fields: dict[str, Any]) -> bool:
     if isinstance(value, str) and value.strip().lower() in ("true", "1", "false", "0"):
         return value.strip().lower() in ("true", "1")
     if not isinstance(value, bool):
-        raise LibreError(400, "Invalid request: split must be true or false")
+        raise Refused("bad_request", "Invalid request: split must be true or false")
     return value
-
-
-def as_libre_error(error: HTTPException) -> JSONResponse:
-    """The worker's refusals (422 limits, 503 queue full or not ready, 504 deadline) in
-    LibreTranslate's form, where a bad request is 400."""
-    status = 400 if error.status_code == 422 else error.status_code
-    return JSONResponse({"error": str(error.detail)}, status_code=status)
 
 
 def client_of(request: Request) -> str:

@@ -21,12 +21,13 @@ import json
 import time
 from collections.abc import AsyncIterator
 
-from fastapi import HTTPException
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from vaswani.config import ServeSettings
+from vaswani.serve.pairs import Routed
+from vaswani.serve.refusals import Refused
 from vaswani.serve.schemas import TranslateRequest, TranslateResponse
-from vaswani.serve.worker import Route, prepared_for, text_problems, translated, with_aids
+from vaswani.serve.worker import served, text_problems, with_aids
 from vaswani.translation.align import pharaoh
 from vaswani.translation.documents import fuzzy_record, terms_record
 from vaswani.translation.glossary import Glossary
@@ -39,12 +40,10 @@ def over(name: str, value: int | None, limit: int) -> list[str]:
     return [f"{name} {value} is over the limit of {limit}"] if value and value > limit else []
 
 
-async def native_translate(
-    asked: TranslateRequest, worker: Route, settings: ServeSettings
-) -> TranslateResponse:
-    """The texts of `asked` translated by `worker` as the request and the server's settings say,
-    answered whole; a problem with the request (a limit, a full queue) is an HTTPException."""
-    texts, beam = asked.all_texts(), asked.beam_size or settings.beam_size
+def request_of(asked: TranslateRequest, routed: Routed, settings: ServeSettings) -> Asked:
+    """What a native /translate body asks for, as the pipeline's `Request` (with the aids of the
+    pair it is routed to)."""
+    beam = asked.beam_size or settings.beam_size
     decoding = dataclasses.replace(
         settings.decoding,
         beam_size=beam,
@@ -52,19 +51,32 @@ async def native_translate(
         batch_tokens=max(settings.batch_tokens, beam),
     )
     glossary = Glossary.of(asked.glossary.items()) if asked.glossary else None
-    split = asked.split and not text_problems(texts, settings)  # refused before splitting
-    request = Asked(decoding=decoding, split=split, language=asked.source, align=asked.alignments)
-    request = with_aids(worker, request, glossary)
-    prepared = prepared_for(worker, texts, request)
-    problems, tokens = worker.problems(
-        texts, worker.model.cfg.max_len, sentences=prepared.sentences
+    split = asked.split and not text_problems(asked.all_texts(), settings)  # refused unsplit
+    request = Asked(
+        target=routed.target,
+        decoding=decoding,
+        split=split,
+        language=routed.source,
+        align=asked.alignments,
     )
-    problems += over("beam_size", beam, settings.max_beam_size)
+    return with_aids(routed.worker, request, glossary)
+
+
+async def native_translate(
+    asked: TranslateRequest, routed: Routed, settings: ServeSettings
+) -> TranslateResponse:
+    """The texts of `asked` translated where they are `routed` as the request and the server's
+    settings say, answered whole; a problem with the request (a limit, a full queue) is
+    `Refused`."""
+    texts, worker = asked.all_texts(), routed.worker
+    request = request_of(asked, routed, settings)
+    beam = request.decoding.beam_size
+    problems = over("beam_size", beam, settings.max_beam_size)
     problems += over("max_length", asked.max_length, settings.max_length)
-    start = time.perf_counter()
     if asked.alignments and worker.aligner is None:
         problems.append("alignments are not given for a pair translated through a pivot")
-    done = await translated(worker, prepared, request, (problems, tokens))
+    start = time.perf_counter()
+    done = await served(worker, texts, request, problems)
     best, aids = done.best, worker.aids
     return TranslateResponse(
         translations=[t.text if t else "" for t in best],
@@ -82,7 +94,7 @@ async def native_translate(
 
 
 def stream_translation(
-    asked: TranslateRequest, worker: Route, settings: ServeSettings
+    asked: TranslateRequest, routed: Routed, settings: ServeSettings
 ) -> JSONResponse | StreamingResponse:
     """The texts of `asked`, sentence by sentence, as server-sent events (the module's
     docstring); a request over the server's limits is refused whole, before anything streams."""
@@ -90,28 +102,28 @@ def stream_translation(
     problems = text_problems(texts, settings)
     if problems:
         return JSONResponse({"detail": problems}, status_code=422)
-    sentences = Sentences.of(texts, asked.source or worker.language, asked.split)
+    sentences = Sentences.of(texts, routed.source or routed.worker.language, asked.split)
     each = [
         asked.model_copy(update={"text": s, "texts": None, "split": False, "stream": False})
         for s in sentences.flat
     ]
     return StreamingResponse(
-        events(sentences, each, worker, settings), media_type="text/event-stream"
+        events(sentences, each, routed, settings), media_type="text/event-stream"
     )
 
 
 async def events(
-    sentences: Sentences, each: list[TranslateRequest], worker: Route, settings: ServeSettings
+    sentences: Sentences, each: list[TranslateRequest], routed: Routed, settings: ServeSettings
 ) -> AsyncIterator[str]:
     """The stream of `stream_translation`: all sentences queued at once, answered in order."""
     start = time.perf_counter()
-    tasks = [asyncio.ensure_future(native_translate(a, worker, settings)) for a in each]
+    tasks = [asyncio.ensure_future(native_translate(a, routed, settings)) for a in each]
     try:
         for (i, j), task in zip(sentences.owners(), tasks, strict=True):
             try:
                 answer = await task
-            except HTTPException as error:
-                yield event({"text": i, "sentence": j, "error": error.detail}, "error")
+            except Refused as error:
+                yield event({"text": i, "sentence": j, "error": error.message}, "error")
                 return
             before = sentences.texts[i].gaps[j]
             found = {"translation": answer.translations[0], "confidence": answer.confidences[0]}

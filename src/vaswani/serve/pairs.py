@@ -10,7 +10,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaswani.languages import Languages, lingua_language
+from vaswani.serve.refusals import Refused
 from vaswani.serve.worker import Pivot
+
+
+class NotServed(Refused):
+    """A request for a pair (or a target) no model here translates, even through a pivot."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("invalid", message)
+
+
+@dataclass
+class Routed:
+    """Where a translation request goes: the worker (a model's, one pair of a multilingual
+    model's, or a `Pivot` chain), the pair as the server spells it, the middle language of a
+    pivot, and the detection that chose the source where it was "auto"."""
+
+    worker: Any
+    source: str | None  # None: the one model's own (a server of one model, no pair named)
+    target: str | None
+    middle: str | None = None
+    detected: dict | None = None
 
 
 @dataclass
@@ -49,6 +70,29 @@ class Pairs:
             if first_source == source and second is not None:
                 return Pivot(first, second, middle), middle
         return None, None
+
+    def resolve(
+        self, source: Any, target: Any, texts: list[str], detect: Callable | None = None
+    ) -> Routed:
+        """The one routing of every translation request (both APIs' /translate, streaming,
+        /translate_file, /attention, the web page): the codes read in any spelling a served
+        model knows, a source "auto" (or none) detected by `detect(text, candidates)` among the
+        sources that reach `target` (on the texts' first 10,000 characters), then `route`.
+        NotServed names what is served."""
+        target, source = self.spelt(target), self.spelt(source or "auto")
+        candidates = self.sources_for(target) if isinstance(target, str) else []
+        if not candidates:
+            raise NotServed(f"{target!r} is not a target language served here ({self.listed()})")
+        detected = None
+        if source == "auto":
+            if detect is None:
+                raise NotServed(f'give "source" and "target" of a pair served: {self.listed()}')
+            detected = detect(" ".join(texts)[:10_000], candidates)[0]
+            source = detected["language"]
+        worker, middle = self.route(source, target)
+        if worker is None:
+            raise NotServed(f"{source}:{target} is not served; see /languages")
+        return Routed(worker, source, target, middle, detected)
 
     def reachable(self) -> list[tuple[str, str]]:
         """Every (source, target) translated here: the models' pairs, and with `pivot` the

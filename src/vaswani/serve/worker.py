@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
 from vaswani import __version__
 from vaswani.config import DecodeConfig, Sampling, ServeSettings
 from vaswani.decoding.text import InputTooLong, Segments, Translation, encode_sources
+from vaswani.serve.refusals import Refused
 from vaswani.translation import pipeline
 from vaswani.translation.engine import Engine
 from vaswani.translation.glossary import Glossary
@@ -140,9 +141,9 @@ class Worker:
         """What is wrong with a request's texts (how many, how long, not Unicode, a segment
         over the model's `positions` once tokenized, after `prefix`), and the tokens of their
         segments (`sentences`, by default each text whole). A model that is not ready answers
-        nothing (503)."""
+        nothing (`Refused`, not_ready)."""
         if not self.healthy:
-            raise HTTPException(status_code=503, detail="the model is not ready; see /health")
+            raise Refused("not_ready", "the model is not ready; see /health")
         problems = text_problems(texts, self.settings)
         if problems:
             return problems, 0
@@ -164,27 +165,22 @@ class Worker:
         tokens: int,
         prefix: list[int] | None = None,
     ) -> list[Any]:
-        """Refuse the request (422) if it has problems, 413 if it could never fit in the queue,
-        503 if the queue is full now; otherwise
-        queue it for the worker (each text after `prefix`) and wait for the answer, at most
-        `timeout_s` (504)."""
+        """Refuse the request (`Refused`) if it has problems, if it could never fit in the
+        queue, if the queue is full now; otherwise queue it for the worker (each text after
+        `prefix`) and wait for the answer, at most `timeout_s`."""
         serving = SERVING.get()
         if serving is not None and self.name not in serving:
             serving.append(self.name)
         if problems:
-            raise HTTPException(status_code=422, detail="; ".join(problems))
+            raise Refused("invalid", "; ".join(problems))
         if len(texts) > self.settings.max_queued_texts:  # can never fit: retrying cannot help
-            raise HTTPException(
-                status_code=413,
-                detail=f"{len(texts)} segments in one request (sentences, with splitting), over "
+            raise Refused(
+                "too_large",
+                f"{len(texts)} segments in one request (sentences, with splitting), over "
                 f"the {self.settings.max_queued_texts} the server queues; send fewer or shorter texts",
             )
         if not self.admit(len(texts)):
-            raise HTTPException(
-                status_code=503,
-                detail="too many texts waiting; retry shortly",
-                headers={"Retry-After": "1"},
-            )
+            raise Refused("busy", "too many texts waiting; retry shortly", retry_after=1)
         loop = asyncio.get_running_loop()
         job = Job(texts, settings, tokens, loop.create_future(), loop, prefix=prefix)
         self.jobs.put(job)
@@ -193,9 +189,7 @@ class Worker:
             return await asyncio.wait_for(job.future, timeout)
         except asyncio.TimeoutError:
             job.cancelled = True
-            raise HTTPException(
-                status_code=504, detail=f"not answered within {timeout} s"
-            ) from None
+            raise Refused("timed_out", f"not answered within {timeout} s") from None
         finally:
             self.release(len(texts))
 
@@ -373,6 +367,26 @@ async def translated(
     return await loop.run_in_executor(
         None, pipeline.finish, prepared, answered, request, worker.aligner
     )
+
+
+async def served(
+    worker: Route,
+    texts: list[str],
+    request: Request,
+    refused: list[str] | None = None,
+    step: int | None = None,
+) -> Finished:
+    """The one path of texts through the server, whatever the endpoint: the pipeline's first
+    phase (`prepared_for`), the segments queued for `worker`, then its second phase
+    (`translated`). The request is checked whole and queued as one job, refused (422) with the
+    endpoint's own problems with it (`refused`); with `step` (a document's many texts), queued
+    `step` segments a job, each checked on its own."""
+    prepared = prepared_for(worker, texts, request)
+    if step is not None:
+        return await translated(worker, prepared, request, step=step)
+    positions = worker.model.cfg.max_len
+    problems, tokens = worker.problems(texts, positions, sentences=prepared.sentences)
+    return await translated(worker, prepared, request, (problems + (refused or []), tokens))
 
 
 def settle(future: asyncio.Future, result: Any) -> None:
