@@ -90,7 +90,10 @@ def entries(data):
     return {e.msgid: e for e in polib.pofile(data.decode())}
 
 
-@pytest.mark.parametrize(("language", "forms"), [("ru", 3), ("ar", 6), ("ja", 1), ("de", 2)])
+@pytest.mark.parametrize(
+    ("language", "forms"),
+    [("ru", 3), ("ar", 6), ("ja", 1), ("de", 2), ("es", 2), ("fr", 2), ("pt_BR", 2), ("ca", 2)],
+)
 def test_plural_forms_of_the_target_and_a_filled_header(language, forms, tmp_path):
     data = translate_catalog(TEMPLATE, language)
     catalog = polib.pofile(data.decode())
@@ -108,6 +111,38 @@ def test_plural_forms_of_the_target_and_a_filled_header(language, forms, tmp_pat
         path.write_bytes(data)
         done = subprocess.run([msgfmt, "-c", "-o", "/dev/null", str(path)], capture_output=True)
         assert done.returncode == 0, done.stderr.decode()
+
+
+def test_plural_forms_are_gettexts_where_cldr_counts_a_form_for_exponents():
+    # msginit's Spanish and French: 2 forms, where CLDR adds "many" for 1e6 (operand e)
+    assert plural_rule("es") == (2, "nplurals=2; plural=(n != 1);")
+    assert plural_rule("fr") == (2, "nplurals=2; plural=(n > 1);")
+    assert plural_rule("pt-BR")[1] == plural_rule("fr")[1]
+    assert plural_rule("sr@latin") == plural_rule("ru") and plural_rule("ru")[0] == 3
+    assert plural_rule("ca")[0] == 2  # not in gettext's table: CLDR's without the exponent form
+
+
+ENGLISH = TEMPLATE.replace('"Language: \\n"', '"Language: en\\n"').replace(
+    "nplurals=INTEGER; plural=EXPRESSION;", "nplurals=2; plural=(n != 1);"
+)
+
+
+def test_a_catalog_of_another_language_gets_the_targets_language_and_plural_forms():
+    assert '"Language: en\\n"' in ENGLISH  # Django's English source catalogs
+    catalog = polib.pofile(translate_catalog(ENGLISH, "ru").decode())
+    assert catalog.metadata["Language"] == "ru"
+    assert catalog.metadata["Plural-Forms"] == plural_rule("ru")[1]
+    assert sorted(entries(str(catalog).encode())["%d file copied"].msgstr_plural) == [0, 1, 2]
+    # a catalog of the target language keeps its translators' Plural-Forms (Django's Russian: 4)
+    russian = ENGLISH.replace("Language: en", "Language: ru_RU").replace(
+        "nplurals=2; plural=(n != 1);",
+        "nplurals=4; plural=(n%10==1 ? 0 : n%10==2 ? 1 : n==3 ? 2 : 3);",
+    )
+    catalog = polib.pofile(translate_catalog(russian, "ru").decode())
+    assert (
+        catalog.metadata["Language"] == "ru_RU" and "nplurals=4" in catalog.metadata["Plural-Forms"]
+    )
+    assert len(entries(str(catalog).encode())["%d file copied"].msgstr_plural) == 4
 
 
 def test_what_the_tools_check_is_kept_and_nothing_else_changes():

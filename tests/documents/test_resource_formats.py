@@ -168,6 +168,8 @@ def test_qt_ts_fills_unfinished_translations_with_the_target_plural_forms():
     french = etree.fromstring(translated(lupdated.encode(), "app.ts", "fr"))
     assert french.get("language") == "fr_FR"  # names the target already: kept
     assert len(list(french.iter("numerusform"))) == 2  # lupdate's count for French, not CLDR's 3
+    spanish = etree.fromstring(translated(QT.encode(), "app.ts", "es"))
+    assert len(list(spanish.iter("numerusform"))) == 2  # lrelease's count for Spanish: 2
     plain = translated(QT.encode(), "app.ts", "ru", DocumentOptions(fuzzy=False)).decode()
     assert "<translation>&amp;OPEN %1</translation>" in plain
 

@@ -6,10 +6,11 @@ unless overwrite is on. The header (msgid "") and obsolete entries are not trans
 What a catalog's tools check is kept by construction: the code in each msgid (its flags say
 which: `c-format`, `python-format`, `qt-format`...; `vaswani.documents.protect`) and the
 catalog's keyboard accelerator marker (`_`, `&` or `~`, found among its msgids) are protected; a
-plural entry gets as many forms as the target language has (CLDR's rules, as babel ships them,
-unless the header's own Plural-Forms says otherwise), msgstr[0] from msgid and the others from
-msgid_plural (a language of one form: from msgid_plural); the header's Language, Plural-Forms and
-charset are set where a template leaves them open. An entry any of whose translations failed a
+plural entry gets as many forms as the target language has (GNU gettext's rules, as msginit
+writes them, else CLDR's; unless the header's own Plural-Forms, of the target language, says
+otherwise), msgstr[0] from msgid and the others from msgid_plural (a language of one form: from
+msgid_plural); the header's Language, Plural-Forms and charset are set where a template leaves
+them open, and Language and Plural-Forms where the catalog was written for another language. An entry any of whose translations failed a
 check is left untranslated, whole.
 """
 
@@ -26,6 +27,7 @@ from vaswani.data.formats.gettext import read_catalog
 from vaswani.documents.formats import Document, DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment
 from vaswani.documents.spans import ACCELERATORS, DEFAULT, Protection
+from vaswani.languages import language_matches
 
 FLAG_SYNTAXES = {
     "c-format": {"printf"},
@@ -86,10 +88,14 @@ class Catalog(Document):
         self, translations: list[str], alignments: list[Alignment | None], language: str | None
     ) -> bytes:
         metadata = self.catalog.metadata
-        language = language or metadata.get("Language") or None
-        if language and not metadata.get("Language"):
-            metadata["Language"] = language
-        forms = self.plural_forms(language)
+        stated = metadata.get("Language") or None
+        language = language or stated
+        other = (
+            stated is not None and language is not None and not language_matches(stated, language)
+        )
+        if language and (stated is None or other):  # a catalog of another language (Django's
+            metadata["Language"] = language  # `en` ones): its Plural-Forms are that language's
+        forms = self.plural_forms(language, keep=not other)
         done: dict[int, tuple[object, dict[str, str | None]]] = {}  # an entry's texts, by field
         for (entry, field), translation in zip(self.todo(), translations, strict=True):
             done.setdefault(id(entry), (entry, {}))[1][field] = translation
@@ -106,17 +112,17 @@ class Catalog(Document):
         text = str(self.catalog).translate(C_ESCAPES)
         return (text if text.endswith("\n") else text + "\n").encode("utf-8")
 
-    def plural_forms(self, language: str | None) -> int:
-        """How many plural forms the catalog's entries take: its header's, else the
-        language's by CLDR (written into the header), else 2. The charset becomes UTF-8, in
-        which the catalog is written."""
+    def plural_forms(self, language: str | None, keep: bool = True) -> int:
+        """How many plural forms the catalog's entries take: its header's (where it is the
+        target language's: `keep`), else the language's (`plural_rule`, written into the
+        header), else 2. The charset becomes UTF-8, in which the catalog is written."""
         metadata = self.catalog.metadata
         content = metadata.get("Content-Type", "")
         if "charset=" in content and not re.search(r"charset=utf-?8\b", content, re.I):
             metadata["Content-Type"] = "text/plain; charset=UTF-8"
         header = metadata.get("Plural-Forms", "")
         stated = re.search(r"nplurals\s*=\s*(\d+)", header)
-        if stated and not _TEMPLATE.search(header):
+        if stated and not _TEMPLATE.search(header) and keep:
             return max(int(stated.group(1)), 1)
         rule = plural_rule(language) if language else None
         if rule is None:
@@ -127,16 +133,65 @@ class Catalog(Document):
         return rule[0]
 
 
+_ONE = "nplurals=1; plural=0;"
+_NOT_ONE = "nplurals=2; plural=(n != 1);"
+_OVER_ONE = "nplurals=2; plural=(n > 1);"
+_SLAVIC = (
+    "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && n%10<=4 && (n%100<10 || "
+    "n%100>=20) ? 1 : 2);"
+)
+_CZECH = "nplurals=3; plural=(n==1) ? 0 : (n>=2 && n<=4) ? 1 : 2;"
+GETTEXT_PLURALS = {
+    **dict.fromkeys(("ja", "ko", "vi", "zh", "th"), _ONE),
+    **dict.fromkeys(
+        ("en", "de", "nl", "sv", "da", "no", "nb", "nn", "fo", "es", "pt", "it", "bg", "el"),
+        _NOT_ONE,
+    ),
+    **dict.fromkeys(("fi", "et", "he", "id", "eo", "hu", "tr"), _NOT_ONE),
+    **dict.fromkeys(("fr", "pt_BR"), _OVER_ONE),
+    **dict.fromkeys(("ru", "uk", "be", "sr", "hr", "bs"), _SLAVIC),
+    **dict.fromkeys(("cs", "sk"), _CZECH),
+    "lv": "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n != 0 ? 1 : 2);",
+    "ga": "nplurals=3; plural=n==1 ? 0 : n==2 ? 1 : 2;",
+    "ro": "nplurals=3; plural=n==1 ? 0 : (n==0 || (n%100 > 0 && n%100 < 20)) ? 1 : 2;",
+    "lt": (
+        "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && (n%100<10 || n%100>=20) ? 1 "
+        ": 2);"
+    ),
+    "pl": "nplurals=3; plural=(n==1 ? 0 : n%10>=2 && n%10<=4 && (n%100<10 || n%100>=20) ? 1 : 2);",
+    "sl": "nplurals=4; plural=(n%100==1 ? 0 : n%100==2 ? 1 : n%100==3 || n%100==4 ? 2 : 3);",
+}
+"""The Plural-Forms GNU gettext's msginit writes (the gettext manual's table of plural forms),
+which translators of PO and Qt files use: Spanish and French have 2 forms there, where CLDR
+gives them a third ("many", for a million)."""
+
+
 def plural_rule(language: str) -> tuple[int, str] | None:
-    """A language's plural forms by CLDR: their number and the Plural-Forms header
-    (`nplurals=3; plural=...;`); None for a language babel does not know."""
+    """A language's plural forms as gettext writes them (`GETTEXT_PLURALS`), else by CLDR:
+    their number and the Plural-Forms header (`nplurals=3; plural=...;`); None for a language
+    neither knows."""
+    from babel import Locale
     from babel.core import UnknownLocaleError
     from babel.messages.plurals import get_plural
+    from babel.plural import PluralRule, to_gettext
 
+    code = re.sub(r"-", "_", language.strip())
+    base, _, region = code.split("@")[0].partition("_")
+    known = GETTEXT_PLURALS.get(f"{base.lower()}_{region.upper()}") or GETTEXT_PLURALS.get(
+        base.lower()
+    )
+    if known is not None:
+        return int(re.search(r"nplurals=(\d+)", known).group(1)), known
     try:
-        rule = get_plural(re.sub(r"-", "_", language.strip()))
+        rules = Locale.parse(code).plural_form.rules
+        rule = get_plural(code)
     except (UnknownLocaleError, ValueError, TypeError):
         return None
+    # CLDR's forms for numbers written with an exponent ("1e6", operand e): gettext's n has none
+    exponent = {k: v for k, v in rules.items() if not re.search(r"\be\b", v)}
+    if exponent != rules:
+        counted = to_gettext(PluralRule(exponent))
+        return int(re.search(r"nplurals=(\d+)", counted).group(1)), counted
     return rule.num_plurals, str(rule)
 
 
