@@ -11,7 +11,13 @@ tools check them: `vaswani translate --input X.pot --output X.po` on catalogs th
   with one keyboard accelerator (`_`) that kept exactly one,
 - units left untranslated (vaswani's check refused them), and chrF against the translators'
   msgstr: of the units translated (`chrf`), and of all (`chrf_all`, a unit left untranslated
-  scoring as empty).
+  scoring as empty),
+- units whose msgid holds code (`CODE_TOKEN`: an identifier, option, variable or call) and
+  whose msgstr keeps all of it: vaswani's (`code_kept` of `code_units` translated) beside the
+  translators' (`human_code_kept` of `human_code_units`),
+- the code vaswani protects by default in prose (`vaswani.documents.spans.CODE`) that the
+  translators did not keep in their msgstr (`code_spans_changed` of `code_spans`): the rate at
+  which it takes a word for code.
 
     python benchmarks/catalogs.py --checkpoint RUN --catalogs DIR [--src SRC] [--out DIR]
         [--too-long truncate]
@@ -48,6 +54,34 @@ def failures(checker, source: str, target: str) -> list[str]:
     return failed
 
 
+CODE_TOKEN = re.compile(
+    r"(?<![\w-])--?[A-Za-z][\w-]*"  # options
+    r"|\$\{?[A-Za-z_]\w*\}?"  # variables
+    r"|\b[A-Za-z_][\w.]*\(\)"  # calls
+    r"|\b[A-Za-z]\w*_\w+"  # snake_case, CONSTANT_CASE
+    r"|\b[A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+"  # dotted.names
+)
+"""What counts as code in a msgid, for the share of units that keep it (an independent reading:
+not the spans vaswani protects)."""
+
+
+def code_of(text: str, marker: str | None = None) -> list[str]:
+    """The code tokens of `text`; not a word with the catalog's accelerator `marker` (`t_ray`)."""
+    found = [m.group() for m in CODE_TOKEN.finditer(text)]
+    return [t for t in found if not (marker and t.count(marker) == 1 and "." not in t)]
+
+
+def keeps_code(source: str, target: str, marker: str | None = None) -> bool:
+    return all(token in target for token in code_of(source, marker))
+
+
+def code_spans(text: str, marker: str | None) -> list[str]:
+    """The spans of `vaswani.documents.spans.CODE` that the default protection finds."""
+    from vaswani.documents.spans import CODE, Protection, spans
+
+    return [s.text for s in spans(text, Protection(accelerator=marker)) if s.syntax in CODE]
+
+
 def accelerator(text: str) -> int:
     return len(re.findall(r"_\w", text))
 
@@ -62,6 +96,8 @@ def score(pot: Path, out: Path, reference: Path) -> dict:
     import sacrebleu
     from translate.filters import checks
 
+    from vaswani.documents.po import accelerator_of
+
     checker = checks.StandardChecker()
     mine = {(e.msgctxt, e.msgid): e for e in polib.pofile(str(out)) if e.msgid}
     human = {(e.msgctxt, e.msgid): e for e in polib.pofile(str(reference)) if e.msgid}
@@ -69,7 +105,10 @@ def score(pot: Path, out: Path, reference: Path) -> dict:
         ["units", "translated", "left", "printf_units", "printf_kept", "accel_units"], 0
     )
     stats |= {"accel_kept": 0, "failed": {}, "human_failed": {}}
+    stats |= dict.fromkeys(["code_units", "code_kept", "human_code_units", "human_code_kept"], 0)
+    stats |= {"code_spans": 0, "code_spans_changed": 0}
     hyps, refs, everything = [], [], []
+    marker = accelerator_of(list(e.msgid for e in mine.values()))
     for key, entry in mine.items():
         if not counted(entry, human.get(key)):
             continue
@@ -78,6 +117,12 @@ def score(pot: Path, out: Path, reference: Path) -> dict:
         accel = entry.msgid.count("_") == 1 and accelerator(entry.msgid) == 1
         for name in failures(checker, entry.msgid, human[key].msgstr):
             stats["human_failed"][name] = stats["human_failed"].get(name, 0) + 1
+        has_code = bool(code_of(entry.msgid, marker))
+        stats["human_code_units"] += has_code
+        stats["human_code_kept"] += has_code and keeps_code(entry.msgid, human[key].msgstr, marker)
+        found = code_spans(entry.msgid, marker)
+        stats["code_spans"] += len(found)
+        stats["code_spans_changed"] += sum(span not in human[key].msgstr for span in found)
         if not entry.msgstr:
             stats["left"] += 1
             everything.append("")  # a unit left untranslated scores as empty
@@ -86,6 +131,8 @@ def score(pot: Path, out: Path, reference: Path) -> dict:
         failed = failures(checker, entry.msgid, entry.msgstr)
         for name in failed:
             stats["failed"][name] = stats["failed"].get(name, 0) + 1
+        stats["code_units"] += has_code
+        stats["code_kept"] += has_code and keeps_code(entry.msgid, entry.msgstr, marker)
         if printf:
             stats["printf_units"] += 1
             stats["printf_kept"] += "printf" not in failed

@@ -166,7 +166,10 @@ def test_any_answer_of_the_model_keeps_every_span_once(parts, end, rng):
         if plain and answer
     ]
     placed = protected.place(" ".join(answer), links)
-    assert protected.check(placed.text) is None, (text, placed.text)
+    if not placed.text.strip():  # every word dropped: an empty translation is never written
+        assert protected.check(placed.text) == "empty"
+    else:
+        assert protected.check(placed.text) is None, (text, placed.text)
 
 
 def test_icu_messages_keep_their_syntax_and_translate_their_arms():

@@ -55,7 +55,7 @@ def test_auto_is_detected_among_the_sources_that_reach_the_target_only():
     ("source", "target", "said"),
     [
         ("de", "fr", "'fr' is not a target language served here (de:en, en:es, en:de)"),
-        ("es", "en", "es:en is not served; see /languages"),
+        ("es", "en", "es:en is not served; see /languages (de:en, en:es, en:de)"),
         ("auto", "en", 'give "source" and "target" of a pair served'),
         ("de", None, "None is not a target language"),
     ],

@@ -283,7 +283,9 @@ def keep(text: str, protection: Protection) -> Line:
 
 def _parted(neighbour: str, kind: str, edge: str) -> bool:
     """Whether code whose `edge` was `kind`-apart in the source needs a space to stay apart
-    from `neighbour` in the translation."""
+    from `neighbour` in the translation (an ASCII letter always: `%{reason}s` is other code)."""
+    if kind != "word" and neighbour.isascii() and neighbour.isalpha():
+        return True
     if kind == "space":
         return not neighbour.isspace() and neighbour not in OPENING and edge not in CLOSING
     return kind == "other" and word_char(neighbour) and word_char(edge)

@@ -23,6 +23,21 @@ class ProtectError(VaswaniError, ValueError):
     """A pattern given to protect that is not a valid regular expression."""
 
 
+def _language_codes() -> str:
+    """A value that is nothing but a language code or locale (`en`, `pt_BR`, `zh-Hant`), as
+    a pattern: CLDR's two-letter languages, without those that are English words (`it`, `no`)
+    unless a region or script follows."""
+    from babel.localedata import locale_identifiers
+
+    bases = {code.split("_")[0] for code in locale_identifiers()}
+    words = {"am", "an", "as", "be", "ha", "he", "hi", "id", "is", "it", "la", "my", "no", "or"}
+    words |= {"so", "to"}
+    alone = "|".join(sorted(b for b in bases if len(b) == 2 and b not in words))
+    tagged = "|".join(sorted(b for b in bases if len(b) in (2, 3)))
+    region = r"[-_](?:[A-Z]{2}|\d{3}|[A-Z][a-z]{3})(?:[-_](?:[A-Z]{2}|\d{3}))?"
+    return rf"^(?:(?:{tagged}){region}|(?:{alone}))$"
+
+
 _FLAGS = r"[-+0#']*"
 _WIDTH = r"(?:\*(?:\d+\$)?|\d+)?(?:\.(?:\*(?:\d+\$)?|\d+))?"
 _LENGTH = r"(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32|I)?"
@@ -38,7 +53,17 @@ SYNTAXES = {
     r"|&(?:[A-Za-z]\w*|#\d+|#x[\da-fA-F]+);",
     "metavar": r"<[A-Za-z][^<>\s]{0,60}>",
     "shell": r"\$\{[^{}\s]+\}|\$\([^()\s]+\)|\$[A-Za-z_]\w*",
-    "variables": r"\$\{[^{}\s]+\}|\$\([^()\s]+\)|\$[A-Z_][A-Z0-9_]*\b|%[A-Z][A-Z0-9_]{2,}%?",
+    "variables": r"\$\{[^{}\s]+\}|\$\([^()\s]+\)|\$[A-Za-z_]\w*|%[A-Z][A-Z0-9_]{2,}%?",
+    "language": _language_codes(),
+    "tags": r"</?\d{1,3}>|<\d{1,3}\s*/>",
+    "marker": r"__[A-Za-z]\w*?__|@@[\w.-]{1,60}@@",
+    "option": r"(?<![\w/.<>%\\-])(?:--[a-z0-9][\w-]*[\w]|-[A-Za-z][A-Za-z0-9]?(?![\w-]))",
+    "identifier": (
+        r"(?<![\w.$/%\\-])(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
+        r"|[a-z]+\d*(?:[A-Z][a-z0-9]+)+|[A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*(?=\(\)))"
+        r"(?:\(\))?(?![\w-])"
+    ),
+    "version": r"(?<![\w.])v?\d+(?:\.\d+){2,}(?:-[0-9A-Za-z.]+)?(?![\w.])",
     "python": rf"%\([^()\s]+\){_FLAGS}{_WIDTH}[diouxXeEfFgGcrsa]|{PRINTF.replace(_FLAGS, '[-+ 0#]*')}",
     "brace": r"\{\{|\}\}|\{[\w.\[\]]*(?:![rsa])?(?::[^{}\s]*)?\}",
     "printf": PRINTF.replace(_FLAGS, r"[-+ 0#']*"),
@@ -57,10 +82,18 @@ never closed is read in linear time."""
 ORDERED = frozenset({"printf", "printf-prose", "python"})
 """Syntaxes whose unnamed spans (`%s`, not `%1$s` or `%(name)s`) are consumed in order: they
 come back in their order, wherever the words take them."""
+CODE = frozenset({"language", "tags", "marker", "option", "identifier", "version"})
+"""Code in prose that no format flag declares: a value that is a language code (`"locale":
+"en"`), React's and i18next's numbered tags (`<0>`),
+`__NAME__` and `@@name@@` markers, command-line options (`--delete`, `-q`; not their
+`=METAVAR`, which translators translate), identifiers (`snake_case`, `CONSTANT_CASE`,
+`camelCase`, `dotted.names`, `name()`; not a CamelCase product name or a hyphenated word) and
+version strings (`1.2.3`)."""
 DEFAULT = frozenset(
     {"url", "email", "path", "code", "template", "markup", "metavar", "variables", "brace"}
     | {"qt", "icu"}
     | {"printf-prose", "strftime", "escapes"}
+    | CODE
 )
 """What a string of unknown origin is protected from: code that prose does not contain."""
 ACCELERATORS = "_&~"
@@ -230,10 +263,18 @@ def spans(text: str, protection: Protection) -> list[Span]:
             at = match.start() + 1  # what begins inside an ICU message's syntax may start after
             continue
         syntax = match.lastgroup.replace("_", "-") if isinstance(match, re.Match) else "user"
+        if syntax == "identifier" and _accelerated(match.group(), protection.accelerator):
+            at = match.end()  # `Or_dering`: a word with its keyboard accelerator
+            continue
         ordered = syntax in ORDERED and _unnamed(match.group())
         found.append(Span(match.start(), match.end(), match.group(), syntax, ordered))
         at = match.end()
     return sorted(found, key=lambda s: s.start) if taken else found
+
+
+def _accelerated(word: str, marker: str | None) -> bool:
+    """Whether an identifier is rather a word with its accelerator `marker` in it (one `_`)."""
+    return marker is not None and word.count(marker) == 1 and "." not in word
 
 
 def _user_matches(text: str, protection: Protection) -> deque:
@@ -354,14 +395,19 @@ def without_code(text: str, protection: Protection) -> str:
 
 def check(source: str, result: str, protection: Protection, found: list[Span]) -> str | None:
     """The first check `result` fails as a translation of `source`, whose spans are `found`
-    (None: it passes): the same spans (`placeholders`; in order where order matters), as many
+    (None: it passes): the same spans (`placeholders`; in order where order matters; none with
+    an ASCII letter against it that had none in the source), as many
     `%` and braces as where those syntaxes are read (a `%q` that no syntax names is still not
     written), the accelerator marker once (`accelerator`), as many line breaks (`newlines`)."""
+    if source.strip() and not result.strip():
+        return "empty"  # never written where the source says something
     mine = spans(result, protection)
     if sorted(s.text for s in mine) != sorted(s.text for s in found):
         return "placeholders"
     if [s.text for s in mine if s.ordered] != [s.text for s in found if s.ordered]:
         return "placeholder order"
+    if {s.text for s in mine if _glued(result, s)} - {s.text for s in found if _glued(source, s)}:
+        return "placeholder glued"  # `%{reason}s`: a letter joined to code, changing it
     counted = "%" * bool(protection.syntaxes & PERCENT) + "{}" * bool(protection.syntaxes & BRACES)
     if any(result.count(char) != source.count(char) for char in counted):
         return "placeholders"
@@ -375,6 +421,19 @@ def check(source: str, result: str, protection: Protection, found: list[Span]) -
     return None
 
 
+def _glued(text: str, span: Span) -> bool:
+    """Whether an ASCII letter touches `span` in `text`, where that makes it other code (a
+    letter beside a tag or an escape does not; scripts written without spaces touch code as a
+    matter of course)."""
+    if span.syntax in UNGLUED:
+        return False
+    around = text[span.start - 1 : span.start] if span.start else ""
+    around += text[span.end : span.end + 1]
+    return any(c.isascii() and c.isalpha() for c in around)
+
+
+UNGLUED = frozenset({"markup", "tags", "metavar", "icu", "template", "code", "escapes"})
+"""Syntaxes whose spans a letter may touch without changing them (`<b>word</b>`, `\\nNext`)."""
 PERCENT = frozenset({"printf", "printf-prose", "python", "qt", "strftime"})
 BRACES = frozenset({"brace", "icu"})
 """The syntaxes in which a lone `%` or brace the model made up would be read as code."""

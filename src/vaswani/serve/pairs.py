@@ -91,7 +91,7 @@ class Pairs:
             source = detected["language"]
         worker, middle = self.route(source, target)
         if worker is None:
-            raise NotServed(f"{source}:{target} is not served; see /languages")
+            raise NotServed(f"{source}:{target} is not served; see /languages ({self.listed()})")
         return Routed(worker, source, target, middle, detected)
 
     def reachable(self) -> list[tuple[str, str]]:

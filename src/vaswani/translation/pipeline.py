@@ -222,13 +222,15 @@ def restored(
 ) -> tuple[list[Translation], Alignment | None]:
     """A text's n-best translations with its code put back (the best by `alignment`, the others
     by relative position) and checked, and its alignment as one of the text as it was. A
-    translation that fails a check is the source as it was, marked `unsafe` with the check's
-    name; a text of nothing but code is kept as it is."""
+    translation that fails a check (an empty one too) is the source as it was, marked `unsafe`
+    with the check's name; a text of nothing but code is kept as it is."""
     same = None if alignment is None else [(i, i) for i in range(len(protected.source.split()))]
-    if not found and not protected.changed:  # a blank text
+    if not found and not protected.source.strip():  # a blank text
         return [], alignment
-    if not found:
+    if not found and protected.changed:  # nothing but code
         return [Translation(protected.source, 0.0, 0.0, origin="kept")], same
+    if not found:  # no answer (a pivot's middle came back blank): never written empty
+        return [Translation(protected.source, 0.0, 0.0, unsafe="empty")], same
     out, placed = [], []
     for k, translation in enumerate(found):
         mine = protected.place(translation.text, (alignment or []) if k == 0 else [])
