@@ -252,6 +252,18 @@ def test_properties_keep_keys_comments_and_escapes():
     assert len(removed) == 5  # the continued value was two lines
 
 
+def test_an_ascii_properties_file_gets_escapes_as_java_8_reads_it():
+    def umlauts(texts, alignments, code):
+        return [f"{t} für Größe" for t in texts], [None] * len(texts)
+
+    source = b"# XMLMessages\nInvalidCharInContent = An invalid character was found.\n"
+    out = translated(source, "XMLMessages.properties", "de", translate=umlauts)
+    assert out.isascii()  # Properties.load(InputStream) reads ISO-8859-1: no raw UTF-8
+    assert b"f\\u00fcr Gr\\u00f6\\u00dfe" in out
+    utf8 = "title = Café\n".encode()  # a file with UTF-8 of its own stays UTF-8
+    assert "für".encode() in translated(utf8, "m.properties", "de", translate=umlauts)
+
+
 def test_strings_files_in_utf16_are_written_back_in_utf16():
     source = '/* Title */\n"title" = "Open \\"%@\\" now";\nkey = "Delete %lld files?";\n'
     data = b"\xff\xfe" + source.encode("utf-16-le")

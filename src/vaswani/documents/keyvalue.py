@@ -4,8 +4,8 @@ comments, order, blank lines and the values' own escapes stay byte for byte.
 
 .properties: logical lines (a trailing backslash continues one), `#` and `!` comments, `key =
 value`, `key: value` or `key value`; Java's escapes (`\\uXXXX`, `\\n`, `\\t`...). A file that is
-not UTF-8 is ISO-8859-1 (Java's default before 9), and one written in ASCII with `\\u` escapes
-is written so again. A value with a MessageFormat argument (`{0}`) doubles its apostrophes, as
+not UTF-8 is ISO-8859-1 (Java's default before 9), and one written in ASCII is written so again
+(`\\uXXXX` escapes: Java 8 reads a .properties file as ISO-8859-1). A value with a MessageFormat argument (`{0}`) doubles its apostrophes, as
 MessageFormat reads them.
 
 .strings: `"key" = "value";` (or an unquoted key), C and line comments; UTF-8 or UTF-16 (by its
@@ -80,7 +80,9 @@ def read_properties(data: bytes, name: str, options: DocumentOptions) -> Spliced
         text, encoding = data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         text, encoding = data.decode("iso-8859-1"), "iso-8859-1"
-    below = 128 if text.isascii() and "\\u" in text else None if encoding == "utf-8" else 256
+    # ASCII stays ASCII, as Java 8's Properties.load(InputStream) reads ISO-8859-1; a file with
+    # UTF-8 characters of its own stays UTF-8 (Java 9's resource bundles)
+    below = 128 if text.isascii() else None if encoding == "utf-8" else 256
     values = []
     for start, end in _logical_lines(text):
         line = text[start:end]
