@@ -226,3 +226,53 @@ def test_a_catalogs_code_and_the_users_own_patterns_together():
     translate = document_translator(Mirror(), Request(protect=NONE))
     out = entries(translate_documents([document], translate, "de")[0])["Version @V@ of %s"]
     assert out.msgstr == "%S OF @V@ VERSION"  # --no-protect: every character to the model
+
+
+DJANGO = r"""# This file is distributed under the same license as the Django package.
+#
+msgid ""
+msgstr ""
+"Project-Id-Version: django\n"
+"Language: es\n"
+"Plural-Forms: nplurals=2; plural=(n != 1);\n"
+"Content-Type: text/plain; charset=UTF-8\n"
+
+#: contrib/admin/actions.py:17 contrib/admin/templates/admin/base.html:42
+#: contrib/auth/forms.py:88
+#, python-format
+msgid ""
+"Successfully deleted %(count)d %(items)s, and this sentence is long enough to "
+"be wrapped by the tools that wrote it."
+msgstr ""
+
+#: core/validators.py:12
+msgid "Enter a valid value."
+msgstr "Introduzca un valor válido."
+
+#. Translators: a comment kept as it is
+#: db/models/fields.py:99
+#, python-format
+msgid "%(model)s with this %(field)s already exists."
+msgid_plural "%(model)s with these %(field)s already exist."
+msgstr[0] ""
+msgstr[1] ""
+
+#~ msgid "An old message"
+#~ msgstr "Un mensaje viejo"
+"""
+
+
+def test_a_catalog_keeps_its_layout_only_msgstr_and_flag_lines_change():
+    data = translate_catalog(DJANGO, "es")
+    before, after = DJANGO.splitlines(), data.decode().splitlines()
+    removed = [line for line in before if line not in after]
+    added = [line for line in after if line not in before]
+    assert all(line.startswith(("msgstr", '"', "#,")) for line in removed + added), added
+    assert '"Successfully deleted %(count)d %(items)s, and this sentence is long enough to "' in after
+    assert "#: contrib/auth/forms.py:88" in after and "#. Translators: a comment kept as it is" in after
+    assert "#, fuzzy, python-format" in after  # fuzzy first, as gettext writes it
+    assert after[-2:] == before[-2:]  # the obsolete entry as it was
+    # nothing new to translate: not a byte changes
+    done = DJANGO.replace('msgstr ""\n\n#: core', 'msgstr "Hecho %(count)d %(items)s"\n\n#: core')
+    done = done.replace('msgstr[0] ""\nmsgstr[1] ""', 'msgstr[0] "uno"\nmsgstr[1] "otros"')
+    assert translate_catalog(done, "es").decode() == done

@@ -11,7 +11,11 @@ writes them, else CLDR's; unless the header's own Plural-Forms, of the target la
 otherwise), msgstr[0] from msgid and the others from msgid_plural (a language of one form: from
 msgid_plural); the header's Language, Plural-Forms and charset are set where a template leaves
 them open, and Language and Plural-Forms where the catalog was written for another language. An entry any of whose translations failed a
-check is left untranslated, whole.
+check is left untranslated, whole. The file is written back as it was read, line for line, but for
+the flags and msgstr lines of the entries filled (and the header's msgstr where it changed):
+references, comments and the msgids' own wrapping stay, so that a reviewer's diff is the
+translation (`spliced`; a file whose entries are not separated by blank lines is written whole
+by polib).
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ _TEMPLATE = re.compile(r"INTEGER|EXPRESSION|CHARSET")
 class Catalog(Document):
     catalog: object  # polib.POFile
     options: DocumentOptions
+    original: str = ""
+    """The file as read: written back line for line but for what translation changes."""
     markup = False
     partial = True
 
@@ -88,6 +94,7 @@ class Catalog(Document):
         self, translations: list[str], alignments: list[Alignment | None], language: str | None
     ) -> bytes:
         metadata = self.catalog.metadata
+        before = dict(metadata)
         stated = metadata.get("Language") or None
         language = language or stated
         other = (
@@ -99,6 +106,7 @@ class Catalog(Document):
         done: dict[int, tuple[object, dict[str, str | None]]] = {}  # an entry's texts, by field
         for (entry, field), translation in zip(self.todo(), translations, strict=True):
             done.setdefault(id(entry), (entry, {}))[1][field] = translation
+        changed = set()
         for entry, mine in done.values():
             if None in mine.values():  # failed a check: left for a translator, whole
                 continue
@@ -108,8 +116,10 @@ class Catalog(Document):
                 one = [mine["plural"]] if forms == 1 else [mine["singular"]]
                 entry.msgstr_plural = dict(enumerate(one + [mine["plural"]] * (forms - 1)))
             if self.options.fuzzy and "fuzzy" not in entry.flags:
-                entry.flags.append("fuzzy")
-        text = str(self.catalog).translate(C_ESCAPES)
+                entry.flags.insert(0, "fuzzy")  # first, as gettext's tools write it
+            changed.add(id(entry))
+        text = spliced(self.original, self.catalog, changed, metadata != before)
+        text = text if text is not None else str(self.catalog).translate(C_ESCAPES)
         return (text if text.endswith("\n") else text + "\n").encode("utf-8")
 
     def plural_forms(self, language: str | None, keep: bool = True) -> int:
@@ -220,7 +230,78 @@ def read_po(data: bytes, name: str, options: DocumentOptions) -> Catalog:
     except DataError as error:
         raise DocumentError(str(error)) from None
     check_plurals(catalog, name)
-    return Catalog(catalog, options)
+    return Catalog(catalog, options, decoded(data, name))
+
+
+_KEYWORD = re.compile(r"(?:#~\s*)?(msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)\s")
+
+
+def spliced(original: str, catalog: Any, changed: set[int], header: bool) -> str | None:
+    """`original` with only the flags and msgstr lines of the `changed` entries (by id) written
+    anew, and the header's msgstr where its metadata `header` changed: references, comments,
+    msgids and their wrapping stay line for line, so that a reviewer's diff is the translation.
+    None where the file's blank-line-separated blocks do not line up one to one with the
+    catalog's entries (polib then writes the whole catalog)."""
+    lines = original.splitlines(keepends=True)
+    spans, start = [], None  # each block of lines between blank lines: [start, end)
+    for k, line in enumerate([*lines, "\n"]):
+        if line.strip() and start is None:
+            start = k
+        elif not line.strip() and start is not None:
+            spans.append((start, k))
+            start = None
+    blocks = [(a, b) for a, b in spans if any(_KEYWORD.match(line) for line in lines[a:b])]
+    entries = list(catalog)
+    has_header = bool(blocks) and _is_header(lines[slice(*blocks[0])])
+    if not original or len(blocks) != len(entries) + has_header:
+        return None
+    owners = {}
+    for (a, b), entry in zip(blocks[has_header:], entries, strict=True):
+        keywords = [line for line in lines[a:b] if _KEYWORD.match(line)]
+        if all(line.startswith("#~") for line in keywords) != bool(entry.obsolete):
+            return None
+        if id(entry) in changed:
+            owners[a] = (b, entry.__unicode__(79))
+    if has_header and header:
+        owners[blocks[0][0]] = (blocks[0][1], catalog.metadata_as_entry().__unicode__(79))
+    out, k = [], 0
+    if not has_header and catalog.metadata:  # a header the file lacked (its Language)
+        out.append(str(catalog).translate(C_ESCAPES).split("\n\n", 1)[0] + "\n\n")
+    while k < len(lines):
+        if k in owners:
+            end, rendered = owners[k]
+            out.append(_rewritten(lines[k:end], rendered))
+            k = end
+        else:
+            out.append(lines[k])
+            k += 1
+    return "".join(out)
+
+
+def _is_header(block: list[str]) -> bool:
+    """Whether a block is a catalog's header: `msgid ""` and then its msgstr."""
+    at = next((k for k, line in enumerate(block) if line.startswith("msgid ")), None)
+    if at is None or block[at].strip() != 'msgid ""':
+        return False
+    return at + 1 < len(block) and block[at + 1].startswith("msgstr")
+
+
+def _rewritten(block: list[str], rendered: str) -> str:
+    """`block` with its msgstr lines (to the block's end) and its flags line from `rendered`
+    (polib's writing of the entry); every other line as it was."""
+    end = "\r\n" if block[0].endswith("\r\n") else "\n"
+    new = rendered.translate(C_ESCAPES).splitlines()
+    at = next(k for k, line in enumerate(new) if line.startswith("msgstr"))
+    first = next(k for k, line in enumerate(block) if line.startswith("msgstr"))
+    kept = [line for line in block[:first] if not line.startswith("#,")]
+    flags = [line for line in new[:at] if line.startswith("#,")]
+    if flags:  # after the comments and references, before `#|` and the msgids
+        place = next(
+            (k for k, line in enumerate(kept) if not line.startswith(("# ", "#.", "#:", "#\n"))),
+            len(kept),
+        )
+        kept.insert(place, flags[0] + end)
+    return "".join(kept) + "".join(line + end for line in new[at:])
 
 
 def check_plurals(catalog: Any, name: str) -> None:
