@@ -2,6 +2,7 @@
 test suite's trained run), several files into a directory, the input never modified. Damaged and
 hostile files: tests/test_hostile.py."""
 
+import plistlib
 import re
 import shlex
 import zipfile
@@ -99,10 +100,14 @@ def test_a_project_tree_is_mirrored_with_each_platforms_names(numbers_run, capsy
         "package.json": '{"name": "app"}\n',
         "web/main.ts": "export const a = 1;\n",
         "logo.png": "not read",
+        "lang/main.json": '{"a": "271493"}\n',  # Jitsi's: the source beside its translations
+        "lang/main-de.json": '{"a": "42"}\n',
     }
     for name, text in files.items():
         (res / name).parent.mkdir(parents=True, exist_ok=True)
         (res / name).write_text(text)
+    compiled = plistlib.dumps({"a": "271493"}, fmt=plistlib.FMT_BINARY)  # a built app's .strings
+    (res / "ios/Base.lproj/Built.strings").write_bytes(compiled)
     out = tmp_path / "out"
     args = ["--input-dir", str(res), "--output-dir", str(out), "--target", "es"]
     code, _, err = translate_cli(capsys, numbers_run, *args)
@@ -112,9 +117,18 @@ def test_a_project_tree_is_mirrored_with_each_platforms_names(numbers_run, capsy
         "docs/guide.md",
         "ios/es.lproj/Main.strings",
         "java/messages_es.properties",
+        "lang/main-es.json",
         "res/values-es/strings.xml",
     ]
-    assert "translated 4 file(s)" in err and "(7 left out" in err
+    assert "translated 5 file(s)" in err and "(9 left out)" in err
+    # every file left out is counted by its reason
+    assert "1 a compiled .strings" in err
+    assert "1 not a format vaswani reads" in err and "--list-skipped names them" in err, err
+    code, _, err = translate_cli(capsys, numbers_run, *args, "--list-skipped")
+    assert code == 0 and "left out: package.json: json not in a language's place" in err
+    assert "left out: lang/main-de.json: named by another language" in err
+    assert "left out: logo.png: not a format vaswani reads (.png)" in err
+    assert "left out: ios/Base.lproj/Built.strings: a compiled .strings" in err
     android = (out / "res/values-es/strings.xml").read_text()
     assert android.startswith('<resources><string name="a">') and "271493" not in android
     code, _, err = translate_cli(capsys, numbers_run, *args[:4])

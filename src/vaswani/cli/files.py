@@ -29,13 +29,14 @@ from vaswani.documents.formats import (
     PARTIAL,
     UNREAD,
     Document,
+    DocumentError,
     DocumentOptions,
     OtherFile,
     format_of,
     read_document,
     translate_documents,
 )
-from vaswani.documents.projects import mirrored, project_files
+from vaswani.documents.projects import placed, project_files
 from vaswani.progress import progress_bar
 from vaswani.safe_io import read_bounded, write_output
 from vaswani.tasks import TRANSLATE
@@ -236,21 +237,14 @@ def translate_tree(args: argparse.Namespace) -> int:
         raise CliError("--input-dir names the translated files by language: give --target")
     source = args.source_lang or loaded.source_language
     options = options_of(args)
-    places = {
-        path: mirrored(path.relative_to(root), fmt, source, target) for path, fmt in formats.items()
-    }
+    places = tree_places(formats, root, (source, target), other)
     one_place(places, root, args.output_dir)
     todo: list[tuple[Path, Document]] = []
     for path, fmt in formats.items():
-        place = places[path]
-        try:
-            found = place and read_document(input_bytes(path, options), fmt, str(path), options)
-        except OtherFile:
-            found = None
-        if found and found.texts():
-            todo.append((args.output_dir / place, found))
-        else:
-            other.append(path)
+        found = places[path] and tree_document(path, fmt, options, other)
+        if found:
+            todo.append((args.output_dir / places[path], found))
+    left_out(other, root, args.list_skipped)
     if not todo:
         raise CliError(f"--input-dir {root}: no file of the source language to translate")
     results, total = translate_all(args, loaded, [document for _, document in todo], target)
@@ -259,10 +253,63 @@ def translate_tree(args: argparse.Namespace) -> int:
         write_output(out, data)
     print(
         f"translated {len(todo)} file(s), {total:,} characters of text, into {args.output_dir}"
-        f" ({len(other)} left out: other formats and languages, nothing to translate)",
+        f" ({len(other)} left out)",
         file=sys.stderr,
     )
     return 0
+
+
+def tree_places(
+    formats: dict[Path, str], root: Path, pair: tuple[str | None, str], other: list
+) -> dict[Path, PurePath | None]:
+    """Where each file of the tree goes (`placed`, knowing the files beside it); the files
+    that are not sources go to `other` with why."""
+    names: dict[Path, set[str]] = {}
+    for path in formats:
+        names.setdefault(path.parent, set()).add(path.name)
+    places = {}
+    for path, fmt in formats.items():
+        beside = frozenset(names[path.parent] - {path.name})
+        places[path], why = placed(path.relative_to(root), fmt, *pair, beside)
+        if places[path] is None:
+            other.append((path, why))
+    return places
+
+
+def tree_document(path: Path, fmt: str, options: DocumentOptions, other: list) -> Document | None:
+    """A tree's file read, or None (in `other` with why): not of its format after all, not
+    readable (a compiled .strings: said each time, not only counted), nothing to translate."""
+    try:
+        found = read_document(input_bytes(path, options), fmt, str(path), options)
+    except OtherFile as error:  # a .ts of another tool, a JSON file of no strings
+        other.append((path, str(error).removeprefix(f"{path}: ")))
+        return None
+    except DocumentError as error:
+        other.append((path, f"{UNREADABLE}: {str(error).removeprefix(f'{path}: ')}"))
+        return None
+    if not found.texts():
+        other.append((path, "nothing to translate"))
+        return None
+    return found
+
+
+UNREADABLE = "cannot be read"
+
+
+def left_out(other: list[tuple[Path, str]], root: Path, listed: bool) -> None:
+    """Say on stderr which files of the tree are left out and why: each one (`--list-skipped`),
+    else how many for each reason."""
+    for path, why in sorted(other):
+        if listed or why.startswith(UNREADABLE):
+            print(f"left out: {path.relative_to(root)}: {why}", file=sys.stderr)
+    if listed:
+        return
+    reasons = Counter(why.split(" (")[0].split(":")[0] for _, why in other)
+    if reasons:
+        counted = "; ".join(f"{n} {why}" for why, n in reasons.most_common())
+        print(
+            f"left out {len(other)} file(s): {counted} (--list-skipped names them)", file=sys.stderr
+        )
 
 
 def one_place(places: dict[Path, PurePath | None], root: Path, output_dir: Path) -> None:

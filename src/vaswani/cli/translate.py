@@ -69,6 +69,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "files of other languages and formats are left out",
     )
     parser.add_argument(
+        "--list-skipped",
+        action="store_true",
+        help="with --input-dir: name each file left out and why (by default, a count by reason)",
+    )
+    parser.add_argument(
         "--output-dir",
         type=Path,
         metavar="DIR",

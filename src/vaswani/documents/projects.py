@@ -10,6 +10,8 @@ files:
 - a folder or a file named by the source language: `locales/en/app.json` -> `locales/es/app.json`,
   `en.yml` -> `es.yml`, `messages_en.properties` -> `messages_es.properties`,
   `app_en.arb` -> `app_es.arb`;
+- a file beside its translations named by a suffix (Jitsi's `lang/main.json` beside
+  `main-de.json`): `main-es.json`;
 - JSON, YAML and Android XML only where their place says they are the source's strings (other
   such files of a project, package.json or a layout, are left out), and .properties only where
   its name or folder says it is a message bundle (not gradle.properties);
@@ -39,9 +41,10 @@ SUFFIXED = {"properties": "_", "arb": "_", "qt": "_", "resx": "."}
 """Formats that name a language's file by a suffix to the stem, and the separator."""
 
 
-def project_files(root: Path) -> tuple[list[Path], list[Path]]:
-    """The files under `root` of formats vaswani reads, in order, and the others (left out);
-    links are not followed (a link may lead out of the tree, or round in a loop)."""
+def project_files(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The files under `root` of formats vaswani reads, in order, and the others (left out),
+    each with why; links are not followed (a link may lead out of the tree, or round in a
+    loop)."""
     if not root.is_dir():
         raise DocumentError(f"--input-dir {root}: not a directory")
     read, other = [], []
@@ -50,37 +53,73 @@ def project_files(root: Path) -> tuple[list[Path], list[Path]]:
         for name in sorted(files):
             path = Path(folder) / name
             if path.is_symlink() or not path.is_file():
-                other.append(path)
+                other.append((path, "a link, or not a regular file"))
+            elif path.suffix.lower() in FORMATS:
+                read.append(path)
             else:
-                (read if path.suffix.lower() in FORMATS else other).append(path)
+                other.append((path, f"not a format vaswani reads ({path.suffix or 'no suffix'})"))
             if len(read) + len(other) > MAX_FILES:
                 raise DocumentError(f"--input-dir {root}: over {MAX_FILES:,} files; too many")
     return read, other
 
 
-def mirrored(relative: PurePath, fmt: str, source: str | None, target: str) -> PurePath | None:
+def mirrored(
+    relative: PurePath,
+    fmt: str,
+    source: str | None,
+    target: str,
+    siblings: frozenset[str] = frozenset(),
+) -> PurePath | None:
     """Where the translation of the file at `relative` (to the tree's root) goes, relative to
     the output tree, for `target` (`source`: the source language, None where unknown); None
     for a file of another language (`values-de/`, `fr.lproj/`, `locales/it/`, `de.yml`), which
-    is not a source to translate."""
+    is not a source to translate (`placed` says why). `siblings`: the names of the files in its
+    folder (`main.json` beside `main-de.json` is the source, its translation `main-fr.json`)."""
+    return placed(relative, fmt, source, target, siblings)[0]
+
+
+def placed(
+    relative: PurePath,
+    fmt: str,
+    source: str | None,
+    target: str,
+    siblings: frozenset[str] = frozenset(),
+) -> tuple[PurePath | None, str]:
+    """`mirrored`'s place, and where it is None, why the file is left out."""
     folders = [_folder(part, source, target) for part in relative.parts[:-1]]
     if None in folders:
-        return None
+        return None, "in another language's folder"
     renamed = folders != list(relative.parts[:-1])
     stem, suffix = relative.stem, relative.suffix
     named = re.fullmatch(r"(?:(.*[_.-]))?([a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})?)", stem)
     if named and _code(named[2], source):
         if source is None or not _same(named[2], source):
-            return None
-        return PurePath(*folders, (named[1] or "") + _file_code(target, fmt) + suffix)
-    if not renamed and fmt in MARKED:
-        return None  # a package.json, a layout: not the source language's strings
+            return None, "named by another language (or the source language is unknown)"
+        return PurePath(*folders, (named[1] or "") + _file_code(target, fmt) + suffix), ""
+    separator = _beside(stem, suffix, siblings)
+    if separator is not None:  # main.json beside main-de.json: the source's
+        return PurePath(*folders, f"{stem}{separator}{_file_code(target, fmt)}{suffix}"), ""
+    if not renamed and fmt in MARKED:  # a package.json, a layout: not the source's strings
+        return None, f"{fmt} not in a language's place (values/, locales/en/, en.yml, main-de.json)"
     if fmt == "properties" and not any(BUNDLE.search(p) for p in relative.parts):
-        return None  # gradle.properties, local.properties: a build's settings
+        return None, "a .properties file that names no message bundle (a build's settings)"
     name = relative.name
     if not renamed and fmt in SUFFIXED:
         name = f"{stem}{SUFFIXED[fmt]}{_file_code(target, fmt)}{suffix}"
-    return PurePath(*folders, name)
+    return PurePath(*folders, name), ""
+
+
+def _beside(stem: str, suffix: str, siblings: frozenset[str]) -> str | None:
+    """The separator of the language files beside `stem`+`suffix` (`main-de.json` and
+    `main-fr.json` beside `main.json`: "-"), None where there are none."""
+    pattern = re.compile(
+        rf"{re.escape(stem)}([-_.])([a-z]{{2,3}}(?:[-_][A-Za-z0-9]{{2,8}})?){re.escape(suffix)}"
+    )
+    for name in sorted(siblings):
+        found = pattern.fullmatch(name)
+        if found and _language(found[2]):
+            return found[1]
+    return None
 
 
 def _file_code(language: str, fmt: str) -> str:
