@@ -174,7 +174,7 @@ def test_target_is_required_known_and_only_for_multilingual_models(multi_run, nu
     assert run.prefixes("FR", 2) == run.prefixes(["fr", "fr"], 2)  # any spelling of the code
     with pytest.raises(ValueError, match="1 target languages for 2 texts"):
         run.prefixes(["fr"], 2)
-    with pytest.raises(RunError, match="one language pair; leave out --target"):
+    with pytest.raises(RunError, match="one language pair; leave out Request.target"):
         load_run(numbers_run).prefixes("de", 1)
     assert load_run(numbers_run).prefixes(None, 1) is None
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from vaswani.errors import VaswaniError
@@ -13,13 +15,71 @@ def normal(code: str) -> str:
     return code.strip().replace("_", "-").lower()
 
 
+@dataclass(frozen=True)
+class Language:
+    """One language however it is written: "de", "DE", "de-DE", "de_AT", "pt_BR", "zh-Hant",
+    "sr@latin", "es_ES.UTF-8" are read alike (`parse`), compared (`matches`), and spelt as each
+    platform's folders and file names write it (`spelt`)."""
+
+    base: str
+    """The language, lower case ("pt")."""
+    subtags: tuple[str, ...] = ()
+    """Region and script, each cased as BCP 47 writes it ("BR", "Hant", "419")."""
+
+    @classmethod
+    def parse(cls, text: str) -> Language:
+        """`text` read as a language; LanguageError for what is none ("", "de en", "1x")."""
+        plain = text.strip().split("@")[0].split(".")[0]  # POSIX's sr@latin, es_ES.UTF-8
+        parts = [part for part in re.split(r"[-_]", plain) if part]
+        if not parts or not parts[0].isalpha() or not all(p.isalnum() for p in parts):
+            raise LanguageError(f"{text!r}: not a language (a code such as de, pt-BR, zh_Hant)")
+        return cls(parts[0].lower(), tuple(_cased(part) for part in parts[1:]))
+
+    @property
+    def tag(self) -> str:
+        """BCP 47's spelling: "pt-BR", "zh-Hant"."""
+        return "-".join([self.base, *self.subtags])
+
+    def matches(self, asked: Language) -> bool:
+        """Whether this language (a file's, a folder's) is the one `asked` for: a bare language
+        ("es") is any region of it (es-ES, ES, es_MX); one with a region ("pt-BR") only itself."""
+        return self == asked if asked.subtags else self.base == asked.base
+
+    def spelt(self, platform: str = "bcp47") -> str:
+        """As `platform` writes it in names: "bcp47" (pt-BR), "posix" (Java's, Qt's, Flutter's
+        and gettext's pt_BR), "android" (values-es, values-pt-rBR, values-b+zh+Hans)."""
+        if platform == "posix":
+            return "_".join([self.base, *self.subtags])
+        if platform == "android" and self.subtags:
+            if len(self.subtags) == 1 and re.fullmatch(r"[A-Z]{2}|\d{3}", self.subtags[0]):
+                return f"{self.base}-r{self.subtags[0]}"
+            return "+".join(["b", self.base, *self.subtags])
+        return self.tag
+
+
+def _cased(subtag: str) -> str:
+    """A subtag as BCP 47 cases it: a region upper case, a script title case."""
+    if len(subtag) == 2:
+        return subtag.upper()
+    return subtag.title() if len(subtag) == 4 and subtag.isalpha() else subtag.lower()
+
+
+def base_of(text: str) -> str:
+    """The language of a tag, without region or script ("de-AT", "de_AT", "DE" -> "de"); ""
+    for a tag that is none."""
+    try:
+        return Language.parse(text).base
+    except LanguageError:
+        return ""
+
+
 def language_matches(found: str, asked: str | None) -> bool:
-    """Whether tag `found` (from a file) is the language `asked` for: a bare language ("es")
-    matches any region of it (es-ES, ES, es_MX); a tag with a region ("pt-BR") only itself."""
-    if not asked or not found:
+    """Whether tag `found` (from a file) is the language `asked` for (`Language.matches`); a
+    tag that is no language matches nothing."""
+    try:
+        return bool(asked and found) and Language.parse(found).matches(Language.parse(asked))
+    except LanguageError:
         return False
-    found, asked = normal(found), normal(asked)
-    return found == asked if "-" in asked else found.split("-", 1)[0] == asked
 
 
 def lingua_language(code: str):

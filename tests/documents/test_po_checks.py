@@ -268,8 +268,13 @@ def test_a_catalog_keeps_its_layout_only_msgstr_and_flag_lines_change():
     removed = [line for line in before if line not in after]
     added = [line for line in after if line not in before]
     assert all(line.startswith(("msgstr", '"', "#,")) for line in removed + added), added
-    assert '"Successfully deleted %(count)d %(items)s, and this sentence is long enough to "' in after
-    assert "#: contrib/auth/forms.py:88" in after and "#. Translators: a comment kept as it is" in after
+    assert (
+        '"Successfully deleted %(count)d %(items)s, and this sentence is long enough to "' in after
+    )
+    assert (
+        "#: contrib/auth/forms.py:88" in after
+        and "#. Translators: a comment kept as it is" in after
+    )
     assert "#, fuzzy, python-format" in after  # fuzzy first, as gettext writes it
     assert after[-2:] == before[-2:]  # the obsolete entry as it was
     # nothing new to translate: not a byte changes

@@ -131,6 +131,24 @@ BUG = (
 )
 
 
+FLAGS = {
+    "Request.target": "--target",
+    "Request.language": "--source-lang",
+    "Request.too_long='truncate'": "--too-long truncate",
+    "Protection.patterns": "--protect",
+}
+"""The library's words for a setting (its errors name the field a Python user sets), and the
+flag that sets it, which the command line's errors name instead."""
+
+
+def in_flags(error: Exception) -> str:
+    """An error's message in the command line's words: each setting named by its flag."""
+    message = str(error)
+    for words, flag in FLAGS.items():
+        message = message.replace(words, flag)
+    return message
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand. Exit status: 0 done, 1 the demo missed its accuracy target, 2 an error
     the user can fix (one line on stderr), 3 a bug in vaswani (a traceback and where to report it),
@@ -144,14 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         argv = with_config(parser, argv)
     except VaswaniError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {in_flags(error)}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
     try:
         with warnings_as_lines():
             return args.run(args)
     except VaswaniError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {in_flags(error)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # stdout closed early (`vaswani translate ... | head -1`): not an error
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -31,6 +31,7 @@ from vaswani.evaluate import (
     evaluate_translation,
     perplexity,
 )
+from vaswani.languages import parse_pair
 from vaswani.progress import progress_bar
 from vaswani.run import training_data
 from vaswani.run_table import is_run, record_evaluation
@@ -128,7 +129,7 @@ def translation(args: argparse.Namespace, loaded: Engine) -> int:
     if not sources:
         raise CliError(f"nothing to evaluate: {what} has no non-empty sentence pairs")
     dc = decode_config(args)
-    languages = [pair.split("-")[0] for pair in pairs] if pairs is not None else None
+    languages = [parse_pair(pair)[0] for pair in pairs] if pairs is not None else None
     # a wrong or missing --target: said before decoding
     loaded.prefixes(targets, len(sources), args.source_lang or languages)
     request = dataclasses.replace(

@@ -36,6 +36,7 @@ from vaswani.cli.common import (
 from vaswani.cli.fields import add_field_flags, settings_from
 from vaswani.config import DecodeConfig, ServeSettings
 from vaswani.decoding.quantize import weight_bytes
+from vaswani.languages import Language, LanguageError, code
 from vaswani.run import RunError
 from vaswani.tasks import TASKS_BY_NAME, TRANSLATE
 from vaswani.translation.engine import Engine
@@ -166,10 +167,13 @@ def language_pair(text: str) -> tuple[str | None, str | None, Path]:
         return None, None, Path(text)
     pair, sep, run_dir = text.partition("=")
     source, colon, target = pair.partition(":")
-    codes = (source, target)
-    if not (sep and colon and run_dir and all(c.isalpha() and c.islower() for c in codes)):
+    try:  # a language in any spelling, as the pairs spell it ("DE" de, "pt-BR" pt_br)
+        source, target = (code(Language.parse(c).tag) for c in (source, target))
+    except LanguageError:
+        sep = ""
+    if not (sep and colon and run_dir):
         raise argparse.ArgumentTypeError(
-            f"expected SRC:TGT=RUN_DIR such as de:en=runs/ding, got {text!r}"
+            f"expected SRC:TGT=RUN_DIR such as de:en=runs/ding (pt_BR:en for a region), got {text!r}"
         )
     return source, target, Path(run_dir)
 

@@ -172,7 +172,7 @@ def encode_sources(
         )
         if too_long == "error":
             raise InputTooLong(
-                f"{message}; shorten or split it, or allow truncation (--too-long truncate)"
+                f"{message}; shorten or split it, or allow truncation (Request.too_long='truncate')"
             )
         warnings.warn(f"{message}; translated its first {max_len - 1} tokens", TruncatedInput, 2)
         encoded[i] = ids[: max_len - 1]

@@ -27,6 +27,7 @@ import re
 from pathlib import Path, PurePath
 
 from vaswani.documents.formats import FORMATS, DocumentError
+from vaswani.languages import Language, language_matches
 
 MAX_FILES = 10_000
 """The most files of a tree read at once."""
@@ -124,7 +125,7 @@ def _beside(stem: str, suffix: str, siblings: frozenset[str]) -> str | None:
 
 def _file_code(language: str, fmt: str) -> str:
     """A language as a format's file names write it: Java, Flutter and Qt `pt_BR`."""
-    return language.replace("-", "_") if SUFFIXED.get(fmt) == "_" else language
+    return Language.parse(language).spelt("posix") if SUFFIXED.get(fmt) == "_" else language
 
 
 def _code(name: str, source: str | None) -> bool:
@@ -145,9 +146,7 @@ def _language(code: str) -> bool:
 
 def _same(code: str, language: str) -> bool:
     """Whether `code` names `language` in general (`en`, not `en-GB`, names `en` and `en-US`)."""
-    return re.split(r"[-_]", code)[0].lower() == re.split(r"[-_]", language)[0].lower() and (
-        re.fullmatch(r"[A-Za-z]{2,3}", code) is not None or code.lower() == language.lower()
-    )
+    return language_matches(language, code)
 
 
 def _folder(part: str, source: str | None, target: str) -> str | None:
@@ -177,9 +176,4 @@ def _folder(part: str, source: str | None, target: str) -> str | None:
 
 def android_locale(language: str) -> str:
     """A language tag as Android's resource qualifier: `es`, `pt-rBR`, `b+zh+Hans`."""
-    parts = re.split(r"[-_]", language)
-    if len(parts) == 1:
-        return parts[0].lower()
-    if len(parts) == 2 and re.fullmatch(r"[A-Za-z]{2}|\d{3}", parts[1]):
-        return f"{parts[0].lower()}-r{parts[1].upper()}"
-    return "b+" + "+".join(parts)
+    return Language.parse(language).spelt("android")

@@ -189,7 +189,9 @@ class Protection:
             try:
                 self.user_finder()
             except re2.error as error:  # each is within RE2's memory, not all of them
-                raise ProtectError(f"--protect: the patterns together: {_said(error)}") from None
+                raise ProtectError(
+                    f"Protection.patterns: the patterns together: {_said(error)}"
+                ) from None
 
     @functools.cached_property
     def finder(self) -> re.Pattern:
@@ -211,19 +213,21 @@ def _check_pattern(pattern: str) -> None:
     try:
         re.compile(pattern)
     except (re.error, OverflowError, RecursionError) as error:
-        raise ProtectError(f"--protect {pattern!r}: not a regular expression ({error})") from None
+        raise ProtectError(
+            f"Protection.patterns {pattern!r}: not a regular expression ({error})"
+        ) from None
     try:
         compiled = _user_finder((pattern,))
     except re2.error as error:
         raise ProtectError(
-            f"--protect {pattern!r}: {_said(error)} (vaswani runs patterns with RE2, in time "
+            f"Protection.patterns {pattern!r}: {_said(error)} (vaswani runs patterns with RE2, in time "
             "linear in the text: it has no backreferences or lookaround)"
         ) from None
     for probe in EMPTY_PROBES:
         for match in compiled.finditer(probe):
             if match.start() == match.end():
                 raise ProtectError(
-                    f"--protect {pattern!r}: matches the empty string (in {probe!r}), so it would "
+                    f"Protection.patterns {pattern!r}: matches the empty string (in {probe!r}), so it would "
                     "protect nothing at every character; make it match at least one"
                 )
 
@@ -287,7 +291,9 @@ def _user_matches(text: str, protection: Protection) -> deque:
     for match in found:
         if match.start() == match.end():
             pattern = next(p for k, p in enumerate(protection.patterns) if match.group(f"user{k}"))
-            raise ProtectError(f"--protect {pattern!r}: matches the empty string in {text[:60]!r}")
+            raise ProtectError(
+                f"Protection.patterns {pattern!r}: matches the empty string in {text[:60]!r}"
+            )
     return found
 
 

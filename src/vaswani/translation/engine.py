@@ -118,14 +118,16 @@ class Engine(TextModel):
             return self.forced_prefixes(languages, targets, count, sources)
         if languages is None:
             if targets is not None:
-                raise RunError(f"{self.path} translates one language pair; leave out --target")
+                raise RunError(
+                    f"{self.path} translates one language pair; leave out Request.target"
+                )
             return None
         if targets is None and len(languages.targets) == 1:
             targets = languages.targets[0]  # many sources, one target: nothing to choose
         if targets is None:
             raise RunError(
                 f"{self.path} translates into {', '.join(languages.targets)}: give "
-                "the target language (--target)"
+                "the target language (Request.target)"
             )
         asked = [targets] * count if isinstance(targets, str) else list(targets)
         if len(asked) != count:
@@ -146,7 +148,7 @@ class Engine(TextModel):
         if targets is None or sources is None:
             missing = " and ".join(
                 flag
-                for flag, given in (("--source-lang", sources), ("--target", targets))
+                for flag, given in (("Request.language", sources), ("Request.target", targets))
                 if given is None
             )
             raise RunError(
@@ -158,7 +160,9 @@ class Engine(TextModel):
         if len(asked) != count or len(given) != count:
             raise ValueError(f"{len(asked)} targets, {len(given)} sources for {count} texts")
         if None in given:
-            raise RunError(f"{self.path} is told each text's source language: give --source-lang")
+            raise RunError(
+                f"{self.path} is told each text's source language: give Request.language"
+            )
         try:
             found = [languages.target(t) for t in asked], [languages.source(s) for s in given]
             return languages.prefixes(found[0], self.src_tokenizer, found[1])

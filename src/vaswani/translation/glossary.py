@@ -29,6 +29,7 @@ from defusedxml import DefusedXmlException
 
 from vaswani.decoding.text import Translation
 from vaswani.errors import VaswaniError
+from vaswani.languages import base_of
 from vaswani.translation.align import Alignment, word_starts
 
 MAX_TERM_CHARS = 300
@@ -298,15 +299,15 @@ def tbx_pairs(
         if local(entry.tag) in ("termEntry", "conceptEntry"):
             by_language: dict[str, list[str]] = {}
             for lang_set in entry:
-                code = (lang_set.get(XML_LANG) or "").split("-")[0].casefold()
+                code = base_of(lang_set.get(XML_LANG) or "")
                 terms = [
                     t.text.strip() for t in lang_set.iter() if local(t.tag) == "term" and t.text
                 ]
                 by_language.setdefault(code, []).extend(terms)
             entries.append(by_language)
     seen = list(dict.fromkeys(code for entry in entries for code in entry))
-    source = (source or (seen[0] if seen else "")).split("-")[0].casefold()
-    target = (target or next((c for c in seen if c != source), "")).split("-")[0].casefold()
+    source = base_of(source or (seen[0] if seen else ""))
+    target = base_of(target or next((c for c in seen if c != source), ""))
     if source not in seen or target not in seen:
         raise GlossaryError(
             f"{name}: no terms in both {source or '?'} and {target or '?'} (its languages: "
