@@ -126,8 +126,7 @@ def attention_figures(
             *start,
             *decode(model, src, DecodeConfig(beam_size=1), forced=forced)[0][0].tokens,
         ]
-        tgt = torch.tensor([[cfg.bos_id, *output]], device=device)
-        maps = model.attention_maps(src, tgt)
+    maps = tm.attention([[*ids, cfg.eos_id]], [[cfg.bos_id, *output]])
     src_labels = [*src_tokenizer.tokens(ids), "</s>"]
     tgt_labels = ["<s>", *tgt_tokenizer.tokens(output)]
     translation = tgt_tokenizer.decode(output)

@@ -10,7 +10,7 @@ import dataclasses
 import math
 import warnings
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor, nn
@@ -126,6 +126,27 @@ class TextModel:
     the source and forced as the translation's first token (M2M-100, NLLB-200, mBART-50:
     `vaswani.languages.Languages.forced`)."""
 
+    def attention(self, sources: list[list[int]], targets: list[list[int]]) -> Any:
+        """The one computation of a model's attention, which word alignment, `vaswani plot` and
+        the server's /attention read: one teacher-forced pass without gradients over `sources`
+        (ids, each after its prefix and ending in end-of-sentence) and `targets` (each starting
+        with begin-of-sentence and a forced language token), padded into one batch. The
+        model's `AttentionMaps`; an `Engine` computes it in its precision."""
+        cfg = self.model.cfg
+        device = next(self.model.parameters()).device
+        with torch.no_grad():
+            src, tgt = padded(sources, cfg).to(device), padded(targets, cfg).to(device)
+            return self.model.attention_maps(src, tgt)
+
+
+def padded(sequences: list[list[int]], cfg: Any) -> Tensor:
+    """Id sequences as one batch, padded on the right with the model's pad id."""
+    width = max(len(ids) for ids in sequences)
+    out = torch.full((len(sequences), width), cfg.pad_id, dtype=torch.long)
+    for row, ids in enumerate(sequences):
+        out[row, : len(ids)] = torch.tensor(ids)
+    return out
+
 
 @dataclasses.dataclass(frozen=True)
 class Segments:
@@ -181,11 +202,7 @@ def encode_sources(
 
 def source_batch(sequences: list[list[int]], cfg: ModelConfig) -> Tensor:
     """Token ids, each with end-of-sentence, right-padded into one (B, S) tensor."""
-    width = max(len(ids) for ids in sequences) + 1
-    src = torch.full((len(sequences), width), cfg.pad_id, dtype=torch.long)
-    for row, ids in enumerate(sequences):
-        src[row, : len(ids) + 1] = torch.tensor([*ids, cfg.eos_id])
-    return src
+    return padded([[*ids, cfg.eos_id] for ids in sequences], cfg)
 
 
 def length_batches(widths: list[int], budget: int) -> list[range]:

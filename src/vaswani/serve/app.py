@@ -40,6 +40,7 @@ from vaswani.serve.schemas import (
 )
 from vaswani.serve.suggestions import Suggestions
 from vaswani.serve.worker import (
+    Attending,
     Targeted,
     Worker,
 )
@@ -312,8 +313,10 @@ ENDPOINTS = {  # by task
     TRANSLATE: Endpoint(
         "Translate with",
         translate_route,
-        lambda engine, texts, dc, prefixes: engine.segments(
-            Segments(texts, prefixes), Asked(decoding=dc)
+        lambda engine, texts, settings, prefixes: (
+            engine.attention_records(texts, list(settings.translations), prefixes)
+            if isinstance(settings, Attending)
+            else engine.segments(Segments(texts, prefixes), Asked(decoding=settings))
         ),
         DecodeConfig(beam_size=1, max_new_tokens=4),
     ),

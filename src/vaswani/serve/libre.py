@@ -19,18 +19,16 @@ when more than one source language can reach the asked target.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from contextlib import suppress
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import torch
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from vaswani.decoding.text import Translation, split_prefix
+from vaswani.decoding.text import Translation
 from vaswani.documents.html import HtmlDocument, HtmlError
 from vaswani.errors import VaswaniError
 from vaswani.languages import lingua_language
@@ -41,7 +39,7 @@ from vaswani.serve.refusals import Refused
 from vaswani.serve.schemas import BodyError, json_body
 from vaswani.serve.shared import MemoryStorage, RedisStorage
 from vaswani.serve.suggestions import RedisSuggestions, Suggestions
-from vaswani.serve.worker import Worker, served, text_problems, with_aids
+from vaswani.serve.worker import Attending, served, text_problems, with_aids
 from vaswani.translation.request import Request as Asked
 
 FORMATS = ("text", "html")
@@ -274,10 +272,10 @@ class Libre:
                     "bad_request", "Invalid request: attention is not given through a pivot"
                 )
             found, _ = await self.run(routed, texts, "text", 0, split_of(fields))
-            translation, worker = found[0][0], routed.worker
-            loop = asyncio.get_running_loop()
-            maps = await loop.run_in_executor(None, attention_of, worker, texts[0], translation)
-            return JSONResponse(maps)
+            worker = routed.worker
+            problems, tokens = worker.problems(texts, worker.model.cfg.max_len)
+            asked = Attending((found[0][0],))
+            return JSONResponse((await worker.submit(texts, asked, problems, tokens))[0])
         except Refused as error:
             return error.answer(libre=True)
 
@@ -434,25 +432,3 @@ def split_of(fields: dict[str, Any]) -> bool:
 
 def client_of(request: Request) -> str:
     return request.client.host if request.client else "unknown"
-
-
-def attention_of(worker: Worker, text: str, translation: str) -> dict[str, Any]:
-    """What /attention answers, from one teacher-forced pass over the text and its translation."""
-    cfg, engine = worker.model.cfg, worker.engine
-    before, start = split_prefix(worker.prefix, engine.forces_target)
-    src_ids = [*before, *engine.src_tokenizer.encode(text)][: cfg.max_len - 1]
-    src_ids.append(cfg.eos_id)
-    out_ids = engine.tgt_tokenizer.encode(translation)[: cfg.max_len - 2]
-    tgt_ids = [cfg.bos_id, *start, *out_ids]
-    device = worker.device
-    with torch.no_grad():
-        maps = worker.model.attention_maps(
-            torch.tensor([src_ids], device=device), torch.tensor([tgt_ids], device=device)
-        )
-    weights = maps.cross[-1][0, :, len(start) :].float().mean(dim=0)  # (T, S): heads averaged
-    return {
-        "translation": translation,
-        "source_tokens": engine.src_tokenizer.tokens(src_ids),
-        "target_tokens": [*engine.tgt_tokenizer.tokens(out_ids), "</s>"],
-        "weights": [[round(w, 4) for w in row] for row in weights.tolist()],
-    }

@@ -48,6 +48,15 @@ class Job:
     """Ids before each of its texts: the target-language token of a multilingual model."""
 
 
+@dataclass(frozen=True)
+class Attending:
+    """A job's settings asking for attention (`Engine.attention_records`) rather than
+    translations: the translation of each of its texts. Queued as translations are, on the
+    model's one thread."""
+
+    translations: tuple[str, ...]
+
+
 class Worker:
     """A model, the queue of requests waiting for it, and the thread that answers them in
     batches. Its `endpoint` says how texts become answers. A multilingual model has one worker

@@ -111,10 +111,9 @@ def align(
     is blank), each source read after its prefix (ids it was translated after: a multilingual
     model's target token)."""
     settings = settings or AlignSettings()
-    model, src_tokenizer, tgt_tokenizer = tm.model, tm.src_tokenizer, tm.tgt_tokenizer
+    src_tokenizer, tgt_tokenizer = tm.src_tokenizer, tm.tgt_tokenizer
     sources, prefixes = segments.texts, segments.prefixes
-    cfg = model.cfg
-    device = next(model.parameters()).device
+    cfg = tm.model.cfg
     found: list[Alignment] = [[] for _ in sources]
     first: dict[tuple, int] = {}  # each distinct pair is aligned once (a file's repeated cells)
     copies: dict[int, int] = {}
@@ -131,9 +130,10 @@ def align(
         parts = [split_prefix(prefixes[i] if prefixes else None, tm.forces_target) for i in batch]
         lead = [len(before) for before, _ in parts]
         pairs = list(zip(batch, parts, strict=True))
-        src_batch = padded([[*b, *src[i][0], cfg.eos_id] for i, (b, _) in pairs], cfg)
-        tgt_batch = padded([[cfg.bos_id, *s, *tgt[i][0]] for i, (_, s) in pairs], cfg)
-        maps = model.attention_maps(src_batch.to(device), tgt_batch.to(device))
+        maps = tm.attention(
+            [[*b, *src[i][0], cfg.eos_id] for i, (b, _) in pairs],
+            [[cfg.bos_id, *s, *tgt[i][0]] for i, (_, s) in pairs],
+        )
         layer = maps.cross[settings.layer].float()  # (B, H, T+1, S)
         head = cfg.alignment_head if settings.guided else None
         weights = (layer.mean(dim=1) if head is None else layer[:, head]).cpu()  # (B, T+1, S)
@@ -153,14 +153,6 @@ def cut(encoded: tuple[list[int], list[int]], limit: int) -> tuple[list[int], li
     """Ids and their words, at most `limit` of them (the model's position limit)."""
     ids, words = encoded
     return ids[:limit], words[:limit]
-
-
-def padded(sequences: list[list[int]], cfg: Any) -> Tensor:
-    width = max(len(ids) for ids in sequences)
-    out = torch.full((len(sequences), width), cfg.pad_id, dtype=torch.long)
-    for row, ids in enumerate(sequences):
-        out[row, : len(ids)] = torch.tensor(ids)
-    return out
 
 
 def word_starts(text: str) -> list[int]:

@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -32,6 +33,7 @@ from vaswani.decoding.text import (
     Translation,
     classify,
     generate,
+    split_prefix,
     translate_segments,
 )
 from vaswani.device import Placement, autocast, place
@@ -210,6 +212,36 @@ class Engine(TextModel):
         """The word alignment of each source with its translation (`vaswani.translation.align`)."""
         with self.computing():
             return align(self, sources, translations, settings)
+
+    def attention_records(
+        self, texts: list[str], translations: list[str], prefixes: list[list[int]] | None = None
+    ) -> list[dict[str, Any]]:
+        """For each text (after its prefix) and its translation: both texts' tokens and the
+        encoder-decoder attention of the last decoder layer, averaged over heads, a row per
+        translation token and end-of-sentence, a column per source token (what the server's
+        /attention answers). One teacher-forced pass (`attention`), in the engine's precision."""
+        cfg = self.model.cfg
+        rows = []
+        for k, (text, translation) in enumerate(zip(texts, translations, strict=True)):
+            before, start = split_prefix(prefixes[k] if prefixes else None, self.forces_target)
+            src_ids = [*[*before, *self.src_tokenizer.encode(text)][: cfg.max_len - 1], cfg.eos_id]
+            out_ids = self.tgt_tokenizer.encode(translation)[: cfg.max_len - 2]
+            rows.append((src_ids, [cfg.bos_id, *start, *out_ids], len(start), out_ids))
+        with self.computing():
+            maps = self.attention([r[0] for r in rows], [r[1] for r in rows])
+        records = []
+        for k, (src_ids, tgt_ids, lead, out_ids) in enumerate(rows):
+            cross = maps.cross[-1][k, :, lead : len(tgt_ids), : len(src_ids)]
+            weights = cross.float().mean(dim=0)  # (T, S): heads averaged
+            records.append(
+                {
+                    "translation": translations[k],
+                    "source_tokens": self.src_tokenizer.tokens(src_ids),
+                    "target_tokens": [*self.tgt_tokenizer.tokens(out_ids), "</s>"],
+                    "weights": [[round(w, 4) for w in row] for row in weights.tolist()],
+                }
+            )
+        return records
 
     def generate(self, prompts: list[str], sampling: Sampling | None = None) -> list[Generation]:
         """A language model's continuation of each prompt (`vaswani.decoding.text.generate`)."""
