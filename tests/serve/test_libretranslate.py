@@ -236,3 +236,25 @@ def test_deadline_and_model_failure_are_libretranslate_errors(runs):
     finally:
         worker.run = run
         server.stop()
+
+
+def test_attention_is_the_engines_computed_on_the_models_queue(server, runs):
+    status, answer = server.request(
+        "POST", "/attention", {"q": "271493", "source": "en", "target": "de"}
+    )
+    assert status == 200
+    translation = expected(runs[0], ["271493"])[0]
+    assert answer == runs[0].attention_records(["271493"], [translation])[0]
+    weights = answer["weights"]  # a row per target token, a column per source token
+    assert len(weights) == len(answer["target_tokens"]) and translation == answer["translation"]
+    assert all(len(row) == len(answer["source_tokens"]) for row in weights)
+    assert all(abs(sum(row) - 1) < 0.01 for row in weights)  # each row a distribution
+    # a batch of texts of other lengths (padded) gives each the rows it gives alone
+    both = runs[0].attention_records(["271493", "42"], [translation, "zweiundvierzig"])
+    alone = runs[0].attention_records(["42"], ["zweiundvierzig"])[0]
+    assert both[0] == answer and both[1]["target_tokens"] == alone["target_tokens"]
+    assert all(
+        abs(a - b) < 1e-3
+        for rows in zip(both[1]["weights"], alone["weights"], strict=True)
+        for a, b in zip(*rows, strict=True)
+    )
