@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from vaswani.data.builtin import DING_PATH, ding_de_en, numbers_de
-from vaswani.data.formats import ReadOptions, open_corpora
+from vaswani.data.readers import ReadOptions, open_corpora
 
 LIBREOFFICE_DE = Path("/usr/lib/libreoffice/program/resource/de")
 

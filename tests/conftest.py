@@ -43,7 +43,8 @@ def tiny() -> ModelConfig:
 @pytest.fixture(scope="session")
 def numbers_data(tmp_path_factory):
     """A small prepared numbers-de dataset shared by the tests that train."""
-    from vaswani.data import PrepareOptions, prepare
+    from vaswani.data import PrepareOptions
+    from vaswani.prepare import prepare
 
     out = tmp_path_factory.mktemp("data") / "numbers"
     prepare(["numbers-de"], out, PrepareOptions(vocab_size=300, numbers_size=3000, progress=False))
@@ -79,7 +80,8 @@ def numbers_run(numbers_data, tmp_path_factory):
 @pytest.fixture(scope="session")
 def lm_data(tmp_path_factory):
     """The built-in grammar-en corpus, small, prepared for a language model."""
-    from vaswani.data import PrepareOptions, prepare
+    from vaswani.data import PrepareOptions
+    from vaswani.prepare import prepare
 
     out = tmp_path_factory.mktemp("data") / "grammar"
     # 500 entries: the grammar's words become single tokens, which a tiny model learns quickly.
@@ -115,7 +117,8 @@ def lm_run(lm_data, tmp_path_factory):
 @pytest.fixture(scope="session")
 def classify_data(tmp_path_factory):
     """The built-in sentiment-en corpus, small, prepared for a classifier."""
-    from vaswani.data import PrepareOptions, prepare
+    from vaswani.data import PrepareOptions
+    from vaswani.prepare import prepare
 
     out = tmp_path_factory.mktemp("data") / "sentiment"
     opts = PrepareOptions(task="classify", vocab_size=400, builtin_size=4000, progress=False)

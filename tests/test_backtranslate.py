@@ -24,8 +24,9 @@ from vaswani.backtranslate import (
     noised,
 )
 from vaswani.config import DecodeConfig
-from vaswani.data import PreparedData, PrepareOptions, prepare
+from vaswani.data import PreparedData, PrepareOptions
 from vaswani.data.corpora import DataError
+from vaswani.prepare import prepare
 from vaswani.translation.engine import load_run
 
 VENV_BIN = Path(sys.executable).parent

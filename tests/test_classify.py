@@ -10,11 +10,12 @@ import torch
 from conftest import train_classifier
 from helpers import Server, cli
 from vaswani.config import ModelConfig
-from vaswani.data import PreparedData, PrepareOptions, prepare
+from vaswani.data import PreparedData, PrepareOptions
 from vaswani.data.builtin import _LIKE, _POSITIVE, sentiment_en
 from vaswani.data.corpora import DataError
 from vaswani.decoding.text import classify
 from vaswani.model import EncoderClassifier
+from vaswani.prepare import prepare
 from vaswani.run import load_trained
 from vaswani.serve import ServeSettings, create_app
 from vaswani.translation.engine import Engine

@@ -9,9 +9,10 @@ import pytest
 
 from helpers import cli
 from vaswani.config import DecodeConfig, TrainConfig
-from vaswani.data import PreparedData, PrepareOptions, prepare
+from vaswani.data import PreparedData, PrepareOptions
 from vaswani.decoding.text import TextModel
 from vaswani.distill import DistillError, distill
+from vaswani.prepare import prepare
 from vaswani.train.loop import train
 from vaswani.translation.engine import load_run
 from vaswani.translation.request import Request

@@ -15,11 +15,12 @@ import torch
 from helpers import Server, cli, free_port, losses
 from vaswani.cli import main
 from vaswani.config import Sampling, TrainConfig
-from vaswani.data import PreparedData, PrepareOptions, prepare
+from vaswani.data import PreparedData, PrepareOptions
 from vaswani.data.builtin import grammar_en
 from vaswani.data.corpora import DataError
 from vaswani.decoding.sampling import sample
 from vaswani.decoding.text import InputTooLong, generate
+from vaswani.prepare import prepare
 from vaswani.run import load_trained
 from vaswani.serve import ServeSettings, create_app
 from vaswani.tasks import LANGUAGE_MODEL, split_loss

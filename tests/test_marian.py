@@ -430,8 +430,9 @@ def test_an_imported_model_teaches_a_dataset_with_its_own_tokenizer(imported, tm
     """`vaswani distill` with an OPUS-MT-shaped teacher: the dataset's sources are translated as
     text and the translations encoded with the dataset's own BPE."""
     from vaswani.config import DecodeConfig
-    from vaswani.data import PreparedData, PrepareOptions, prepare
+    from vaswani.data import PreparedData, PrepareOptions
     from vaswani.distill import distill
+    from vaswani.prepare import prepare
     from vaswani.translation.engine import load_run
 
     corpus = tmp_path / "pairs.tsv"

@@ -8,11 +8,12 @@ import pytest
 
 from helpers import Server, cli
 from vaswani.config import DecodeConfig, TrainConfig
-from vaswani.data import PreparedData, PrepareOptions, prepare
+from vaswani.data import PreparedData, PrepareOptions
 from vaswani.data.corpora import DataError
-from vaswani.data.split import temperature_weights
 from vaswani.decoding.text import Segments, TextModel, encode_sources, translate_segments
 from vaswani.languages import Languages, parse_pair
+from vaswani.prepare import prepare
+from vaswani.prepare.split import temperature_weights
 from vaswani.run import RunError
 from vaswani.train.loop import train
 from vaswani.translation.engine import load_run

@@ -191,7 +191,7 @@ LAYERS = (
     ("model", "checkpoint", "loss"),
     ("data", "decoding"),
     ("tasks",),
-    ("data.pipeline", "data.read", "data.split", "data.vocab", "data.encode", "run"),
+    ("prepare", "run"),
     ("documents",),
     ("translation",),
     ("train", "evaluate", "backtranslate", "distill", "marian", "hub", "plot"),
@@ -200,12 +200,12 @@ LAYERS = (
 )
 
 
-FRONTS = ("vaswani", "vaswani.data")
-"""Packages' fronts, which only re-export (vaswani.data's `prepare`, imported when asked for)."""
+FRONTS = ("vaswani",)
+"""The package's front, which only re-exports."""
 
 
 def layer_of(module: str) -> int | None:
-    """The index in LAYERS of a module's most specific entry (vaswani.data.vocab: data.vocab)."""
+    """The index in LAYERS of a module's most specific entry (vaswani.data.tokenizer: data)."""
     parts = module.split(".")[1:]
     for size in range(len(parts), 0, -1):
         name = ".".join(parts[:size])
@@ -231,7 +231,7 @@ def test_imports_never_run_back_up_a_layer():
 
 def test_the_layer_rule_sees_an_import_back_up():
     assert layer_of("vaswani.decoding.text") < layer_of("vaswani.translation.segment")
-    assert layer_of("vaswani.data.vocab") > layer_of("vaswani.tasks") > layer_of("vaswani.data")
+    assert layer_of("vaswani.prepare.vocab") > layer_of("vaswani.tasks") > layer_of("vaswani.data")
 
 
 def public_functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -255,7 +255,7 @@ PASSED_ON = {
     # `**name` that is passed on whole to what defines its keys, not a bag of options
     "cli/config_file.py add_argument": "argparse's own add_argument",
     "cli/fields.py settings_from": "a settings dataclass's fields",
-    "config/model.py from_preset": "ModelConfig's fields (dataclasses.replace)",
+    "config/architecture.py from_preset": "ModelConfig's fields (dataclasses.replace)",
     "config/training.py from_file": "TrainConfig's fields",
     "data/options.py from_file": "PrepareOptions' fields",
     "plot.py subplots": "matplotlib's subplots",
@@ -289,3 +289,38 @@ def test_the_parameter_rule_counts_what_it_should():
         "class K:\n    def m(self, a, b, c, d, e, f): pass\n"
     )
     assert [f.name for f in public_functions(ast.parse(code))] == ["f", "m"]
+
+
+def test_no_two_modules_share_a_name():
+    """A name says which module: not two metrics.py or two pipeline.py. The command line's
+    modules are named by the commands (cli/serve.py runs serve/), and are left out."""
+    seen: dict[str, list[str]] = {}
+    for path in SRC.rglob("*.py"):
+        relative = path.relative_to(SRC)
+        if relative.parts[0] == "cli" or relative == Path("__init__.py"):
+            continue
+        name = relative.parent.name if path.name == "__init__.py" else path.stem
+        if name != "__main__":
+            seen.setdefault(name, []).append(str(relative))
+    twice = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not twice, f"modules of one name: {twice}"
+
+
+TYPED = {"engine", "model", "worker", "loaded"}
+"""Parameters and fields whose type says what the code may call on them: never Any."""
+
+
+def test_an_engine_a_model_or_a_worker_is_never_typed_any():
+    loose = []
+    for path in SRC.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.arg) and node.arg in TYPED:
+                annotation = node.annotation
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                annotation = node.annotation if node.target.id in TYPED else None
+            else:
+                continue
+            if isinstance(annotation, ast.Name) and annotation.id == "Any":
+                loose.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert not loose, f"typed Any: {loose}"

@@ -22,12 +22,13 @@ from pathlib import Path
 
 from vaswani import plot
 from vaswani.config import TrainConfig
-from vaswani.data import PreparedData, PrepareOptions, prepare
+from vaswani.data import PreparedData, PrepareOptions
 from vaswani.data.builtin import NUMBER_LANGUAGES, NUMBERS_MULTI_ZERO_SHOT, number_in, numbers_pair
 from vaswani.device import pick_device
 from vaswani.errors import VaswaniError
 from vaswani.evaluate import by_pair
 from vaswani.metrics import Scores, score
+from vaswani.prepare import prepare
 from vaswani.train.loop import train
 from vaswani.translation.engine import Engine, load_run
 from vaswani.translation.request import Request

@@ -26,11 +26,11 @@ import numpy as np
 from vaswani.config import DecodeConfig
 from vaswani.data import PreparedData
 from vaswani.data.corpora import DataError
-from vaswani.data.encode import length_stats
 from vaswani.data.ids import IdsWriter
 from vaswani.decoding.ensemble import Ensemble
 from vaswani.decoding.text import Segments, TextModel, translate_segments
 from vaswani.errors import VaswaniError
+from vaswani.prepare.encode import length_stats
 from vaswani.safe_io import built_in_place
 from vaswani.tasks import TRANSLATE, get_task
 from vaswani.translation.engine import Engine

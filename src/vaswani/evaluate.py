@@ -23,13 +23,13 @@ from torch import Tensor, nn
 from vaswani.config import DecodeConfig
 from vaswani.data.corpora import read_text_files, read_tsv
 from vaswani.data.dataset import EncodedSplit, ParallelSplit
-from vaswani.data.encode import cut_into_pieces
 from vaswani.data.tokenizer import LabelSet
 from vaswani.decoding.confidence import Calibration, fit, mean_probability, spearman
 from vaswani.decoding.text import Segments, Tokenizer, Translation, encode_each, encode_sources
 from vaswani.errors import VaswaniError
 from vaswani.languages import parse_pair
 from vaswani.metrics import Scores, perplexity_of, score, sentence_chrf
+from vaswani.prepare.encode import cut_into_pieces
 from vaswani.run import CONFIDENCE
 from vaswani.safe_io import write_atomic
 from vaswani.tasks import CLASSIFY, LANGUAGE_MODEL, split_loss

@@ -24,6 +24,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from torch import nn
+
 from vaswani import checkpoint as ckpt
 from vaswani.config import ModelConfig
 from vaswani.data.hub_tokenizer import M2M_CODE_LISTS, MBART50_CODES, JsonTokenizer
@@ -198,7 +200,7 @@ def hub_config(cfg: ModelConfig, family: str, imported: dict[str, Any]) -> dict[
     }
 
 
-def hub_tensors(model: Any) -> dict[str, Any]:
+def hub_tensors(model: nn.Module) -> dict[str, Any]:
     """The checkpoint tensors of an M2M-100 or mBART model from a vaswani `Transformer` of
     `family_of` its config (the tied embedding written under each of its names)."""
     cfg = model.cfg

@@ -4,8 +4,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vaswani.data import PreparedData, PrepareOptions, prepare
+from vaswani.data import PreparedData, PrepareOptions
 from vaswani.data.batching import Position, TokenBatchSampler, collate
+from vaswani.prepare import prepare
 
 
 def random_lengths(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -9,13 +9,14 @@ import polib
 import pytest
 
 from helpers import cli
-from vaswani.data import PrepareOptions, prepare
+from vaswani.data import PrepareOptions
 from vaswani.data.clean import normalised
 from vaswani.data.corpora import DataError
-from vaswani.data.formats import ReadOptions, open_corpora
-from vaswani.data.formats.gettext import read_po
-from vaswani.data.formats.xml import read_tmx, read_xliff
+from vaswani.data.readers import ReadOptions, open_corpora
+from vaswani.data.readers.gettext import read_po
+from vaswani.data.readers.xml import read_tmx, read_xliff
 from vaswani.languages import language_matches
+from vaswani.prepare import prepare
 
 LO_CATALOGS = Path("/usr/lib/libreoffice/program/resource/de")
 

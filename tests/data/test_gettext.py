@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from vaswani.data.corpora import DataError
-from vaswani.data.formats.gettext import catalogs, read_mo
+from vaswani.data.readers.gettext import catalogs, read_mo
 
 LIBREOFFICE_DE = Path("/usr/lib/libreoffice/program/resource/de")
 
@@ -81,7 +81,7 @@ def test_reads_the_libreoffice_german_catalogs():
 
 
 def test_a_directory_of_catalogs_is_read_by_their_kind(tmp_path):
-    from vaswani.data.formats import ReadOptions, open_corpora
+    from vaswani.data.readers import ReadOptions, open_corpora
 
     write_mo(tmp_path / "a.mo", {"Open": "Öffnen"})
     (tmp_path / "sub").mkdir()
@@ -103,7 +103,7 @@ ESCAPED_PO = (
 
 
 def test_a_catalog_means_the_same_to_a_corpus_and_to_a_document(tmp_path):
-    from vaswani.data.formats.gettext import read_po
+    from vaswani.data.readers.gettext import read_po
     from vaswani.documents.formats import DocumentOptions, read_document
 
     (tmp_path / "x.po").write_text(ESCAPED_PO)
@@ -118,7 +118,7 @@ def test_a_catalog_means_the_same_to_a_corpus_and_to_a_document(tmp_path):
 
 
 def test_a_line_break_polib_would_split_at_is_refused_by_line(tmp_path):
-    from vaswani.data.formats.gettext import read_po
+    from vaswani.data.readers.gettext import read_po
 
     (tmp_path / "x.po").write_text('msgid "a"\nmsgstr "b\u2028c"\n')
     with pytest.raises(DataError, match=r"x.po:2: U\+2028 inside a string"):

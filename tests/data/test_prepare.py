@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from vaswani.data import PreparedData, PrepareOptions, prepare
+from vaswani.data import PreparedData, PrepareOptions
 from vaswani.data.builtin import DING_PATH
 from vaswani.data.corpora import DataError
 from vaswani.data.dataset import SPLITS
+from vaswani.prepare import prepare
 
 SMALL = PrepareOptions(vocab_size=300, numbers_size=3000, progress=False)
 

@@ -11,7 +11,7 @@ from vaswani.documents.formats import read_document, translate_documents
 from vaswani.documents.protect import protect
 from vaswani.documents.spans import CODE, Protection, check, spans
 from vaswani.translation import pipeline
-from vaswani.translation.documents import document_translator
+from vaswani.translation.files import document_translator
 from vaswani.translation.request import Request
 
 KINDS = [

@@ -13,7 +13,7 @@ from vaswani.documents.formats import read_document, translate_documents
 from vaswani.documents.po import accelerator_of, plural_rule
 from vaswani.documents.protect import protect
 from vaswani.documents.spans import DEFAULT, NONE, Protection
-from vaswani.translation.documents import document_translator
+from vaswani.translation.files import document_translator
 from vaswani.translation.request import Request
 
 TEMPLATE = r"""# A template as xgettext writes it.

@@ -20,7 +20,7 @@ from lxml import etree
 
 from helpers import Mirror
 from vaswani.documents.formats import DocumentError, read_document, translate_documents
-from vaswani.translation.documents import document_translator
+from vaswani.translation.files import document_translator
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", 40))
 

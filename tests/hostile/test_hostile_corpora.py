@@ -98,7 +98,7 @@ def test_hostile_corpus_files_are_one_line(tmp_path, capsys, name, content, mess
 def test_skip_invalid_drops_and_counts_nul_surrogates_and_huge_numbers(tmp_path):
     from collections import Counter
 
-    from vaswani.data.formats import ReadOptions, read_file
+    from vaswani.data.readers import ReadOptions, read_file
 
     path = tmp_path / "x.jsonl"
     lines = [
@@ -117,7 +117,7 @@ def test_every_format_is_read_through_gzip(tmp_path):
     from collections import Counter
 
     from data.test_gettext import write_mo
-    from vaswani.data.formats import ReadOptions, read_file
+    from vaswani.data.readers import ReadOptions, read_file
 
     files = {"x.tmx": tmx([("Haus", "house")]), "x.po": po("house", "Haus")}
     for name, text in files.items():
@@ -144,7 +144,7 @@ def test_xliff_2_units_are_released_as_they_are_read(tmp_path):
     import tracemalloc
     from collections import Counter
 
-    from vaswani.data.formats.xml import read_xliff
+    from vaswani.data.readers.xml import read_xliff
 
     unit = (
         '<unit id="u"><notes><note>' + "n" * 2000 + "</note></notes><segment><source>a"

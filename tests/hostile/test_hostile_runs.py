@@ -10,8 +10,9 @@ import pytest
 from helpers import cli, translate_cli
 from helpers_hostile import copy_run, edit_json, outside_file
 from vaswani import checkpoint as ckpt
-from vaswani.data import PrepareOptions, prepare
+from vaswani.data import PrepareOptions
 from vaswani.data.corpora import DataError
+from vaswani.prepare import prepare
 from vaswani.run import load_trained
 from vaswani.train.loop import train
 from vaswani.train.setup import resume_config

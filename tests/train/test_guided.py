@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from vaswani.config import TrainConfig
-from vaswani.data import PreparedData, PrepareOptions, prepare
+from vaswani.data import PreparedData, PrepareOptions
 from vaswani.data.corpora import DataError
+from vaswani.prepare import prepare
 from vaswani.train.guided import GuidedAlignment
 from vaswani.train.loop import train
 from vaswani.train.step import TrainingError

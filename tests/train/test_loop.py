@@ -169,7 +169,8 @@ def test_changed_data_makes_resume_refuse_unless_reset(numbers_data, tmp_path):
     data = tmp_path / "data"
     shutil.copytree(numbers_data, data)
     train(config(data, tmp_path / "run", max_steps=3), progress=False)
-    from vaswani.data import PrepareOptions, prepare
+    from vaswani.data import PrepareOptions
+    from vaswani.prepare import prepare
 
     prepare(
         ["numbers-de"],

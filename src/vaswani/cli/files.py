@@ -40,7 +40,8 @@ from vaswani.documents.projects import placed, project_files
 from vaswani.progress import progress_bar
 from vaswani.safe_io import read_bounded, write_output
 from vaswani.tasks import TRANSLATE
-from vaswani.translation.documents import document_translator
+from vaswani.translation.engine import Engine
+from vaswani.translation.files import document_translator
 
 
 @dataclass
@@ -167,7 +168,7 @@ def translate_files(args: argparse.Namespace, inputs: list[Path]) -> int:
 
 
 def written_language(
-    args: argparse.Namespace, loaded: Any
+    args: argparse.Namespace, loaded: Engine
 ) -> tuple[argparse.Namespace, str | None]:
     """The target language that files are written in (where a format names it, a plural's
     forms, a tree's file names): --target, else the run's. A model of one pair is not asked
@@ -194,7 +195,7 @@ def check_formats(args: argparse.Namespace, formats: set[str]) -> None:
 
 
 def translate_all(
-    args: argparse.Namespace, loaded: Any, documents: list[Document], language: str | None
+    args: argparse.Namespace, loaded: Engine, documents: list[Document], language: str | None
 ) -> tuple[list[bytes], int]:
     """The documents translated into `language` (written where a format names it; one progress
     bar for all), the report said; and how many characters of text they held."""

@@ -19,7 +19,8 @@ from pathlib import Path
 from vaswani.cli.common import CliError, positive_int
 from vaswani.cli.fields import add_field_flags, settings_from
 from vaswani.config import PRESET_TRAINING
-from vaswani.data import PreparedData, PrepareOptions, TokenBatchSampler, prepare
+from vaswani.data import PreparedData, PrepareOptions, TokenBatchSampler
+from vaswani.prepare import prepare
 from vaswani.tasks import Task, get_task
 
 HELP = "turn text into a dataset for training (tokenizer, token ids, meta.json)"

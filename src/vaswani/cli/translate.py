@@ -41,7 +41,7 @@ from vaswani.safe_io import write_output
 from vaswani.tasks import TRANSLATE
 from vaswani.translation import pipeline
 from vaswani.translation.align import Alignment, pharaoh
-from vaswani.translation.documents import fuzzy_record, terms_record
+from vaswani.translation.files import fuzzy_record, terms_record
 from vaswani.translation.pipeline import Split
 
 HELP = "translate text with a trained model (arguments, a file, or stdin)"

@@ -4,6 +4,16 @@
 (`checks.py`). The `vaswani` flags and config files are made from these fields and their
 docstrings (`vaswani.cli.fields`)."""
 
+from vaswani.config.architecture import (
+    ACTIVATIONS,
+    NORMS,
+    POOLINGS,
+    POSITIONS,
+    PRESETS,
+    SINUSOID_LAYOUTS,
+    TIE_EMBEDDINGS,
+    ModelConfig,
+)
 from vaswani.config.checks import (
     LIMITS,
     MAX_BATCH_TOKENS,
@@ -19,16 +29,6 @@ from vaswani.config.inference import (
     DecodeConfig,
     Sampling,
     ServeSettings,
-)
-from vaswani.config.model import (
-    ACTIVATIONS,
-    NORMS,
-    POOLINGS,
-    POSITIONS,
-    PRESETS,
-    SINUSOID_LAYOUTS,
-    TIE_EMBEDDINGS,
-    ModelConfig,
 )
 from vaswani.config.training import (
     AUTO,

@@ -160,7 +160,7 @@ class ServeSettings:
     """False: one request per model call (for comparison)."""
     metrics: bool = False
     """GET /metrics in Prometheus' text format: requests, rejections, characters, batches, time
-    per request and per token, queues (`vaswani.serve.metrics`); never a key or a text."""
+    per request and per token, queues (`vaswani.serve.prometheus`); never a key or a text."""
     precision: str = one_of("auto", PRECISIONS)
     """bf16, fp16, fp32, or auto: chosen for the model's device (`vaswani.device`)."""
     decoding: DecodeConfig = dataclasses.field(default_factory=DecodeConfig)

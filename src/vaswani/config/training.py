@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vaswani.config.architecture import PRESETS, ModelConfig
 from vaswani.config.checks import (
     MAX_BATCH_TOKENS,
     MAX_MINUTES,
@@ -17,7 +18,6 @@ from vaswani.config.checks import (
     one_of,
     requirement,
 )
-from vaswani.config.model import PRESETS, ModelConfig
 from vaswani.config.settings_files import load_settings
 
 # Training settings that go with a model size. base and big: the paper's (§5.3). tiny and small,

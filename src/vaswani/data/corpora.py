@@ -231,7 +231,7 @@ def read_text_files(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> Iterator[Pair]:
     """The non-empty lines of plain text files, as ("", line) pairs: a language model's examples
-    have no source side (see `vaswani.data.pipeline`)."""
+    have no source side (see `vaswani.prepare.stages`)."""
     dropped = dropped if dropped is not None else Counter()
     for path in paths:
         for _, item in numbered_lines(read_lines(path, max_line_bytes), path):

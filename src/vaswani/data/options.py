@@ -13,8 +13,8 @@ from vaswani.config.settings_files import load_settings
 from vaswani.data.builtin import DING_PATH
 from vaswani.data.clean import DEDUPE
 from vaswani.data.corpora import DEFAULT_MAX_LINE_BYTES
-from vaswani.data.formats import FORMATS
-from vaswani.data.formats.xml import MARKUP
+from vaswani.data.readers import FORMATS
+from vaswani.data.readers.xml import MARKUP
 from vaswani.errors import ConfigError
 from vaswani.languages import LANGUAGE_TOKEN
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaswani.data.corpora import DataError
-from vaswani.data.formats.gettext import read_catalog
+from vaswani.data.readers.gettext import read_catalog
 from vaswani.documents.formats import Document, DocumentError, DocumentOptions, decoded
 from vaswani.documents.markup import Alignment
 from vaswani.documents.spans import ACCELERATORS, DEFAULT, Protection
@@ -221,7 +221,7 @@ def accelerator_of(msgids: list[str]) -> str | None:
 
 
 def read_po(data: bytes, name: str, options: DocumentOptions) -> Catalog:
-    """A catalog by the one PO reader (`vaswani.data.formats.gettext.read_catalog`): its lines
+    """A catalog by the one PO reader (`vaswani.data.readers.gettext.read_catalog`): its lines
     checked, its strings decoded as gettext means them."""
     lines = decoded(data, name).splitlines()
     numbered = ((f"{name}:{number}", line) for number, line in enumerate(lines, 1))

@@ -162,7 +162,7 @@ def create_app(
         larger={"/translate_file": settings.max_file_bytes + (1 << 16)},  # + the form's fields
     )
     if settings.metrics:
-        from vaswani.serve.metrics import Metrics
+        from vaswani.serve.prometheus import Metrics
 
         metrics = Metrics()
         for worker in workers:

@@ -46,7 +46,7 @@ from vaswani.serve.libre import (
 from vaswani.serve.pairs import Routed, language_name
 from vaswani.serve.refusals import Refused
 from vaswani.serve.worker import served, with_aids
-from vaswani.translation.documents import combined
+from vaswani.translation.files import combined
 from vaswani.translation.pipeline import confident
 from vaswani.translation.request import Request as Asked
 

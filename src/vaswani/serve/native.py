@@ -29,7 +29,7 @@ from vaswani.serve.refusals import Refused
 from vaswani.serve.schemas import TranslateRequest, TranslateResponse
 from vaswani.serve.worker import served, text_problems, with_aids
 from vaswani.translation.align import pharaoh
-from vaswani.translation.documents import fuzzy_record, terms_record
+from vaswani.translation.files import fuzzy_record, terms_record
 from vaswani.translation.glossary import Glossary
 from vaswani.translation.request import Request as Asked
 from vaswani.translation.segment import Sentences

@@ -11,7 +11,7 @@ from typing import Any
 
 from vaswani.languages import Languages, lingua_language
 from vaswani.serve.refusals import Refused
-from vaswani.serve.worker import Pivot
+from vaswani.serve.worker import Pivot, Route
 
 
 class NotServed(Refused):
@@ -27,7 +27,7 @@ class Routed:
     model's, or a `Pivot` chain), the pair as the server spells it, the middle language of a
     pivot, and the detection that chose the source where it was "auto"."""
 
-    worker: Any
+    worker: Route
     source: str | None  # None: the one model's own (a server of one model, no pair named)
     target: str | None
     middle: str | None = None

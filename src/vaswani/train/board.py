@@ -15,6 +15,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from torch import nn
+
+from vaswani.data import PreparedData
 from vaswani.decoding.text import TextModel
 from vaswani.errors import VaswaniError
 from vaswani.safe_io import inner_directory
@@ -67,7 +70,7 @@ class Board:
                 self.writer.add_scalar(tag, value, step)
         self.writer.flush()
 
-    def attention(self, model: Any, data: Any, step: int) -> None:
+    def attention(self, model: nn.Module, data: PreparedData, step: int) -> None:
         """The attention maps of one validation sentence (the same at every validation: the first
         that fits the model) and of its greedy translation by `model` now."""
         from vaswani.plot import attention_figures

@@ -15,8 +15,9 @@ import math
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
+from vaswani.data import PreparedData
 from vaswani.data.wordalign import load_alignments, read_links
 from vaswani.train.step import TrainingError
 from vaswani.translation.align import token_words
@@ -25,7 +26,7 @@ from vaswani.translation.align import token_words
 class GuidedAlignment:
     """The guided alignment loss of a model over the training split of a prepared dataset."""
 
-    def __init__(self, model: Any, data: Any, weight: float) -> None:
+    def __init__(self, model: nn.Module, data: PreparedData, weight: float) -> None:
         lines = load_alignments(data.directory, len(data.split("train")))
         if lines is None:
             raise TrainingError(

@@ -45,7 +45,7 @@ from vaswani.tasks import Task, task_of_model
 from vaswani.translation import pipeline
 from vaswani.translation import precision as measured
 from vaswani.translation.align import Alignment, AlignSettings, align
-from vaswani.translation.documents import translate_file
+from vaswani.translation.files import translate_file
 from vaswani.translation.pipeline import Split
 from vaswani.translation.request import Request
 

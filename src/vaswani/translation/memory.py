@@ -53,7 +53,7 @@ class Memory:
         """A memory of every pair in `paths`, read as `vaswani prepare` reads corpora (by
         extension; TMX and XLIFF pick `source` and `target` languages by their tags)."""
         from vaswani.data.corpora import DataError
-        from vaswani.data.formats import ReadOptions, open_corpora
+        from vaswani.data.readers import ReadOptions, open_corpora
 
         try:
             corpora = open_corpora(

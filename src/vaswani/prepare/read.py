@@ -20,8 +20,8 @@ from vaswani.data.builtin import (
     sentiment_en,
 )
 from vaswani.data.corpora import DataError, Pair
-from vaswani.data.formats import Corpus, ReadOptions, open_corpora
 from vaswani.data.options import PrepareOptions
+from vaswani.data.readers import Corpus, ReadOptions, open_corpora
 from vaswani.languages import Languages, pair_name, parse_pair
 from vaswani.tasks import builtin_corpora, get_task, task_for_corpus
 

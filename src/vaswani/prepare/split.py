@@ -19,12 +19,12 @@ import numpy as np
 from vaswani.data.clean import PAIR_RECORD, PairFilter, record_chunks, text_key
 from vaswani.data.corpora import DataError, Example, Pair, pair_digest, split_of
 from vaswani.data.dataset import SIDES, SPLITS
-from vaswani.data.formats import Corpus
 from vaswani.data.langid import LanguageFilter
 from vaswani.data.options import ENCODE_CHUNK, MAX_WEIGHT, PrepareOptions
-from vaswani.data.read import CorpusSource
+from vaswani.data.readers import Corpus
 from vaswani.data.tokenizer import iter_text_lines
 from vaswani.languages import Languages, pair_name, parse_pair
+from vaswani.prepare.read import CorpusSource
 from vaswani.progress import progress_bar
 from vaswani.tasks import get_task
 

@@ -33,7 +33,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from vaswani.serve.worker import SERVING
+from vaswani.serve.worker import SERVING, Worker
 
 CAUSES = {
     401: "key",
@@ -79,7 +79,7 @@ class Metrics:
         )
         self.queued = Gauge("vaswani_queued_texts", "Texts waiting", ["model"], **kept)
 
-    def watch(self, worker: Any) -> None:
+    def watch(self, worker: Worker) -> None:
         """Count `worker`'s model calls and show its queue (`Worker.metrics`)."""
         worker.metrics = self
         self.queued.labels(worker.name).set_function(lambda: worker.queued_texts)

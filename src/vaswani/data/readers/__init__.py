@@ -173,7 +173,7 @@ def checked(
 
 def reader(path: Path, fmt: str, opts: ReadOptions, dropped: Counter) -> Iterator[Pair]:
     """The reader of format `fmt` over `path`."""
-    from vaswani.data.formats import gettext, jsonl, xml
+    from vaswani.data.readers import gettext, jsonl, xml
 
     limit = opts.max_line_bytes
     if fmt == "tsv":

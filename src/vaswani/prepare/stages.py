@@ -38,13 +38,13 @@ from vaswani.config import LIMITS
 from vaswani.data.clean import contamination_mask, exclusion_keys
 from vaswani.data.corpora import DataError
 from vaswani.data.dataset import FORMAT_VERSION, SIDES, SPLITS, ParallelSplit
-from vaswani.data.encode import Encoding, encode_split
 from vaswani.data.options import PrepareOptions
-from vaswani.data.read import CorpusSource, corpus_languages, open_corpus
-from vaswani.data.split import KeptText, cleaning_record, split_corpus
-from vaswani.data.vocab import dataset_tokenizers, forced_languages
 from vaswani.data.wordalign import write_alignments
 from vaswani.languages import check_token_form
+from vaswani.prepare.encode import Encoding, encode_split
+from vaswani.prepare.read import CorpusSource, corpus_languages, open_corpus
+from vaswani.prepare.split import KeptText, cleaning_record, split_corpus
+from vaswani.prepare.vocab import dataset_tokenizers, forced_languages
 from vaswani.safe_io import built_in_place
 from vaswani.tasks import get_task
 

@@ -13,9 +13,7 @@ from typing import Any
 
 from vaswani.data.corpora import DataError, Example
 from vaswani.data.dataset import SIDES, SPLITS
-from vaswani.data.encode import Prefix
 from vaswani.data.options import LABELS_FILE, PrepareOptions
-from vaswani.data.split import KeptText, training_words
 from vaswani.data.tokenizer import (
     SPECIAL_TOKENS,
     LabelSet,
@@ -25,6 +23,8 @@ from vaswani.data.tokenizer import (
     load_tokenizers,
 )
 from vaswani.languages import Languages
+from vaswani.prepare.encode import Prefix
+from vaswani.prepare.split import KeptText, training_words
 from vaswani.safe_io import UnsafeFileError, member, read_json
 from vaswani.tasks import get_task
 
