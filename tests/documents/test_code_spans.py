@@ -22,6 +22,9 @@ KINDS = [
     ("Run close() first", ["close()"]),
     ("--delete only accepts one file", ["--delete"]),
     ("usage: git submodule set-branch [-q|--quiet]", ["-q", "--quiet"]),
+    ("Failed to parse --dirstat/-X option", ["--dirstat", "-X"]),  # options side by side
+    ("Options '-Aru' are incompatible with 'status -uno'", ["-Aru", "-uno"]),  # clusters
+    ("Move with KP_Page_Down", ["KP_Page_Down"]),
     ("Use --file=FILE here", ["--file"]),  # the metavar is the translators' to translate
     ("usage: $dashless $USAGE", ["$dashless", "$USAGE"]),
     ("Read the <1>terms</1> first.", ["<1>", "</1>"]),
@@ -72,6 +75,9 @@ def test_the_check_fails_a_letter_glued_to_code_and_an_empty_translation():
         "placeholders"  # another identifier altogether
     )
     assert check("Open", "  ", Protection(), []) == "empty"
+    # msgfmt: a msgid and its msgstr both end with a newline, or neither does
+    assert check("a\nb", "x\ny\n", Protection(), []) == "newlines"
+    assert check("a\nb\n", "x\ny\n", Protection(), []) is None
     # placement never glues a letter to code the source kept apart
     protected = protect("{count}.", Protection())
     assert protected.place("NEU .", []).text == "{count} NEU ."

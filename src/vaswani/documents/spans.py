@@ -57,9 +57,9 @@ SYNTAXES = {
     "language": _language_codes(),
     "tags": r"</?\d{1,3}>|<\d{1,3}\s*/>",
     "marker": r"__[A-Za-z]\w*?__|@@[\w.-]{1,60}@@",
-    "option": r"(?<![\w/.<>%\\-])(?:--[a-z0-9][\w-]*[\w]|-[A-Za-z][A-Za-z0-9]?(?![\w-]))",
+    "option": r"(?<![\w.<>%\\-])(?:--[a-z0-9][\w-]*[\w]|-[A-Za-z][A-Za-z0-9]{0,7}(?![\w-]))",
     "identifier": (
-        r"(?<![\w.$/%\\-])(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"
+        r"(?<![\w.$/%\\-])(?:[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+"
         r"|[a-z]+\d*(?:[A-Z][a-z0-9]+)+|[A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*(?=\(\)))"
         r"(?:\(\))?(?![\w-])"
     ),
@@ -85,8 +85,9 @@ come back in their order, wherever the words take them."""
 CODE = frozenset({"language", "tags", "marker", "option", "identifier", "version"})
 """Code in prose that no format flag declares: a value that is a language code (`"locale":
 "en"`), React's and i18next's numbered tags (`<0>`),
-`__NAME__` and `@@name@@` markers, command-line options (`--delete`, `-q`; not their
+`__NAME__` and `@@name@@` markers, command-line options (`--delete`, `-q`, `-tvf`; not their
 `=METAVAR`, which translators translate), identifiers (`snake_case`, `CONSTANT_CASE`,
+`KP_Page_Up`,
 `camelCase`, `dotted.names`, `name()`; not a CamelCase product name or a hyphenated word) and
 version strings (`1.2.3`)."""
 DEFAULT = frozenset(
@@ -423,6 +424,10 @@ def check(source: str, result: str, protection: Protection, found: list[Span]) -
         if len(marked.findall(result)) != len(marked.findall(source)):
             return "accelerator"
     if result.count("\n") != source.count("\n"):
+        return "newlines"
+    if result.startswith("\n") != source.startswith("\n"):
+        return "newlines"  # msgfmt: msgid and msgstr begin, and end, with a newline or not
+    if result.endswith("\n") != source.endswith("\n"):
         return "newlines"
     return None
 
