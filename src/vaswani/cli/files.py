@@ -24,9 +24,8 @@ from vaswani.cli.common import (
 )
 from vaswani.decoding.text import Translation
 from vaswani.documents.formats import (
-    BINARY,
     FORMATS,
-    PARTIAL,
+    REGISTRY,
     UNREAD,
     Document,
     DocumentError,
@@ -109,7 +108,7 @@ def file_outputs(args: argparse.Namespace, inputs: list[Path]) -> list[Path | No
         raise CliError("--format and --output-dir translate files: give them with --input FILE")
     if args.output_dir is None and len(inputs) > 1:
         raise CliError("several --input files go into a directory: give --output-dir DIR")
-    zipped = format_of(inputs[0], args.format) in BINARY
+    zipped = REGISTRY[format_of(inputs[0], args.format)].binary
     if args.output_dir is None and args.output is None and zipped:
         raise CliError(f"{inputs[0]} translates into a zip file: give --output FILE")
     if args.output_dir is not None and args.output is not None:
@@ -187,10 +186,11 @@ def options_of(args: argparse.Namespace) -> DocumentOptions:
 
 
 def check_formats(args: argparse.Namespace, formats: set[str]) -> None:
-    if args.min_confidence is not None and not formats <= set(PARTIAL):
+    partial = {name for name, record in REGISTRY.items() if record.partial}
+    if args.min_confidence is not None and not formats <= partial:
         raise CliError(
             "--min-confidence leaves entries untranslated in PO and XLIFF files; "
-            f"{', '.join(sorted(formats - set(PARTIAL)))} files have no such entries"
+            f"{', '.join(sorted(formats - partial))} files have no such entries"
         )
 
 

@@ -4,7 +4,7 @@ everything that is not translatable text kept.
 A `Document` gives its `texts()` (paragraphs, blocks, cues, messages: each translated whole,
 sentence by sentence) and `rebuild`s itself from their translations and word alignments (which
 place inline markup). `translate_documents` translates the texts of several documents in one
-batch; `FORMATS` maps file extensions to readers.
+batch; `REGISTRY` holds each format's record (`Format`): its extensions, reader and ways.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ class Document(Protocol):
     """Whether rebuilding places inline markup (and so needs word alignments)."""
     partial: bool = False
     """Whether an entry may stay untranslated (a catalog's, for a translator to do); a text
-    of another format that cannot be translated (None) is kept as it was."""
+    of another format that cannot be translated (None) is kept as it was. `read_document` sets
+    it from the format's record."""
 
     def protections(self) -> list[Protection | None] | None:
         """The code in each text (`vaswani.documents.protect`) where the format says it (a
@@ -136,65 +137,70 @@ def _reader(module: str, function: str, *extra: str) -> Callable[..., Document]:
     return read
 
 
-READERS: dict[str, Callable[[bytes, str, DocumentOptions], Document]] = {
-    "text": read_text,
-    "html": read_html,
-    "markdown": _reader("markdown", "read_markdown"),
-    "srt": _reader("subtitles", "read_srt"),
-    "vtt": _reader("subtitles", "read_vtt"),
-    "po": _reader("po", "read_po"),
-    "xliff": _reader("xliff", "read_xliff"),
-    "docx": _reader("office", "read_office", "docx"),
-    "odt": _reader("office", "read_office", "odt"),
-    "pptx": _reader("office", "read_office", "pptx"),
-    "odp": _reader("office", "read_office", "odp"),
-    "pdf": _reader("pdf", "read_pdf"),
-    "epub": _reader("epub", "read_epub"),
-    "properties": _reader("keyvalue", "read_properties"),
-    "strings": _reader("keyvalue", "read_strings"),
-    "json": _reader("jsonfiles", "read_json"),
-    "arb": _reader("jsonfiles", "read_json", "arb"),
-    "xcstrings": _reader("jsonfiles", "read_xcstrings"),
-    "yaml": _reader("yamlfiles", "read_yaml"),
-    "xml": _reader("appxml", "read_xml"),
-    "android": _reader("appxml", "read_android"),
-    "qt": _reader("appxml", "read_qt"),
-    "resx": _reader("appxml", "read_resx"),
-    "stringsdict": _reader("appxml", "read_stringsdict"),
-}
-"""Each format's reader: a file's bytes, its name (for messages) -> a `Document`."""
-FORMATS = {
-    ".txt": "text",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".srt": "srt",
-    ".vtt": "vtt",
-    ".po": "po",
-    ".pot": "po",
-    ".xlf": "xliff",
-    ".xliff": "xliff",
-    ".docx": "docx",
-    ".odt": "odt",
-    ".pptx": "pptx",
-    ".odp": "odp",
-    ".pdf": "pdf",
-    ".epub": "epub",
-    ".properties": "properties",
-    ".strings": "strings",
-    ".json": "json",
-    ".arb": "arb",
-    ".xcstrings": "xcstrings",
-    ".yml": "yaml",
-    ".yaml": "yaml",
-    ".xml": "xml",
-    ".ts": "qt",
-    ".resx": "resx",
-    ".stringsdict": "stringsdict",
-}
-"""The format of each file extension."""
+@dataclass(frozen=True)
+class Format:
+    """All vaswani knows of a file format, in one record of `REGISTRY`: what detection (by
+    extension), `--format`'s choices, the file API's list of formats, a project tree's naming
+    and the translation of a document read from it. Adding a format is its reader's module and
+    one `register` line."""
+
+    name: str
+    extensions: tuple[str, ...]
+    read: Callable[[bytes, str, DocumentOptions], Document]
+    """A file's bytes and its name (for messages) -> a `Document`."""
+    binary: bool = False
+    """A zip or a PDF, not text to show on a terminal."""
+    partial: bool = False
+    """Its entries may stay untranslated, for a translator (a PO or XLIFF catalog)."""
+    marked: bool = False
+    """In a project's tree, its files are the source's strings only where their place says so
+    (a `values/` folder, a folder or name of the source language): a project holds other JSON,
+    YAML and XML (package.json, CI files, layouts)."""
+    suffix: str | None = None
+    """How a language's file is named by a suffix to the stem: "_" (messages_es.properties,
+    app_es.arb, app_es.ts) or "." (Strings.es.resx); None: by its folder or its own name."""
+    needs: str | None = None
+    """An optional module it reads with (pdf: pymupdf): where missing, it is not offered."""
+
+
+REGISTRY: dict[str, Format] = {}
+"""Each format's record, by name: the one table of formats."""
+READERS: dict[str, Callable[[bytes, str, DocumentOptions], Document]] = {}
+"""Each format's reader (from `REGISTRY`)."""
+FORMATS: dict[str, str] = {}
+"""The format of each file extension (from `REGISTRY`)."""
+
+
+def register(fmt: Format) -> Format:
+    """Add a format (or replace one of its name): its record, reader and extensions."""
+    REGISTRY[fmt.name] = fmt
+    READERS[fmt.name] = fmt.read
+    FORMATS.update(dict.fromkeys(fmt.extensions, fmt.name))
+    return fmt
+
+
+register(Format("text", (".txt",), read_text))
+register(Format("html", (".html", ".htm", ".xhtml"), read_html))
+register(Format("markdown", (".md", ".markdown"), _reader("markdown", "read_markdown")))
+register(Format("srt", (".srt",), _reader("subtitles", "read_srt")))
+register(Format("vtt", (".vtt",), _reader("subtitles", "read_vtt")))
+register(Format("po", (".po", ".pot"), _reader("po", "read_po"), partial=True))
+register(Format("xliff", (".xlf", ".xliff"), _reader("xliff", "read_xliff"), partial=True))
+for _office in ("docx", "odt", "pptx", "odp"):
+    register(Format(_office, (f".{_office}",), _reader("office", "read_office", _office), True))
+register(Format("pdf", (".pdf",), _reader("pdf", "read_pdf"), binary=True, needs="pymupdf"))
+register(Format("epub", (".epub",), _reader("epub", "read_epub"), binary=True))
+register(Format("properties", (".properties",), _reader("keyvalue", "read_properties"), suffix="_"))
+register(Format("strings", (".strings",), _reader("keyvalue", "read_strings")))
+register(Format("json", (".json",), _reader("jsonfiles", "read_json"), marked=True))
+register(Format("arb", (".arb",), _reader("jsonfiles", "read_json", "arb"), suffix="_"))
+register(Format("xcstrings", (".xcstrings",), _reader("jsonfiles", "read_xcstrings")))
+register(Format("yaml", (".yml", ".yaml"), _reader("yamlfiles", "read_yaml"), marked=True))
+register(Format("xml", (".xml",), _reader("appxml", "read_xml"), marked=True))
+register(Format("android", (), _reader("appxml", "read_android"), marked=True))
+register(Format("qt", (".ts",), _reader("appxml", "read_qt"), suffix="_"))
+register(Format("resx", (".resx",), _reader("appxml", "read_resx"), suffix="."))
+register(Format("stringsdict", (".stringsdict",), _reader("appxml", "read_stringsdict")))
 UNREAD = {
     ".csv": "CSV",
     ".tsv": "TSV",
@@ -207,18 +213,17 @@ UNREAD = {
 """Extensions of formats vaswani does not read: read as plain text, their keys and markup would
 be translated into a file no tool loads, so such a file is refused (`--format text` forces it).
 Other extensions (`corpus.de`, `notes`) are plain text, as they always were."""
-BINARY = frozenset({"docx", "odt", "pptx", "odp", "epub", "pdf"})
-"""The formats that are binary files, zips and PDF (not text to show on a terminal)."""
 
 
 def available() -> dict[str, str]:
-    """The extensions read here and their formats: .pdf only where PyMuPDF (an optional extra)
-    is installed."""
+    """The extensions read here and their formats: one that `needs` an optional module (.pdf:
+    PyMuPDF) only where it is installed."""
     import importlib.util
 
-    if importlib.util.find_spec("pymupdf") is not None:
-        return dict(FORMATS)
-    return {ext: fmt for ext, fmt in FORMATS.items() if fmt != "pdf"}
+    missing = {
+        f.name for f in REGISTRY.values() if f.needs and not importlib.util.find_spec(f.needs)
+    }
+    return {ext: fmt for ext, fmt in FORMATS.items() if fmt not in missing}
 
 
 def format_of(path: Path, asked: str | None = None) -> str:
@@ -250,6 +255,7 @@ def read_document(
     options = options or DocumentOptions()
     try:
         document = READERS[fmt](data, name, options)
+        document.partial = REGISTRY[fmt].partial
         texts = document.texts()  # some formats find their markup here
     except MarkupError as error:
         raise DocumentError(f"{name}: {error}") from None
@@ -285,8 +291,6 @@ Translator = Callable[
 """Texts (with the code in each, None: the request's) -> their translations and (when the flag
 asks) word alignments. A translation is None where it failed a check or fell below a minimum
 confidence: the formats that can (`Document.partial`) leave it out, the others keep the text."""
-PARTIAL = ("po", "xliff")
-"""Formats whose entries may stay untranslated (for a translator to do)."""
 
 
 CHUNK_TEXTS = 20_000

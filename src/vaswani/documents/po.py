@@ -57,7 +57,6 @@ class Catalog(Document):
     original: str = ""
     """The file as read: written back line for line but for what translation changes."""
     markup = False
-    partial = True
 
     def todo(self) -> list[tuple[object, str]]:
         """(entry, field) to fill, in order: "msgstr"; a plural entry's "singular" and

@@ -26,20 +26,14 @@ import os
 import re
 from pathlib import Path, PurePath
 
-from vaswani.documents.formats import FORMATS, DocumentError
+from vaswani.documents.formats import FORMATS, REGISTRY, DocumentError
 from vaswani.languages import Language, language_matches
 
 MAX_FILES = 10_000
 """The most files of a tree read at once."""
-MARKED = frozenset({"json", "yaml", "xml", "android"})
-"""Formats whose files in a tree are the source's strings only where their place says so (a
-`values/` folder, a folder or name of the source language): a project holds other JSON, YAML
-and XML (package.json, CI files, layouts)."""
 BUNDLE = re.compile(r"(?i)messages?|bundle|strings?|labels?|texts?|i18n|l10n|locales?|lang")
 """What names a Java message bundle, or the folder it is in (`messages.properties`,
 `i18n/app.properties`); other .properties files of a project are settings (`gradle.properties`)."""
-SUFFIXED = {"properties": "_", "arb": "_", "qt": "_", "resx": "."}
-"""Formats that name a language's file by a suffix to the stem, and the separator."""
 
 
 def project_files(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -100,13 +94,14 @@ def placed(
     separator = _beside(stem, suffix, siblings)
     if separator is not None:  # main.json beside main-de.json: the source's
         return PurePath(*folders, f"{stem}{separator}{_file_code(target, fmt)}{suffix}"), ""
-    if not renamed and fmt in MARKED:  # a package.json, a layout: not the source's strings
+    record = REGISTRY[fmt]
+    if not renamed and record.marked:  # a package.json, a layout: not the source's strings
         return None, f"{fmt} not in a language's place (values/, locales/en/, en.yml, main-de.json)"
     if fmt == "properties" and not any(BUNDLE.search(p) for p in relative.parts):
         return None, "a .properties file that names no message bundle (a build's settings)"
     name = relative.name
-    if not renamed and fmt in SUFFIXED:
-        name = f"{stem}{SUFFIXED[fmt]}{_file_code(target, fmt)}{suffix}"
+    if not renamed and record.suffix is not None:
+        name = f"{stem}{record.suffix}{_file_code(target, fmt)}{suffix}"
     return PurePath(*folders, name), ""
 
 
@@ -125,7 +120,8 @@ def _beside(stem: str, suffix: str, siblings: frozenset[str]) -> str | None:
 
 def _file_code(language: str, fmt: str) -> str:
     """A language as a format's file names write it: Java, Flutter and Qt `pt_BR`."""
-    return Language.parse(language).spelt("posix") if SUFFIXED.get(fmt) == "_" else language
+    posix = REGISTRY[fmt].suffix == "_"
+    return Language.parse(language).spelt("posix") if posix else language
 
 
 def _code(name: str, source: str | None) -> bool:

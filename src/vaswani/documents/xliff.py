@@ -94,7 +94,6 @@ class Xliff(Document):
     units: list[Unit]
     version: str
     markup = True
-    partial = True
 
     def texts(self) -> list[str]:
         return [tagged_source(unit.source).text for unit in self.units]
