@@ -25,6 +25,9 @@ KINDS = [
     ("Failed to parse --dirstat/-X option", ["--dirstat", "-X"]),  # options side by side
     ("Options '-Aru' are incompatible with 'status -uno'", ["-Aru", "-uno"]),  # clusters
     ("Move with KP_Page_Down", ["KP_Page_Down"]),
+    ("fsmonitor_ipc__send_query: invalid path", ["fsmonitor_ipc__send_query"]),
+    ("included by includeIf.hasconfig", ["includeIf.hasconfig"]),  # dotted before camelCase
+    ("append to .git/FETCH_HEAD or a .warc.gz file", [".git/FETCH_HEAD", ".warc.gz"]),
     ("Use --file=FILE here", ["--file"]),  # the metavar is the translators' to translate
     ("usage: $dashless $USAGE", ["$dashless", "$USAGE"]),
     ("Read the <1>terms</1> first.", ["<1>", "</1>"]),
@@ -53,6 +56,7 @@ def test_each_kind_of_code_is_a_span(text, code):
         "it",
         "--Long Link--",  # tar's decoration, not an option
         "%sPlease retry",  # printf then a word: the word is prose
+        "Read and/or write input/output. Then stop.",
     ],
 )
 def test_prose_is_left_alone(prose):
