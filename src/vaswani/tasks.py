@@ -209,7 +209,8 @@ class Translate(Task):
                 )
         scores = score(hypotheses, references)
         samples = [[s, r, h] for s, r, h in zip(sources[:3], references, hypotheses, strict=False)]
-        return {**result, "valid_bleu": scores.bleu, "valid_chrf": scores.chrf, "samples": samples}
+        found = {"valid_bleu": scores.bleu, "valid_chrf": scores.chrf, "samples": samples}
+        return {**result, **found, DECODING: time.perf_counter() - began}
 
     def best_line(self, value: float) -> str:
         return f"chrF {value:.2f}"
@@ -300,6 +301,9 @@ class Classify(Task):
         return f"accuracy {100 * value:.1f}%"
 
 
+DECODING = "decode_seconds"
+"""The key of a validation's seconds of decoding (a time budget's measure, not a figure: the
+training loop takes it out before the record is written)."""
 VALIDATION_CHUNK = 25
 """Sentences a validation under a deadline decodes between two looks at the clock (the first
 look comes after `FIRST_CHUNK`, so that a late validation still ends soon)."""

@@ -132,6 +132,34 @@ def test_a_pdf_text_layer_is_translated_where_it_was_and_its_images_kept():
     assert after.language == "fr"
 
 
+def test_a_pdf_embeds_each_font_once_and_keeps_its_links():
+    fitz = pytest.importorskip("pymupdf")
+    document = fitz.open()
+    for number in range(40):
+        page = document.new_page()
+        page.insert_text((72, 72), f"Chapter {number}: the house is small.", fontsize=14)
+        page.insert_text((72, 100), "See the next chapter for more.", fontsize=11)
+    for number, page in enumerate(document):  # each page's link to the next
+        to_next = {"kind": fitz.LINK_GOTO, "from": fitz.Rect(70, 88, 300, 104)}
+        page.insert_link({**to_next, "page": (number + 1) % 40})
+    document[0].insert_link(
+        {"kind": fitz.LINK_URI, "from": fitz.Rect(70, 60, 300, 76), "uri": "https://example.org"}
+    )
+    source = document.tobytes()
+    out = fitz.open(stream=translated(source, "pdf"))
+    assert "SEE THE NEXT CHAPTER" in out[0].get_text()
+    links = [
+        (k, link["kind"], link.get("page"), link.get("uri"))
+        for k in range(40)
+        for link in out[k].get_links()
+    ]
+    assert len(links) == 41 and (0, fitz.LINK_URI, None, "https://example.org") in links
+    assert (3, fitz.LINK_GOTO, 4, None) in links  # internal links kept, to their pages
+    fonts = {font[0] for k in range(40) for font in out.get_page_fonts(k)}
+    assert len(fonts) <= 3  # the same fonts on every page, not one a text block
+    assert len(out.tobytes()) < len(source) + 150_000  # 40 pages: not 40 fonts
+
+
 def test_a_pdf_without_pymupdf_is_one_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "pymupdf", None)  # an import of it fails, as if absent
     with pytest.raises(DocumentError, match=r"report.pdf: .*pip install 'vaswani\[pdf\]'"):

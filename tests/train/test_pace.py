@@ -184,3 +184,14 @@ def test_a_validation_in_the_last_seconds_is_skipped_and_the_run_trains_on(tmp_p
     }
     pacing.state.elapsed_seconds = 57.0  # 3 s left: not even the end's validation and save
     assert pacing.out_of_time(bar)
+
+
+def test_the_end_keeps_the_validations_loss_and_a_bounded_share_for_its_decoding():
+    pacing = Pacing()
+    pacing.max_seconds, pacing.decoding = 300.0, 0.9  # 90% of the latest validation decoded
+    # an untrained model's first validation: 15 s, 13.5 of them decoding to the length limit
+    assert pacing.end_validation(15.0) == pytest.approx(1.5 + 0.0125 * 300)
+    assert pacing.end_validation(2.0) == pytest.approx(2.0)  # a short one is kept whole
+    pacing.max_seconds = float("inf")  # no budget: nothing to bound
+    assert pacing.end_validation(15.0) == pytest.approx(15.0)
+    assert Closing(validate=15.0, save=0.5, calibrating=True, final=5.25).end() == 11.0

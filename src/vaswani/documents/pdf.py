@@ -10,8 +10,10 @@ colour, shrunk until it fits.
 What is lost: the fonts (the translation is set in a standard sans-serif font, bold and italic
 where the block's first span was), formatting inside a block (a bold word among plain ones),
 hyphenation and justification; text drawn as images or paths (scans) is not read; forms,
-annotations, links and bookmarks are kept but not translated; a block's lines are joined, so a
-block that held a list of short lines comes back as one paragraph.
+annotations, links (put back where a redaction took them) and bookmarks are kept but not
+translated; a block's lines are joined, so a block that held a list of short lines comes back as
+one paragraph. The fonts the translations are set in are embedded once each, subset to the
+glyphs used.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ class PdfFile(Document):
             if not mine:
                 continue
             page = self.document[number]
+            links = page.get_links()  # a redaction removes the links it touches
             for block, _ in mine:
                 page.add_redact_annot(fitz.Rect(block.rect), fill=False, cross_out=False)
             page.apply_redactions(  # the text only: images and drawings under it stay
@@ -83,9 +86,16 @@ class PdfFile(Document):
             )
             for block, translation in mine:
                 page.insert_htmlbox(fitz.Rect(block.rect), escape(translation), css=_css(block))
+            kept = {tuple(link["from"]) for link in page.get_links()}
+            for link in links:
+                if tuple(link["from"]) not in kept:
+                    page.insert_link(link)
         if language:
             self.document.set_language(language)
-        return self.document.tobytes(garbage=3, deflate=True)
+        # each insertion embeds the font it sets the text in: subset to the glyphs used, and
+        # copies merged (a 140 KB report grew to 7.3 MB, one font embedded 231 times)
+        self.document.subset_fonts()
+        return self.document.tobytes(garbage=4, deflate=True)
 
 
 def _css(block: Block) -> str:

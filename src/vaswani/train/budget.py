@@ -39,20 +39,28 @@ class Closing:
     time."""
 
     validate: float = 0.0
+    """The latest validation's seconds."""
     save: float = 0.0
     calibrating: bool = False  # a confidence calibration follows the run (`vaswani train`)
+    final: float | None = None
+    """Time kept for the final validation, where it is less than `validate` (its decoding
+    stops at the deadline: `Pacing.end_validation`)."""
+
+    @property
+    def last(self) -> float:
+        return self.validate if self.final is None else self.final
 
     @property
     def calibrate(self) -> float:
-        """Time kept for the calibration: as long as the latest validation (Spanish gettext
+        """Time kept for the calibration: as long as the final validation (Spanish gettext
         catalogs: 7.3 s against 9.1). The calibration stops translating at the deadline, so a
         shortfall costs it sentences, not the budget."""
-        return self.validate if self.calibrating else 0.0
+        return self.last if self.calibrating else 0.0
 
     def end(self, validating: bool = False) -> float:
         """Seconds the run's end takes; `validating`: with a validation and save before it."""
         before = self.validate + self.save if validating else 0.0
-        return before + self.validate + self.save + self.calibrate
+        return before + self.last + self.save + self.calibrate
 
 
 class Clock:

@@ -34,7 +34,7 @@ from vaswani.data.dropout import SubwordDropout
 from vaswani.device import Placement, grad_scaler, keep_freed_memory, place
 from vaswani.progress import progress_bar
 from vaswani.run import CHECKPOINTS, append_metrics, data_fingerprint, truncate_metrics
-from vaswani.tasks import Task, get_task
+from vaswani.tasks import DECODING, Task, get_task
 from vaswani.train import recipe
 from vaswani.train.average import WeightAverage
 from vaswani.train.board import Board, require_tensorboard
@@ -202,6 +202,7 @@ class Trainer(Pacing):
         self.skipped_eval: int | None = None  # a validation step out_of_time skipped
         self.validation_began = 0.0
         self.eval_count: int | None = None  # the sentences a validation decodes (`validated`)
+        self.decoding = 0.0  # of the latest validation, the share of its time spent decoding
         self.max_seconds = tc.max_minutes * 60 if tc.max_minutes is not None else math.inf
 
     def apply(self, plan: TrainPlan) -> None:
@@ -409,10 +410,8 @@ class Trainer(Pacing):
                 began = self.clock.now()
                 with self.ledger.timed("validation"):
                     self.last_eval = self.validate(bar)
-                # The latest, not the longest: an untrained model's first validation decodes
-                # to the length limit and took 16 s where the last took 9 (the run ended 15 s
-                # early); the final validation stops at the deadline if it takes longer.
                 self.closing.validate = self.clock.now() - began
+                self.closing.final = self.end_validation(self.closing.validate)
             if tc.patience is not None:
                 patience_out = dist.any(state.since_best >= tc.patience)
             if self.plan.horizon_from_time and not finished:
@@ -445,6 +444,7 @@ class Trainer(Pacing):
         result = evaluate(self.model, self.data, tc, device, deadline)
         if result is None:
             return None
+        self.decoding = result.pop(DECODING, 0.0)
         model, key = self.model, self.task.selection[0]
         line = f"step {state.step}: {evaluation_line(result)}"
         count = result.get("valid_sentences", tc.eval_sentences)
@@ -455,6 +455,7 @@ class Trainer(Pacing):
             deadline = self.validation_deadline(1)
             averaged = evaluate(self.average.model, self.data, same, device, deadline)
             assert averaged is not None
+            self.decoding += averaged.pop(DECODING, 0.0)
             if "valid_sentences" in result:
                 averaged["valid_sentences"] = count
             sign = 1 if self.task.selection[1] else -1
@@ -474,6 +475,8 @@ class Trainer(Pacing):
             if self.task.parallel:  # cross-attention, between a source and a target
                 self.board.attention(model, self.data, state.step)
         state.since_best = 0 if state.best != before else state.since_best + 1
-        self.validated(time.perf_counter() - began, count)
+        took = time.perf_counter() - began
+        self.decoding = min(self.decoding / took, 1.0) if took > 0 else 0.0  # as a share
+        self.validated(took, count)
         bar.write(line)
         return result

@@ -42,6 +42,8 @@ KEPT = 4096
 """The most recent updates kept."""
 VALIDATION_MOST = recipe.EVAL_SHARE / 2
 """The most of a time budget one validation takes (the last one and another fill the share)."""
+END_DECODING = VALIDATION_MOST / 4
+"""The most of a time budget kept for the final validation's decoding (and the calibration's)."""
 
 
 @dataclass
@@ -200,6 +202,7 @@ class Pacing:
     ledger: Any
     validation_began: float
     eval_count: int | None
+    decoding: float
 
     def last_step(self, steps: float) -> float:
         """The update the run ends at: its schedule's horizon (moved by a time budget), else
@@ -243,6 +246,16 @@ class Pacing:
             return end
         most = VALIDATION_MOST * self.max_seconds - (time.perf_counter() - self.validation_began)
         return min(end, time.perf_counter() + max(most, 0.0) / max(evaluations, 1))
+
+    def end_validation(self, seconds: float) -> float:
+        """The time kept for the final validation (and as much for the calibration after it),
+        from the latest validation's `seconds`: all of what does not stop at the deadline (the
+        loss over the valid split) and of its decoding at most `END_DECODING` of the budget. An
+        untrained model's first validation decodes to the length limit (15 s where the last
+        took 6.5), and keeping that much ended 5-minute runs 15 s early; the decoding of both
+        stops at the deadline, so a shortfall costs them sentences, never the budget."""
+        decoding = seconds * self.decoding  # `decoding`: its share of the latest validation
+        return seconds - decoding + min(decoding, END_DECODING * self.max_seconds)
 
     def validated(self, seconds: float, sentences: int) -> None:
         """After a validation of `sentences` that took `seconds`: the sentences the next ones
