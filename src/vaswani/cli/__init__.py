@@ -11,6 +11,7 @@ line and exits with status 2; anything else is reported as a bug (status 3).
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
 
@@ -141,12 +142,17 @@ FLAGS = {
 flag that sets it, which the command line's errors name instead."""
 
 
+SETTING = re.compile(r"\b(quantize|precision|device|shortlist)=(['\"]?)([\w.:-]+)\2")
+"""A load setting as the library names it (`quantize='int8'`): the flag of its name."""
+
+
 def in_flags(error: Exception) -> str:
     """An error's message in the command line's words: each setting named by its flag."""
     message = str(error)
     for words, flag in FLAGS.items():
         message = message.replace(words, flag)
-    return message
+    message = message.replace("shortlist=True", "--shortlist")
+    return SETTING.sub(lambda m: f"--{m[1]} {m[3]}", message)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,9 +28,9 @@ def quantize(model: nn.Module, how: str, device: torch.device) -> nn.Module:
     if how == "none":
         return model
     if how != "int8":
-        raise QuantizeError(f"--quantize {how}: choose one of {', '.join(QUANTIZATIONS)}")
+        raise QuantizeError(f"quantize={how!r}: choose one of {', '.join(QUANTIZATIONS)}")
     if device.type != "cpu":
-        raise QuantizeError(f"--quantize int8 runs on the CPU, not {device}; add --device cpu")
+        raise QuantizeError(f"quantize='int8' runs on the CPU, not {device}; add device='cpu'")
     with warnings.catch_warnings():
         # torch.ao.quantization announces its move to torchao; in the pinned PyTorch it is the
         # maintained dynamic-quantization path for CPU.

@@ -336,8 +336,8 @@ def decide(engine: Engine, placement: Placement, choices: Choices) -> Engine:
         if placement.precision != "fp32":  # dynamic int8 layers take and give float32
             if not choices.auto:
                 raise EngineError(
-                    f"--quantize {how} computes in fp32 (int8 weights, float32 activations); "
-                    f"leave out --precision {placement.precision}"
+                    f"quantize={how!r} computes in fp32 (int8 weights, float32 activations); "
+                    f"leave out precision={placement.precision!r}"
                 )
             placement = dataclasses.replace(
                 placement, precision="fp32", precision_reason=f"{how} weights compute in fp32"
@@ -348,7 +348,7 @@ def decide(engine: Engine, placement: Placement, choices: Choices) -> Engine:
         notes.append(f"weights: {how} ({reason})")
     if choices.shortlist:
         if not engine.task.parallel:
-            raise EngineError("--shortlist is for translation models")
+            raise EngineError("shortlist=True is for translation models")
         engine.load_shortlist()
         notes.append(
             f"shortlist: {engine.shortlist.frequent.numel()} frequent tokens + "
