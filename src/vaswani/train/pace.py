@@ -244,8 +244,9 @@ class Pacing:
         end = self.clock.deadline(self.max_seconds - self.closing.save - self.closing.calibrate)
         if end is None or self.eval_count is not None:
             return end
-        most = VALIDATION_MOST * self.max_seconds - (time.perf_counter() - self.validation_began)
-        return min(end, time.perf_counter() + max(most, 0.0) / max(evaluations, 1))
+        now = time.perf_counter()
+        most = VALIDATION_MOST * self.max_seconds - (now - self.validation_began)
+        return min(end, now + max(most, 0.0) / max(evaluations, 1))
 
     def end_validation(self, seconds: float) -> float:
         """The time kept for the final validation (and as much for the calibration after it),
