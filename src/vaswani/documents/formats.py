@@ -156,6 +156,10 @@ class Format:
     """In a project's tree, its files are the source's strings only where their place says so
     (a `values/` folder, a folder or name of the source language): a project holds other JSON,
     YAML and XML (package.json, CI files, layouts)."""
+    bundle: str | None = None
+    """In a project's tree, its files are strings only where a folder or the name matches this
+    (case-insensitive) pattern: a Java message bundle (`messages.properties`,
+    `i18n/app.properties`) where other .properties files are settings (`gradle.properties`)."""
     suffix: str | None = None
     """How a language's file is named by a suffix to the stem: "_" (messages_es.properties,
     app_es.arb, app_es.ts) or "." (Strings.es.resx); None: by its folder or its own name."""
@@ -190,7 +194,15 @@ for _office in ("docx", "odt", "pptx", "odp"):
     register(Format(_office, (f".{_office}",), _reader("office", "read_office", _office), True))
 register(Format("pdf", (".pdf",), _reader("pdf", "read_pdf"), binary=True, needs="pymupdf"))
 register(Format("epub", (".epub",), _reader("epub", "read_epub"), binary=True))
-register(Format("properties", (".properties",), _reader("keyvalue", "read_properties"), suffix="_"))
+register(
+    Format(
+        "properties",
+        (".properties",),
+        _reader("keyvalue", "read_properties"),
+        bundle=r"messages?|bundle|strings?|labels?|texts?|i18n|l10n|locales?|lang",
+        suffix="_",
+    )
+)
 register(Format("strings", (".strings",), _reader("keyvalue", "read_strings")))
 register(Format("json", (".json",), _reader("jsonfiles", "read_json"), marked=True))
 register(Format("arb", (".arb",), _reader("jsonfiles", "read_json", "arb"), suffix="_"))

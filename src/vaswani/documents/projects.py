@@ -31,9 +31,6 @@ from vaswani.languages import Language, language_matches
 
 MAX_FILES = 10_000
 """The most files of a tree read at once."""
-BUNDLE = re.compile(r"(?i)messages?|bundle|strings?|labels?|texts?|i18n|l10n|locales?|lang")
-"""What names a Java message bundle, or the folder it is in (`messages.properties`,
-`i18n/app.properties`); other .properties files of a project are settings (`gradle.properties`)."""
 
 
 def project_files(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -97,8 +94,8 @@ def placed(
     record = REGISTRY[fmt]
     if not renamed and record.marked:  # a package.json, a layout: not the source's strings
         return None, f"{fmt} not in a language's place (values/, locales/en/, en.yml, main-de.json)"
-    if fmt == "properties" and not any(BUNDLE.search(p) for p in relative.parts):
-        return None, "a .properties file that names no message bundle (a build's settings)"
+    if record.bundle and not any(re.search(record.bundle, p, re.I) for p in relative.parts):
+        return None, f"a {suffix} file that names no message bundle (a build's settings)"
     name = relative.name
     if not renamed and record.suffix is not None:
         name = f"{stem}{record.suffix}{_file_code(target, fmt)}{suffix}"

@@ -11,26 +11,17 @@ it skips; chosen by `--format` or by the file's extension (a trailing .gz is loo
 
 from __future__ import annotations
 
+import importlib
 import re
 import struct
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from vaswani.data.corpora import DataError, Pair, read_parallel_files, read_tsv, walk_files
-
-FORMATS = ("tsv", "moses", "tmx", "xliff", "po", "mo", "jsonl")
-SUFFIXES = {
-    ".tsv": "tsv",
-    ".tmx": "tmx",
-    ".xlf": "xliff",
-    ".xliff": "xliff",
-    ".po": "po",
-    ".mo": "mo",
-    ".jsonl": "jsonl",
-}
 
 
 @dataclass
@@ -53,6 +44,101 @@ class ReadOptions:
     max_line_bytes: int = 1 << 20
 
 
+@dataclass(frozen=True)
+class CorpusFormat:
+    """All the corpus readers know of a format, in one record of `REGISTRY`: its name (for
+    `--format`), the extensions that name it, its reader, whether a directory of its files is
+    read file by file (gettext catalogs), and whether its reader checks the text line by line as
+    it reads (`checked` then need not look at it again). Adding a format is its reader's module
+    and one `register` line."""
+
+    name: str
+    suffixes: tuple[str, ...]
+    read: Callable[[Path, ReadOptions, Counter], Iterator[Pair]] | None
+    """A file, the options and the counter of what it skips -> its pairs; None: moses, two
+    aligned files read together (`open_corpora`)."""
+    directory: bool = False
+    line_checked: bool = False
+
+
+REGISTRY: dict[str, CorpusFormat] = {}
+"""Each corpus format's record, by name (in the order `--format` lists them)."""
+SUFFIXES: dict[str, str] = {}
+"""The format of each extension (from `REGISTRY`)."""
+
+
+def register(fmt: CorpusFormat) -> CorpusFormat:
+    """Add a corpus format (or replace one of its name): its record and extensions."""
+    REGISTRY[fmt.name] = fmt
+    SUFFIXES.update(dict.fromkeys(fmt.suffixes, fmt.name))
+    return fmt
+
+
+def _module(name: str) -> Any:
+    """A reader module, imported when a file of its format is read (XML and gettext need
+    libraries the command line's start-up does without)."""
+    return importlib.import_module(f"vaswani.data.readers.{name}")
+
+
+register(
+    CorpusFormat(
+        "tsv",
+        (".tsv",),
+        lambda path, o, dropped: read_tsv(path, dropped, o.skip_invalid, o.max_line_bytes),
+        # whole UTF-8 lines through `corpora.decode_line`: NUL is refused there, UTF-8 has no
+        # surrogates and a side is no longer than its line (a second look cost 0.8 s a million
+        # pairs, half the reading time)
+        line_checked=True,
+    )
+)
+register(CorpusFormat("moses", (), None))
+register(
+    CorpusFormat(
+        "tmx",
+        (".tmx",),
+        lambda path, o, dropped: _module("xml").read_tmx(
+            path, o.src_lang, o.tgt_lang, dropped, o.markup, o.max_line_bytes
+        ),
+    )
+)
+register(
+    CorpusFormat(
+        "xliff",
+        (".xlf", ".xliff"),
+        lambda path, o, dropped: _module("xml").read_xliff(
+            path, dropped, o.markup, o.max_line_bytes
+        ),
+    )
+)
+register(
+    CorpusFormat(
+        "po",
+        (".po",),
+        lambda path, o, dropped: _module("gettext").read_po(path, dropped, o.max_line_bytes),
+        directory=True,
+    )
+)
+register(
+    CorpusFormat(
+        "mo",
+        (".mo",),
+        lambda path, o, dropped: _module("gettext").read_mo(path, dropped, o.max_line_bytes),
+        directory=True,
+    )
+)
+register(
+    CorpusFormat(
+        "jsonl",
+        (".jsonl",),
+        lambda path, o, dropped: _module("jsonl").read_jsonl(
+            path, dropped, o.fields, o.skip_invalid, o.max_line_bytes
+        ),
+    )
+)
+FORMATS = tuple(REGISTRY)
+"""The names `--format` takes."""
+
+
 def format_of(path: Path) -> str | None:
     """The format a file's extension names (through a trailing .gz), or None."""
     suffixes = [s.lower() for s in Path(path).suffixes]
@@ -73,9 +159,12 @@ def files_under(directory: Path, fmt: str) -> list[Path]:
 def catalogs_in(directory: Path) -> str | None:
     """The format of the gettext catalogs in `directory` (po or mo), None if it holds neither;
     both kinds is an error (the same messages would be read twice)."""
-    kinds = {format_of(path) for path in walk_files(directory)} & {"po", "mo"}
+    found = {format_of(path) for path in walk_files(directory)}
+    kinds = sorted(f for f in found if f is not None and REGISTRY[f].directory)[::-1]
     if len(kinds) > 1:
-        raise DataError(f"{directory}: holds .po and .mo catalogs; give --format po or mo")
+        names = " and ".join(f".{kind}" for kind in kinds)
+        choices = " or ".join(f"format={kind!r}" for kind in kinds)
+        raise DataError(f"{directory}: holds {names} catalogs; give {choices}")
     return kinds.pop() if kinds else None
 
 
@@ -84,7 +173,7 @@ def open_corpora(paths: list[Path], opts: ReadOptions) -> list[Corpus]:
     formats = [opts.format or (catalogs_in(p) if p.is_dir() else format_of(p)) for p in paths]
     if opts.format == "moses" or (len(paths) == 2 and formats == [None, None]):
         if len(paths) != 2:
-            raise DataError(f"--format moses reads two aligned files, got {len(paths)}")
+            raise DataError(f"format='moses' reads two aligned files, got {len(paths)}")
         dropped: Counter = Counter()
         pairs = read_parallel_files(
             paths[0], paths[1], dropped, opts.skip_invalid, opts.max_line_bytes
@@ -96,10 +185,10 @@ def open_corpora(paths: list[Path], opts: ReadOptions) -> list[Corpus]:
     for path, fmt in zip(paths, formats, strict=True):
         if fmt is None:
             raise DataError(
-                f"{path}: cannot tell its format from its name; give --format "
+                f"{path}: cannot tell its format from its name; give format=... "
                 f"({', '.join(FORMATS)})"
             )
-        if path.is_dir() and fmt not in ("po", "mo"):
+        if path.is_dir() and not REGISTRY[fmt].directory:
             raise DataError(f"{path}: is a directory; give the file(s) in it")
         for file in files_under(path, fmt) if path.is_dir() else [path]:
             dropped = Counter()
@@ -112,12 +201,6 @@ def read_file(path: Path, fmt: str, opts: ReadOptions, dropped: Counter) -> Iter
     """The pairs of one file of format `fmt`, read lazily (a reader's errors come as it is read),
     through `checked`."""
     return checked(reader(path, fmt, opts, dropped), path, fmt, opts, dropped)
-
-
-# Readers whose text is whole UTF-8 lines through `corpora.decode_line`: NUL is refused there, UTF-8
-# has no surrogates and a side is no longer than its line, so `checked` need not look at the text
-# again (that look cost 0.8 s a million TSV pairs, half the reading time).
-LINE_CHECKED = ("tsv",)
 
 
 BAD_CHARACTER = re.compile("[\x00\ud800-\udfff]")  # NUL, and halves of a surrogate pair
@@ -138,7 +221,7 @@ DAMAGE = (
 def text_problem(text: str, limit: int) -> str | None:
     """What makes `text` unusable as a segment, or None."""
     if len(text) > limit // 4 and len(text.encode("utf-8", "surrogatepass")) > limit:
-        return f"a segment longer than --max-line-bytes {limit:,}"
+        return f"a segment longer than max_line_bytes={limit:,}"
     bad = BAD_CHARACTER.search(text)
     if bad:
         return "a NUL character" if bad.group() == "\x00" else "half of a UTF-16 surrogate pair"
@@ -151,8 +234,8 @@ def checked(
     """The error boundary of every reader: a pair with a NUL, a lone surrogate or more than
     --max-line-bytes on a side is an error (with --skip-invalid: dropped and counted), and
     whatever else a damaged file makes a reader raise is one line naming the file. The text of a
-    LINE_CHECKED format was checked line by line as it was read."""
-    look, limit = fmt not in LINE_CHECKED, opts.max_line_bytes
+    `line_checked` format was checked line by line as it was read."""
+    look, limit = not REGISTRY[fmt].line_checked, opts.max_line_bytes
     try:
         for number, (source, target) in enumerate(pairs, 1):
             problem = look and (text_problem(source, limit) or text_problem(target, limit))
@@ -162,7 +245,7 @@ def checked(
                 dropped["invalid text"] += 1
             else:
                 raise DataError(
-                    f"{path}: pair {number:,}: {problem}; fix it, or pass --skip-invalid"
+                    f"{path}: pair {number:,}: {problem}; fix it, or pass skip_invalid=True"
                 )
     except DataError:
         raise
@@ -173,19 +256,7 @@ def checked(
 
 def reader(path: Path, fmt: str, opts: ReadOptions, dropped: Counter) -> Iterator[Pair]:
     """The reader of format `fmt` over `path`."""
-    from vaswani.data.readers import gettext, jsonl, xml
-
-    limit = opts.max_line_bytes
-    if fmt == "tsv":
-        return read_tsv(path, dropped, opts.skip_invalid, opts.max_line_bytes)
-    if fmt == "tmx":
-        return xml.read_tmx(path, opts.src_lang, opts.tgt_lang, dropped, opts.markup, limit)
-    if fmt == "xliff":
-        return xml.read_xliff(path, dropped, opts.markup, limit)
-    if fmt == "po":
-        return gettext.read_po(path, dropped, limit)
-    if fmt == "mo":
-        return gettext.read_mo(path, dropped, limit)
-    if fmt == "jsonl":
-        return jsonl.read_jsonl(path, dropped, opts.fields, opts.skip_invalid, opts.max_line_bytes)
-    raise DataError(f"--format {fmt}: choose one of {', '.join(FORMATS)}")
+    found = REGISTRY.get(fmt)
+    if found is None or found.read is None:
+        raise DataError(f"format={fmt!r}: choose one of {', '.join(FORMATS)}")
+    return found.read(path, opts, dropped)
