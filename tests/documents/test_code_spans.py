@@ -36,6 +36,9 @@ KINDS = [
     ("Needs version 1.2.3-rc1 or later", ["1.2.3-rc1"]),
     ("en", ["en"]),
     ("pt_BR", ["pt_BR"]),
+    ("use the given strategy (manual/ours/union/cat_sort_uniq)", ["cat_sort_uniq"]),  # a list
+    ("only use git_env_*() value as exit code", ["git_env_*()"]),  # a family of calls
+    ("the '--no-[external-commands|aliases]' options", ["--no-[external-commands|aliases]"]),
 ]
 
 
