@@ -129,7 +129,7 @@ def test_a_preset_position_limit_grows_to_the_data(tmp_path):
     assert load_run(tmp_path / "grown").model.cfg.max_len >= longest + 1
     # Learned positions (a table) and a limit the user set stay as asked, with what to pass.
     for model in ({"positions": "learned"}, {"max_len": 128}):
-        with pytest.raises(Exception, match=f"--model max_len={longest + 1}"):
+        with pytest.raises(Exception, match=f"the model setting max_len={longest + 1}"):
             train(
                 TrainConfig(out=str(tmp_path / str(len(model))), model=model, **common),
                 progress=False,

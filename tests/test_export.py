@@ -115,7 +115,7 @@ def test_huggingface_export_gives_the_same_logits_and_imports_back(run, numbers_
 
 def test_what_a_format_cannot_represent_is_refused_by_name(run, numbers_run, tmp_path):
     pre = marian_refusals(dataclasses.replace(run.config, norm="pre"))
-    assert any(p.startswith("norm='pre'") and "--model norm=post" in p for p in pre)
+    assert any(p.startswith("norm='pre'") and "the model setting norm=post" in p for p in pre)
     learned = marian_refusals(dataclasses.replace(run.config, positions="learned"))
     assert any(p.startswith("positions='learned'") for p in learned)
     assert marian_refusals(run.config) == []
@@ -123,7 +123,7 @@ def test_what_a_format_cannot_represent_is_refused_by_name(run, numbers_run, tmp
     (tmp_path / "full" / "x").write_text("x")
     with pytest.raises(ExportError, match="not an empty directory"):
         export(numbers_run, "huggingface", tmp_path / "full")
-    with pytest.raises(ExportError, match="--quantization is for --to ctranslate2"):
+    with pytest.raises(ExportError, match="quantization='int8' is for to='ctranslate2'"):
         export(numbers_run, "huggingface", tmp_path / "q", quantization="int8")
 
 

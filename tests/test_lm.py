@@ -82,7 +82,7 @@ def test_text_files_with_a_long_line_are_cut_into_pieces_not_dropped(tmp_path):
 
 
 def test_corpus_of_another_task_is_refused(tmp_path):
-    with pytest.raises(DataError, match="numbers-de is a corpus for --task translate, not lm"):
+    with pytest.raises(DataError, match="numbers-de is a corpus for task='translate', not lm"):
         prepare(["numbers-de"], tmp_path / "d", PrepareOptions(task="lm", progress=False))
 
 

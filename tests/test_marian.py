@@ -378,7 +378,7 @@ def test_fine_tuning_refuses_data_with_another_tokenizer(imported, numbers_data,
 
     run = str(imported[0])
     tc = TrainConfig(data=str(numbers_data), out=str(tmp_path / "t"), init=run, max_steps=1)
-    with pytest.raises(TrainingError, match="--tokenizer-from"):
+    with pytest.raises(TrainingError, match="tokenizer_from="):
         train(tc, progress=False)
 
 

@@ -61,11 +61,11 @@ def export(
         raise ExportError(f"{run_dir}: only translation models can be exported (task {run.task})")
     if to == "huggingface":
         if quantization is not None:
-            raise ExportError("--quantization is for --to ctranslate2")
+            raise ExportError(f"quantization={quantization!r} is for to='ctranslate2'")
         return to_huggingface(run, out)
     if to == "ctranslate2":
         return to_ctranslate2(run, out, quantization)
-    raise ExportError(f"--to {to}: choose one of {', '.join(FORMATS)}")
+    raise ExportError(f"to={to!r}: choose one of {', '.join(FORMATS)}")
 
 
 def residual_permutation(cfg: ModelConfig) -> Tensor | None:
@@ -105,7 +105,7 @@ def permuted(state: dict[str, Tensor], perm: Tensor) -> dict[str, Tensor]:
 
 def marian_refusals(cfg: ModelConfig) -> list[str]:
     needs = {
-        "norm": ("post", "Marian is post-norm; train with --model norm=post"),
+        "norm": ("post", "Marian is post-norm; train with the model setting norm=post"),
         "positions": ("sinusoidal", "Marian has no learned positions"),
     }
     problems = [
@@ -285,11 +285,11 @@ def save_ctranslate2(
         from ctranslate2.specs import common_spec, transformer_spec
     except ImportError:
         raise ExportError(
-            "--to ctranslate2 needs CTranslate2: pip install 'vaswani[export]'"
+            "to='ctranslate2' needs CTranslate2: pip install 'vaswani[export]'"
         ) from None
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise ExportError(
-            f"--quantization {quantization}: choose one of {', '.join(QUANTIZATIONS)}"
+            f"quantization={quantization!r}: choose one of {', '.join(QUANTIZATIONS)}"
         )
     cfg = model.cfg
     spec = transformer_spec.TransformerSpec.from_config(

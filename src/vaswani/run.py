@@ -66,7 +66,7 @@ def weights_path(run: Path, weights: str) -> Path:
             raise RunError(f"{run}: no valid checkpoint")
         return path
     if weights not in ("best", AVERAGED):
-        raise RunError(f"--weights {weights!r}: choose best, latest or averaged")
+        raise RunError(f"weights={weights!r}: choose best, latest or averaged")
     path = run / (BEST if weights == "best" else AVERAGED)
     if path.is_symlink() or (path.exists() and path.resolve().parent != run.resolve()):
         raise RunError(f"{path}: leads outside {run}; refusing to load weights from it")

@@ -133,3 +133,26 @@ def test_serve_search_flags_reach_the_server_settings():
     assert settings.decoding.alpha == 0.8 and settings.decoding.length_penalty == "plain"
     assert settings.beam_size == 2 and settings.timeout_s == 5.0
     assert settings.dynamic_batching is False
+
+
+def test_library_errors_name_their_settings_and_the_command_line_names_flags():
+    """The library's errors name a setting as a Python user sets it; the command line's one
+    error boundary (`in_flags`) names the flag that sets it, and leaves other words alone."""
+    from vaswani.cli import build_parser, flags_of, in_flags
+
+    flags = flags_of(build_parser())
+    said = {
+        "accumulate=3 micro-batches cannot be shared evenly by 2 processes": (
+            "--accumulate 3 micro-batches cannot be shared evenly by 2 processes"
+        ),
+        "quantization='int8' is for to='ctranslate2'": "--quantization int8 is for --to ctranslate2",
+        "tensorboard=True needs the tensorboard package": "--tensorboard needs the tensorboard package",
+        "prepare it with tokenizer_from='/runs/a b'": "prepare it with --tokenizer-from /runs/a b",
+        "the position limit is max_len=64; train with the model setting max_len=80": (
+            "the position limit is max_len=64; train with --model max_len=80"
+        ),
+        "give the target language (Request.target)": "give the target language (--target)",
+        "a=b and x==y stay": "a=b and x==y stay",
+    }
+    for library, command_line in said.items():
+        assert in_flags(ValueError(library), flags) == command_line

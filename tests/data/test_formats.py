@@ -461,7 +461,7 @@ def test_tokenizer_sample_zero_learns_from_every_pair(tmp_path):
         PrepareOptions(vocab_size=300, progress=False, tokenizer_sample=50),
     )
     assert few["tokenizer"]["sample_pairs"] == 50
-    with pytest.raises(DataError, match="--tokenizer-sample must be 0"):
+    with pytest.raises(DataError, match="tokenizer_sample=-1: must be 0"):
         prepare(
             [str(tmp_path / "c.tsv")],
             tmp_path / "x",

@@ -203,7 +203,7 @@ def test_a_line_limit_beyond_memory_is_refused_before_reading(numbers_run, capsy
     assert stop.value.code == 2 and "--max-line-bytes: must be in 1 .. 67108864" in (
         capsys.readouterr().err
     )
-    with pytest.raises(DataError, match="--max-line-bytes 1099511627776: must be in"):
+    with pytest.raises(DataError, match="max_line_bytes=1099511627776: must be in"):
         next(read_lines("/dev/zero", max_line_bytes=1 << 40))  # the readers check it too
 
 

@@ -67,7 +67,7 @@ def guided_run(data, out, weight):
 def test_the_guided_head_learns_to_point_at_the_linked_words(numbers_data, tmp_path):
     data = tmp_path / "data"
     shutil.copytree(numbers_data, data)
-    with pytest.raises(TrainingError, match="--word-alignments"):
+    with pytest.raises(TrainingError, match="word_alignments=True"):
         guided_run(data, tmp_path / "none", 1.0)
     pairs = len(PreparedData(data).split("train"))
     (data / "train.align").write_text("0-x\n" * pairs)

@@ -179,7 +179,7 @@ def test_changed_data_makes_resume_refuse_unless_reset(numbers_data, tmp_path):
         force=True,
     )
     with pytest.raises(
-        TrainingError, match="changed since this run started.*--reset-data-position"
+        TrainingError, match="changed since this run started.*reset_data_position=True"
     ):
         train(resume_config(tmp_path / "run", max_steps=5), resume=True, progress=False)
     result = train(

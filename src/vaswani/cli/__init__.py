@@ -137,22 +137,44 @@ FLAGS = {
     "Request.language": "--source-lang",
     "Request.too_long='truncate'": "--too-long truncate",
     "Protection.patterns": "--protect",
+    "the model setting ": "--model ",
 }
 """The library's words for a setting (its errors name the field a Python user sets), and the
 flag that sets it, which the command line's errors name instead."""
 
 
-SETTING = re.compile(r"\b(quantize|precision|device|shortlist)=(['\"]?)([\w.:-]+)\2")
-"""A load setting as the library names it (`quantize='int8'`): the flag of its name."""
+SETTING = re.compile(r"\b([a-z][a-z0-9_]*)=(?:'([^']*)'|\"([^\"]*)\"|([\w.:/~+-]+(?:,\d{3})*))")
+"""A setting as the library names it, its value quoted or not (`quantize='int8'`,
+`accumulate=3`, `shortlist=True`)."""
 
 
-def in_flags(error: Exception) -> str:
-    """An error's message in the command line's words: each setting named by its flag."""
+def in_flags(error: Exception, flags: frozenset[str]) -> str:
+    """An error's message in the command line's words: each setting the library names as a
+    Python user sets it (`accumulate=3`, `precision='fp32'`, `Request.target`) named by its flag
+    (`--accumulate 3`, `--precision fp32`, `--target`), where `flags` has one of that name."""
     message = str(error)
     for words, flag in FLAGS.items():
         message = message.replace(words, flag)
-    message = message.replace("shortlist=True", "--shortlist")
-    return SETTING.sub(lambda m: f"--{m[1]} {m[3]}", message)
+
+    def flag_of(setting: re.Match) -> str:
+        flag = "--" + setting[1].replace("_", "-")
+        if flag not in flags:
+            return setting[0]
+        value = next(v for v in setting.groups()[1:] if v is not None)
+        return flag if value == "True" else f"{flag} {value}"
+
+    return SETTING.sub(flag_of, message)
+
+
+def flags_of(parser: SettingsParser) -> frozenset[str]:
+    """Every long flag of every command."""
+    return frozenset(
+        option
+        for command in parser.commands.values()
+        for action in command._actions
+        for option in action.option_strings
+        if option.startswith("--")
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,17 +187,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     parser = build_parser()
+    flags = flags_of(parser)
     try:
         argv = with_config(parser, argv)
     except VaswaniError as error:
-        print(f"error: {in_flags(error)}", file=sys.stderr)
+        print(f"error: {in_flags(error, flags)}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
     try:
         with warnings_as_lines():
             return args.run(args)
     except VaswaniError as error:
-        print(f"error: {in_flags(error)}", file=sys.stderr)
+        print(f"error: {in_flags(error, flags)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # stdout closed early (`vaswani translate ... | head -1`): not an error
         devnull = os.open(os.devnull, os.O_WRONLY)

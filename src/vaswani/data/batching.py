@@ -51,7 +51,8 @@ class TokenBatchSampler:
         if batch_tokens < longest:
             raise ValueError(
                 f"batch_tokens={batch_tokens} is smaller than the longest pair ({longest} tokens with "
-                "BOS/EOS); raise --batch-tokens or prepare the data with a smaller --max-example-len"
+                f"BOS/EOS); give batch_tokens={longest} or more, or prepare the data with a smaller "
+                "max_example_len=..."
             )
         self.batch_tokens = batch_tokens
         self.seed = seed

@@ -83,7 +83,7 @@ def split_lines(handle: BinaryIO, name: str | Path, max_line_bytes: int) -> Iter
     """The lines of a binary stream, without the newline, refusing any longer than the limit."""
     if not 1 <= max_line_bytes <= MAX_LINE_BYTES:
         raise DataError(
-            f"--max-line-bytes {max_line_bytes}: must be in 1 .. {MAX_LINE_BYTES} (64 MiB); a "
+            f"max_line_bytes={max_line_bytes}: must be in 1 .. {MAX_LINE_BYTES} (64 MiB); a "
             "longer line is not one sentence"
         )
     number = 0
@@ -99,7 +99,7 @@ def split_lines(handle: BinaryIO, name: str | Path, max_line_bytes: int) -> Iter
         if len(body) > max_line_bytes + (1 if body.endswith(b"\r") else 0):
             raise DataError(
                 f"{name}:{number}: line longer than {max_line_bytes} bytes; split it, or raise "
-                "the limit (--max-line-bytes) if it really is one sentence"
+                f"the limit max_line_bytes={max_line_bytes} if it really is one sentence"
             )
         yield body[:-1] if body.endswith(b"\r") else body
 
@@ -117,14 +117,14 @@ def decode_line(raw: bytes, path: str | Path, number: int, offset: int) -> str:
     except UnicodeDecodeError as error:
         raise DataError(
             f"{path}:{number}: invalid UTF-8 at byte offset {offset + error.start} "
-            f"(column {error.start + 1}); re-encode the file as UTF-8, or pass --skip-invalid"
+            f"(column {error.start + 1}); re-encode the file as UTF-8, or pass skip_invalid=True"
         ) from None
     for bad, name in (("\x00", "NUL byte"), (BOM, "byte-order mark (BOM)")):
         column = text.find(bad)
         if column >= 0:
             at = offset + len(text[:column].encode("utf-8"))
             raise DataError(
-                f"{path}:{number}: {name} at byte offset {at}; remove it, or pass --skip-invalid"
+                f"{path}:{number}: {name} at byte offset {at}; remove it, or pass skip_invalid=True"
             )
     return text
 
@@ -216,7 +216,7 @@ def read_tsv(
             if not skip_invalid:
                 raise DataError(
                     f"{path}:{number}: expected 2 tab-separated columns ({column_names}), found "
-                    f"{len(columns)}; fix the row, or pass --skip-invalid"
+                    f"{len(columns)}; fix the row, or pass skip_invalid=True"
                 )
             dropped["not two columns"] += 1
             continue

@@ -33,20 +33,22 @@ class LanguageFilter:
 
     def __init__(self, src_lang: str | None, tgt_lang: str | None) -> None:
         if not src_lang or not tgt_lang:
-            raise DataError("--lang-id needs the pair's languages: give --src-lang and --tgt-lang")
+            raise DataError(
+                "lang_id=True needs the pair's languages: give src_lang=... and tgt_lang=..."
+            )
         try:
             from lingua import LanguageDetectorBuilder
         except ImportError:
             raise DataError(
-                "--lang-id needs lingua: pip install 'vaswani[detect]' (or leave --lang-id out)"
+                "lang_id=True needs lingua: pip install 'vaswani[detect]' (or leave out lang_id=True)"
             ) from None
         try:
             self.languages = (lingua_language(src_lang), lingua_language(tgt_lang))
         except ValueError as error:
-            raise DataError(f"--lang-id: {error}") from None
+            raise DataError(f"lang_id=True: {error}") from None
         if self.languages[0] == self.languages[1]:
             raise DataError(
-                f"--lang-id: --src-lang {src_lang} and --tgt-lang {tgt_lang} are "
+                f"lang_id=True: src_lang={src_lang!r} and tgt_lang={tgt_lang!r} are "
                 "one language; nothing to tell apart"
             )
         self.detector = (

@@ -41,7 +41,7 @@ def write_alignments(directory: Path, split: object, src_tok: object, tgt_tok: o
         import eflomal
     except ImportError:
         raise DataError(
-            "--word-alignments needs eflomal: pip install 'vaswani[align]' (or pip install eflomal)"
+            "word_alignments=True needs eflomal: pip install 'vaswani[align]' (or pip install eflomal)"
         ) from None
     start = time.perf_counter()
     sources, targets = [], []

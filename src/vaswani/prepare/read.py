@@ -96,7 +96,7 @@ def open_real_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
         inputs = [task.default_corpus]
     corpus_task = task_for_corpus(inputs[0]) if len(inputs) == 1 else None
     if corpus_task not in (None, task):
-        raise DataError(f"{inputs[0]} is a corpus for --task {corpus_task}, not {task}")
+        raise DataError(f"{inputs[0]} is a corpus for task='{corpus_task}', not {task}")
     if corpus_task is not None:
         return builtin_corpus(inputs[0], opts, dropped)
     paths = [Path(p) for p in inputs]
@@ -161,7 +161,7 @@ def numbers_multi(opts: PrepareOptions) -> CorpusSource:
 def read_options(opts: PrepareOptions, src_lang: str | None, tgt_lang: str | None) -> ReadOptions:
     fields = tuple(name.strip() for name in opts.fields.split(","))
     if len(fields) != 2 or not all(fields):
-        raise DataError(f"--fields {opts.fields}: give two keys, source then target (de,en)")
+        raise DataError(f"fields={opts.fields}: give two keys, source then target (de,en)")
     return ReadOptions(
         opts.format,
         src_lang,

@@ -53,18 +53,18 @@ def check_out(out: Path, inputs: list[str], opts: PrepareOptions, force: bool) -
     """Refuse an --out that is a file, that holds something (unless --force), or that holds an
     input --force would delete."""
     if out.exists() and not out.is_dir():
-        raise DataError(f"--out {out}: exists and is not a directory; choose another --out")
+        raise DataError(f"out='{out}': exists and is not a directory; give another out=...")
     if out.exists() and any(out.iterdir()):
         if not force:
             raise DataError(
-                f"{out}: already exists and is not empty; choose another --out or --force"
+                f"{out}: already exists and is not empty; give another out=..., or force=True"
             )
         for given in [*inputs, *opts.back_translated, opts.ding_path, opts.tokenizer_from]:
             inside = given is not None and Path(given).resolve().is_relative_to(out.resolve())
             if inside and Path(given).exists():
                 raise DataError(
-                    f"--out {out} holds the input {given}, which --force would delete; "
-                    "choose another --out"
+                    f"out='{out}' holds the input {given}, which force=True would delete; "
+                    "give another out=..."
                 )
 
 
@@ -72,33 +72,32 @@ def check_options(opts: PrepareOptions) -> None:
     """Refuse options out of range, or meant for another task, before anything is read."""
     if opts.vocab_size is not None and not 260 <= opts.vocab_size <= LIMITS["vocab_size"]:
         raise DataError(
-            f"--vocab-size must be in 260 (4 specials + 256 bytes) .. {LIMITS['vocab_size']:,}, "
-            f"got {opts.vocab_size}"
+            f"vocab_size={opts.vocab_size}: must be in 260 (4 specials + 256 bytes) .. "
+            f"{LIMITS['vocab_size']:,}"
         )
     if opts.tokenizer_sample < 0:
-        raise DataError(
-            f"--tokenizer-sample must be 0 (all pairs) or more, got {opts.tokenizer_sample}"
-        )
+        raise DataError(f"tokenizer_sample={opts.tokenizer_sample}: must be 0 (all pairs) or more")
     if opts.max_example_len < 3:
-        raise DataError(f"--max-example-len must be at least 3, got {opts.max_example_len}")
+        raise DataError(f"max_example_len={opts.max_example_len}: must be at least 3")
     parallel = get_task(opts.task).parallel
     if opts.lang_id and not parallel:
-        raise DataError("--lang-id is for translation pairs (--task translate)")
+        raise DataError("lang_id=True is for translation pairs (task='translate')")
     if opts.word_alignments and not parallel:
-        raise DataError("--word-alignments is for translation pairs (--task translate)")
+        raise DataError("word_alignments=True is for translation pairs (task='translate')")
     if opts.tokenizer_from is not None and not parallel:
-        raise DataError("--tokenizer-from is for fine-tuning translation models (--task translate)")
+        raise DataError(
+            f"tokenizer_from='{opts.tokenizer_from}' is for fine-tuning translation models "
+            "(task='translate')"
+        )
     try:
         check_token_form(opts.language_token)
     except ValueError as error:
-        raise DataError(f"--language-token: {error}") from None
+        raise DataError(f"language_token={opts.language_token!r}: {error}") from None
     tag = opts.back_translation_tag
     if not tag or tag != "".join(tag.split()):
-        raise DataError(f"--back-translation-tag {tag!r}: give one token, without spaces (<BT>)")
+        raise DataError(f"back_translation_tag={tag!r}: give one token, without spaces (<BT>)")
     if not (math.isfinite(opts.temperature) and opts.temperature >= 1):
-        raise DataError(
-            f"--temperature must be 1 (as the corpus is) or more, got {opts.temperature}"
-        )
+        raise DataError(f"temperature={opts.temperature}: must be 1 (as the corpus is) or more")
 
 
 def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = False) -> dict:
@@ -110,7 +109,10 @@ def prepare(inputs: list[str], out: Path, opts: PrepareOptions, force: bool = Fa
     valid_fraction = corpus.valid_fraction if opts.valid_fraction is None else opts.valid_fraction
     test_fraction = corpus.test_fraction if opts.test_fraction is None else opts.test_fraction
     if not (valid_fraction >= 0 and test_fraction >= 0 and valid_fraction + test_fraction < 1):
-        raise DataError("--valid-fraction and --test-fraction must be >= 0 and sum to less than 1")
+        raise DataError(
+            f"valid_fraction={valid_fraction} and test_fraction={test_fraction}: must be >= 0 "
+            "and sum to less than 1"
+        )
 
     with built_in_place(out) as work:
         return _prepare_into(work, corpus, opts, valid_fraction, test_fraction)

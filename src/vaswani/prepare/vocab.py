@@ -60,7 +60,7 @@ def dataset_tokenizers(
     if text.tagged_from is not None:
         tag = opts.back_translation_tag
         (tag_id,) = special_token_ids(
-            [tag], tokenizers["src"], file, opts.tokenizer_from, f"--back-translation-tag {tag}"
+            [tag], tokenizers["src"], file, opts.tokenizer_from, f"back_translation_tag={tag!r}"
         )
         tokenizer_meta["back_translation_tag"] = {"token": tag, "id": tag_id}
         prefix = partial(tag_of, tag_id)
@@ -83,8 +83,8 @@ def forced_languages(run: Path | None) -> Languages | None:
 def one_pair(opts: PrepareOptions) -> tuple[str, str]:
     if not (opts.src_lang and opts.tgt_lang):
         raise DataError(
-            f"--tokenizer-from {opts.tokenizer_from}: that model is told the source and target "
-            "language of every pair; give --src-lang and --tgt-lang"
+            f"tokenizer_from='{opts.tokenizer_from}': that model is told the source and target "
+            "language of every pair; give src_lang=... and tgt_lang=..."
         )
     return opts.src_lang, opts.tgt_lang
 
@@ -98,7 +98,7 @@ def forced_ids(
         targets = [languages.target(t) for _, t in pairs]
         return languages.prefixes(targets, tokenizer, sources)
     except ValueError as error:
-        raise DataError(f"--tokenizer-from {run}: {error}") from None
+        raise DataError(f"tokenizer_from='{run}': {error}") from None
 
 
 def language_token_of(ids: list[int], pair: Example) -> tuple[list[int], list[int]]:
@@ -209,10 +209,10 @@ def copy_tokenizers(work: Path, run: Path) -> tuple[dict[str, Any], dict]:
             shutil.copyfile(source, work / name)
         src, tgt = load_tokenizers(work, tokenizer_meta)
     except UnsafeFileError as error:
-        raise DataError(f"--tokenizer-from {run}: {error}") from None
+        raise DataError(f"tokenizer_from='{run}': {error}") from None
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise DataError(
-            f"--tokenizer-from {run}: not a run directory with a usable tokenizer ({error})"
+            f"tokenizer_from='{run}': not a run directory with a usable tokenizer ({error})"
         ) from None
     kind = tokenizer_meta.get("kind", "bpe")
     # One vocabulary for both sides: Marian's vocab.json (unless a target_vocab.json is added), or
@@ -239,8 +239,8 @@ def language_token_ids(
         tokenizer,
         file,
         run,
-        f"--language-token {languages.token}",
-        "give the --language-token form that model uses (OPUS-MT: >>{lang}<<)",
+        f"language_token={languages.token!r}",
+        "give the language_token=... form that model uses (OPUS-MT: >>{lang}<<)",
     )
     return [tokenizer.token_id(languages.token_of(target)) for _, target in languages.pairs]
 
@@ -250,7 +250,7 @@ def special_token_ids(
 ) -> list[int]:
     """The ids of `tokens` (target-language tokens, the back-translation tag), added to a new
     tokenizer as special tokens (and its `file` saved again); a tokenizer taken --tokenizer-from
-    a `run` must have them. `flag` names the option that chose them in messages."""
+    a `run` must have them. `flag` names the setting that chose them in messages."""
     taken = sorted(set(tokens) & set(SPECIAL_TOKENS))
     if taken:
         raise DataError(
@@ -263,7 +263,7 @@ def special_token_ids(
     missing = [token for token in tokens if tokenizer.token_id(token) is None]
     if missing:
         raise DataError(
-            f"--tokenizer-from {run}: its vocabulary has no {', '.join(missing)}; "
-            f"{hint or 'prepare without --tokenizer-from, or with a run that has it'}"
+            f"tokenizer_from='{run}': its vocabulary has no {', '.join(missing)}; "
+            f"{hint or 'prepare without tokenizer_from=..., or with a run that has it'}"
         )
     return [tokenizer.token_id(token) for token in tokens]

@@ -28,7 +28,7 @@ VALIDATION = ("valid_", "ema_valid_")  # a validation's figures: the weights' an
 
 
 class TensorBoardMissing(VaswaniError):
-    """--tensorboard without the tensorboard package."""
+    """tensorboard=True without the tensorboard package."""
 
 
 def require_tensorboard() -> None:
@@ -36,7 +36,7 @@ def require_tensorboard() -> None:
         import tensorboard  # noqa: F401
     except ImportError:
         raise TensorBoardMissing(
-            "--tensorboard needs the tensorboard package: pip install 'vaswani[tensorboard]'"
+            "tensorboard=True needs the tensorboard package: pip install 'vaswani[tensorboard]'"
         ) from None
 
 

@@ -30,8 +30,8 @@ class GuidedAlignment:
         lines = load_alignments(data.directory, len(data.split("train")))
         if lines is None:
             raise TrainingError(
-                f"--guided-alignment needs word alignments: prepare {data.directory} again with "
-                "--word-alignments"
+                f"guided_alignment={weight:g} needs word alignments: prepare {data.directory} "
+                "again with word_alignments=True"
             )
         if len(lines) != len(data.split("train")):
             raise TrainingError(

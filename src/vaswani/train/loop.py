@@ -114,12 +114,12 @@ def _train(
     task = get_task(data.task)
     if tc.task is not None and get_task(tc.task) is not task:
         raise TrainingError(
-            f"{tc.data} was prepared for --task {task.name}, not {tc.task}; prepare it with "
-            f"`vaswani prepare --task {tc.task} ...`"
+            f"{tc.data} was prepared for task={task.name!r}, not {tc.task}; prepare it again "
+            f"with task={tc.task!r}"
         )
     if tc.accumulate % dist.world_size:
         raise TrainingError(
-            f"--accumulate {tc.accumulate} micro-batches cannot be shared evenly by "
+            f"accumulate={tc.accumulate} micro-batches cannot be shared evenly by "
             f"{dist.world_size} processes; use a multiple of {dist.world_size}"
         )
     chosen, record, seconds = recipe.settle(tc, dist, placement.precision, data, resume, progress)
@@ -177,7 +177,9 @@ class Trainer(Pacing):
         self.guide = None  # --guided-alignment: one cross-attention head learns word alignments
         if tc.guided_alignment > 0:
             if not task.parallel:
-                raise TrainingError("--guided-alignment is for translation models")
+                raise TrainingError(
+                    f"guided_alignment={tc.guided_alignment:g} is for translation models"
+                )
             self.guide = GuidedAlignment(self.model, data, tc.guided_alignment)
         self.learner = Learner(self.net, self.optimizer, self.scaler, self.guide)
         self.split = data.split("train")
@@ -232,7 +234,7 @@ class Trainer(Pacing):
             if not reset_data_position:
                 raise TrainingError(
                     f"the data in {self.tc.data} changed since this run started; resume with "
-                    "--reset-data-position to continue on the new data from its beginning"
+                    "reset_data_position=True to continue on the new data from its beginning"
                 )
             state.position, state.data_fingerprint = (0, 0), fingerprint
         self.state = state
@@ -366,7 +368,8 @@ class Trainer(Pacing):
         raise TrainingError(
             f"non-finite loss ({update.loss}) or gradient norm ({update.grad_norm}) at step "
             f"{step}; stopped without saving it. Last good checkpoint: {latest or 'none'}. Try "
-            "--precision fp32, a smaller --lr-scale, --clip-norm 1.0, or --nan-policy skip"
+            f"precision='fp32', lr_scale={self.tc.lr_scale / 2:g}, clip_norm=1.0, "
+            "or nan_policy='skip'"
         )
 
     def log(self, update: Update, clock: Clock, bar: Any, max_seconds: float) -> None:

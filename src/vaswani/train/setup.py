@@ -28,7 +28,7 @@ def initial_model(init: Path, data: PreparedData) -> nn.Module:
     if get_task(task_of(info["meta"])) is not get_task(data.task):
         raise TrainingError(
             f"{init} holds a {task_of(info['meta'])} model, but {data.directory} was prepared "
-            f"for --task {data.task}"
+            f"for task={data.task!r}"
         )
     theirs = info["meta"]["tokenizer"]
     ours = data.meta["tokenizer"]
@@ -40,7 +40,7 @@ def initial_model(init: Path, data: PreparedData) -> nn.Module:
     if not same or set(theirs["files"].values()) != set(ours["files"].values()):
         raise TrainingError(
             f"{data.directory} was not prepared with the tokenizer of {init}; prepare it with "
-            f"--tokenizer-from {init}"
+            f"tokenizer_from='{init}'"
         )
     return model
 
@@ -102,8 +102,8 @@ def subword_dropout(
     to `max_len` tokens."""
     if not task.parallel or data.meta["tokenizer"].get("kind", "bpe") != "bpe":
         raise TrainingError(
-            "--bpe-dropout works on translation data with vaswani's own BPE tokenizer; "
-            "use --bpe-dropout 0 for this data"
+            f"bpe_dropout={p:g} works on translation data with vaswani's own BPE tokenizer; "
+            "use bpe_dropout=0 for this data"
         )
     parts = {"src": merge_parts(data.src_tokenizer)}
     shared = data.tgt_tokenizer is data.src_tokenizer

@@ -47,8 +47,8 @@ def model_config_for(tc: TrainConfig, data: PreparedData) -> ModelConfig:
         return dataclasses.replace(cfg, max_len=longest)
     raise TrainingError(
         f"the data holds sequences of {longest} tokens (with BOS/EOS) but the model's position "
-        f"limit is max_len={cfg.max_len}; prepare with --max-example-len {cfg.max_len} or pass "
-        f"--model max_len={longest}"
+        f"limit is max_len={cfg.max_len}; prepare with max_example_len={cfg.max_len} or train "
+        f"with the model setting max_len={longest}"
     )
 
 

@@ -98,7 +98,7 @@ def mo_entries(
             if length > limit:
                 raise DataError(
                     f"{path}: entry {i} at byte {at} holds {length:,} bytes, more than "
-                    f"--max-line-bytes {limit:,}"
+                    f"max_line_bytes={limit:,}"
                 )
             if at + length > len(data):
                 raise DataError(
@@ -248,7 +248,7 @@ def check_po(lines: Iterable[tuple[str, str]], limit: int) -> list[str]:
             head, size, part = f"{key} ", 0, po_string(rest, where)
         size += len(part)
         if size > limit:
-            raise DataError(f"{where}: a {key} longer than --max-line-bytes {limit:,}")
+            raise DataError(f"{where}: a {key} longer than max_line_bytes={limit:,}")
         odd = next((c for c in part if c in UNREADABLE), None)
         if odd is not None:
             raise DataError(f"{where}: U+{ord(odd):04X} inside a string, which polib cannot read")

@@ -44,7 +44,7 @@ def pair_of(line: str, fields: tuple[str, str], where: str) -> Pair | DataError:
     try:
         record = json.loads(line)
     except (ValueError, RecursionError) as error:  # ValueError: also a 5,000-digit number
-        return DataError(f"{where}: not a JSON object ({error}); fix it, or pass --skip-invalid")
+        return DataError(f"{where}: not a JSON object ({error}); fix it, or pass skip_invalid=True")
     if not isinstance(record, dict):
         return DataError(f"{where}: a JSON {type(record).__name__}, not an object")
     values = [record.get(name) for name in fields]
@@ -53,6 +53,6 @@ def pair_of(line: str, fields: tuple[str, str], where: str) -> Pair | DataError:
             have = ", ".join(sorted(map(str, record))[:8]) or "none"
             return DataError(
                 f"{where}: field {name!r} is {'missing' if value is None else 'not a string'} "
-                f"(fields: {have}); name the two with --fields SRC,TGT"
+                f"(fields: {have}); name the two with fields=SRC,TGT"
             )
     return values[0], values[1]

@@ -96,7 +96,7 @@ def chunks(path: Path, limit: int, found: list[int]) -> Iterator[tuple[bytes, bo
             if since_event > limit:
                 raise DataError(
                     f"{path}: a text or attribute longer than {limit:,} bytes near byte "
-                    f"{handle.tell():,}; raise --max-line-bytes if it really is one segment"
+                    f"{handle.tell():,}; raise max_line_bytes={limit} if it really is one segment"
                 )
             size = CHUNK if events else min(2 * size, limit + CHUNK)
             data = following
@@ -163,7 +163,7 @@ def units(
             if tree.open_units and offset - tree.unit_start > 8 * limit:
                 raise DataError(
                     f"{path}: a unit longer than {8 * limit:,} bytes before byte {offset:,}; "
-                    "raise --max-line-bytes if it really is one"
+                    f"raise max_line_bytes={limit} if it really is one"
                 )
         if not offset:
             pull.close()  # an empty file: "no element found"
@@ -215,7 +215,7 @@ def read_tmx(
             continue
         if not src_lang or not tgt_lang:
             raise DataError(
-                f"{path}: a TMX file: give --src-lang and --tgt-lang (its header's source "
+                f"{path}: a TMX file: give src_lang=... and tgt_lang=... (its header's source "
                 f"language is {header or 'not set'})"
             )
         texts: dict[str, str] = {}
