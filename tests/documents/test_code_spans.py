@@ -9,7 +9,7 @@ import pytest
 from helpers import Mirror
 from vaswani.documents.formats import read_document, translate_documents
 from vaswani.documents.protect import protect
-from vaswani.documents.spans import CODE, Protection, check, spans
+from vaswani.documents.spans import CODE, DEFAULT, Protection, check, spans
 from vaswani.translation import pipeline
 from vaswani.translation.files import document_translator
 from vaswani.translation.request import Request
@@ -45,6 +45,14 @@ KINDS = [
 @pytest.mark.parametrize(("text", "code"), KINDS)
 def test_each_kind_of_code_is_a_span(text, code):
     assert [s.text for s in spans(text, Protection()) if s.syntax in CODE or s.text in code] == code
+
+
+def test_an_attribute_read_from_a_named_placeholder_is_kept_with_it():
+    """Django: `“%(class_name)s.allow_empty” is False.`: the attribute is code, the full stop
+    and the next sentence are not."""
+    python = Protection(syntaxes=DEFAULT | {"python"})
+    text = "Empty list and “%(class_name)s.allow_empty” is False. %(name)s. Next"
+    assert [s.text for s in spans(text, python)] == ["%(class_name)s.allow_empty", "%(name)s"]
 
 
 @pytest.mark.parametrize(

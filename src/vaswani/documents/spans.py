@@ -59,7 +59,7 @@ SYNTAXES = {
     "tags": r"</?\d{1,3}>|<\d{1,3}\s*/>",
     "marker": r"__[A-Za-z]\w*?__|@@[\w.-]{1,60}@@",
     "option": r"(?<![\w.<>%\\-])(?:--[a-z0-9](?:[\w-]*\[[\w|-]+\]|[\w-]*[\w])"
-    r"|-[A-Za-z][A-Za-z0-9]{0,7}(?![\w-]))",
+    r"|-[A-Za-z][A-Za-z0-9]*(?:-[a-z0-9]+)*(?![\w-]))",
     "identifier": (
         r"(?<![\w.$%\\>-])(?:[A-Za-z][A-Za-z0-9]*(?:_+(?:[A-Za-z0-9]+|\*(?=\()))+"
         r"|\.?[A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+|[a-z]+\d*(?:[A-Z][a-z0-9]+)+"
@@ -67,7 +67,9 @@ SYNTAXES = {
         r"(?:\(\))?(?![\w<-])"
     ),
     "version": r"(?<![\w.])v?\d+(?:\.\d+){2,}(?:-[0-9A-Za-z.]+)?(?![\w.])",
-    "python": rf"%\([^()\s]+\){_FLAGS}{_WIDTH}[diouxXeEfFgGcrsa]|{PRINTF.replace(_FLAGS, '[-+ 0#]*')}",
+    # a named one with the attribute read from its value glued on (`%(class_name)s.allow_empty`)
+    "python": rf"%\([^()\s]+\){_FLAGS}{_WIDTH}[diouxXeEfFgGcrsa](?:\.[A-Za-z_]\w*)*"
+    rf"|{PRINTF.replace(_FLAGS, '[-+ 0#]*')}",
     "brace": r"\{\{|\}\}|\{[\w.\[\]]*(?:![rsa])?(?::[^{}\s]*)?\}",
     "printf": PRINTF.replace(_FLAGS, r"[-+ 0#']*"),
     "printf-prose": PRINTF,
