@@ -5,18 +5,19 @@ and checked by each platform's own tool, as a localisation engineer would before
     .json        node's JSON.parse                    npm locale files (i18n-iso-countries, ...)
     .properties  java.util.Properties.load(InputStream), Java's ISO-8859-1 reading (Xerces' jar)
     .ts          lrelease (Qt), after `lconvert -i X.qm -o X.ts -drop-translations`
+    .yml         Ruby's Psych (YAML.load_file)         Rails' and Devise's en.yml (Debian's gems)
 
 For each file: its values, the values the translation changed, those left untranslated (a PO
 message whose translation the check refused stays empty, for a translator), the values written
 empty (never, where the source was not), the values holding code (options,
 variables, identifiers, calls, dotted names, placeholders, numbered tags, __MARKERS__) and how
 many of them kept all of it, read back as the platform's tool reads the file (polib for PO,
-JSON.parse for JSON, Java for .properties, the .ts XML), and the tool's verdict.
+JSON.parse for JSON, Java for .properties, the .ts XML, Psych for YAML), and the tool's verdict.
 
-    python benchmarks/real_packages.py --checkpoint RUN --files DIR [--out DIR]
+    python benchmarks/real_packages.py --checkpoint RUN --files DIR [--out DIR] [--target LANG]
 
 DIR holds the files, any of the four kinds (fetch them with `npm pack`, `pip download`,
-`apt-get download`; nothing here downloads). Needs msgfmt, node, java and lrelease where files
+`apt-get download`; nothing here downloads). Needs msgfmt, node, java, lrelease and ruby where files
 of their kind are given; a missing tool is said in the table, not faked.
 """
 
@@ -110,6 +111,20 @@ def json_values(path: Path, _: bool) -> tuple[dict[str, str], str]:
     return flat(json.loads(done.stdout)), "JSON.parse: ok"
 
 
+RUBY = "require 'yaml'; require 'json'; print JSON.generate(YAML.load_file(ARGV[0]))"
+
+
+def yaml_values(path: Path, _: bool) -> tuple[dict[str, str], str]:
+    """The values Ruby's Psych reads, under the language's key (`en:`, `es:`) taken off."""
+    if not shutil.which("ruby"):
+        return {}, "no ruby here"
+    done = run(["ruby", "-e", RUBY, str(path)])
+    if done.returncode:
+        return {}, f"Psych: {done.stderr.strip().splitlines()[-1][:200]}"
+    (tree,) = json.loads(done.stdout).values()
+    return flat(tree), "Psych: ok"
+
+
 def properties_values(path: Path, _: bool) -> tuple[dict[str, str], str]:
     if not shutil.which("java"):
         return {}, "no java here"
@@ -148,6 +163,7 @@ READERS = {
     ".json": json_values,
     ".properties": properties_values,
     ".ts": ts_values,
+    ".yml": yaml_values,
 }
 
 
@@ -182,6 +198,9 @@ def main() -> None:
     parser.add_argument("--checkpoint", required=True, help="the run that translates")
     parser.add_argument("--files", type=Path, required=True, help="the real files")
     parser.add_argument("--out", type=Path, help="keep the translations here")
+    parser.add_argument(
+        "--target", help="the target language, where the run does not record it (names en: es:)"
+    )
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="vaswani-packages-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -201,6 +220,7 @@ def main() -> None:
                 str(output),
                 "--beam-size",
                 "1",
+                *(["--target", args.target] if args.target else []),
             ]
         )
         if done.returncode:
