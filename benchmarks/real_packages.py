@@ -204,25 +204,12 @@ def main() -> None:
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="vaswani-packages-"))
     out.mkdir(parents=True, exist_ok=True)
-    vaswani = [sys.executable, "-m", "vaswani.cli"]
+    command = [sys.executable, "-m", "vaswani.cli", "translate", "--checkpoint", args.checkpoint]
+    command += ["--beam-size", "1", *(["--target", args.target] if args.target else [])]
     rows = []
     for source in sorted(p for p in args.files.rglob("*") if p.suffix in READERS):
         output = out / source.name
-        done = run(
-            [
-                *vaswani,
-                "translate",
-                "--checkpoint",
-                args.checkpoint,
-                "--input",
-                str(source),
-                "--output",
-                str(output),
-                "--beam-size",
-                "1",
-                *(["--target", args.target] if args.target else []),
-            ]
-        )
+        done = run([*command, "--input", str(source), "--output", str(output)])
         if done.returncode:
             rows.append({"file": source.name, "verdict": f"vaswani: {done.stderr.strip()[-200:]}"})
             continue

@@ -80,6 +80,13 @@ def _module(name: str) -> Any:
     return importlib.import_module(f"vaswani.data.readers.{name}")
 
 
+def _gettext(kind: str) -> Callable[[Path, ReadOptions, Counter], Iterator[Pair]]:
+    """The reader of gettext's `kind` of catalog (po, mo): a directory of them is read whole."""
+    return lambda path, o, dropped: getattr(_module("gettext"), f"read_{kind}")(
+        path, dropped, o.max_line_bytes
+    )
+
+
 register(
     CorpusFormat(
         "tsv",
@@ -110,22 +117,8 @@ register(
         ),
     )
 )
-register(
-    CorpusFormat(
-        "po",
-        (".po",),
-        lambda path, o, dropped: _module("gettext").read_po(path, dropped, o.max_line_bytes),
-        directory=True,
-    )
-)
-register(
-    CorpusFormat(
-        "mo",
-        (".mo",),
-        lambda path, o, dropped: _module("gettext").read_mo(path, dropped, o.max_line_bytes),
-        directory=True,
-    )
-)
+register(CorpusFormat("po", (".po",), _gettext("po"), directory=True))
+register(CorpusFormat("mo", (".mo",), _gettext("mo"), directory=True))
 register(
     CorpusFormat(
         "jsonl",
