@@ -160,7 +160,7 @@ def test_pair_mistakes_are_one_line_errors(tmp_path):
     assert "SRC-TGT=FILE" in fails("de-en")
     assert "no such file" in fails(f"de-en={tmp_path / 'missing.tsv'}")
     assert "itself" in fails(f"de-de={good}")
-    assert "not also as arguments" in fails(f"de-en={good}", inputs=[str(good)])
+    assert "not also as inputs" in fails(f"de-en={good}", inputs=[str(good)])
     assert not (tmp_path / "out").exists()
     with pytest.raises(DataError, match="language token"):
         prepare([], tmp_path / "out", PrepareOptions(pairs=(f"de-en={good}",), language_token="2x"))

@@ -162,6 +162,25 @@ def test_files_vaswani_reads_from_directories_go_through_one_reader():
     )
 
 
+def test_only_the_format_records_know_a_format_by_its_extension():
+    """What a file's extension says (its format, whether it is binary, tagged, a catalog) is
+    asked of the one record of its format (`documents/formats.py`, `data/readers/`), never
+    decided by comparing the extension elsewhere."""
+    from vaswani.data import readers
+    from vaswani.documents import formats
+
+    registries = {SRC / "documents" / "formats.py", SRC / "data" / "readers" / "__init__.py"}
+    extensions = (*readers.SUFFIXES, *formats.FORMATS)
+    offenders = [
+        f"{path.relative_to(SRC)}:{line}"
+        for path in SRC.rglob("*.py")
+        if path not in registries
+        for line in name_comparisons(path.read_text(encoding="utf-8"), extensions)
+    ]
+    assert not offenders, f"ask the format's record instead of its extension: {offenders}"
+    assert name_comparisons('if p.suffix in (".tmx", ".xlf"): pass\n', extensions) == [1]
+
+
 def test_only_the_schedules_compare_schedule_names():
     """A schedule's traits (`knows_end`, `ending_at`) are asked of its object (`train/schedule.py`)."""
     names = ("inverse-sqrt", "linear", "wsd")

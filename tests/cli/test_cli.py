@@ -152,6 +152,10 @@ def test_library_errors_name_their_settings_and_the_command_line_names_flags():
             "the position limit is max_len=64; train with --model max_len=80"
         ),
         "give the target language (Request.target)": "give the target language (--target)",
+        "pairs=... is for translation (task='translate')": (
+            "--pair ... is for translation (--task translate)"
+        ),
+        "the weights entry a.tsv=0: give a weight above 0": "--weight a.tsv=0: give a weight above 0",
         "a=b and x==y stay": "a=b and x==y stay",
     }
     for library, command_line in said.items():

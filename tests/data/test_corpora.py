@@ -142,7 +142,7 @@ def test_missing_ding_file_says_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setattr(builtin, "DING_PATH", missing)  # as on a machine without the package
     with pytest.raises(DataError, match="apt-get install trans-de-en"):
         list(ding_de_en(missing))
-    with pytest.raises(DataError, match="check the path given with --ding-path"):
+    with pytest.raises(DataError, match="check the path given as ding_path="):
         list(ding_de_en(tmp_path / "elsewhere"))
 
 

@@ -362,7 +362,9 @@ def test_weights_repeat_or_thin_a_corpus_in_training_only(tmp_path):
     assert (
         records["big.tsv"]["dropped"]["left out by --weight"] == plain_train["big"] - train["big"]
     )
-    with pytest.raises(DataError, match=r"--weight .*other.tsv: not one of the corpora read"):
+    with pytest.raises(
+        DataError, match=r"the weights entry .*other.tsv: not one of the corpora read"
+    ):
         prepare(
             inputs,
             tmp_path / "x",

@@ -138,6 +138,9 @@ FLAGS = {
     "Request.too_long='truncate'": "--too-long truncate",
     "Protection.patterns": "--protect",
     "the model setting ": "--model ",
+    "the pairs entry ": "--pair ",
+    "the weights entry ": "--weight ",
+    "pairs=": "--pair ",
 }
 """The library's words for a setting (its errors name the field a Python user sets), and the
 flag that sets it, which the command line's errors name instead."""

@@ -347,7 +347,7 @@ def ding_de_en(
         hint = (
             "install it with: sudo apt-get update && sudo apt-get install trans-de-en"
             if path == DING_PATH
-            else "check the path given with --ding-path"
+            else "check the path given as ding_path=..."
         )
         raise DataError(f"{path}: the ding-de-en dictionary is missing; {hint}")
     for number, item in numbered_lines(read_lines(path, DEFAULT_MAX_LINE_BYTES), path):

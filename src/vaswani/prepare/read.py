@@ -61,8 +61,8 @@ def open_corpus(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
     if opts.back_translated:
         if opts.pairs or not get_task(opts.task).parallel:
             raise DataError(
-                "--back-translated is for a dataset of one language pair (--task translate, "
-                "no --pair)"
+                "back_translated=... is for a dataset of one language pair (task='translate', "
+                "no pairs)"
             )
         synthetic = open_corpora(
             list(opts.back_translated), read_options(opts, opts.src_lang, opts.tgt_lang)
@@ -178,26 +178,27 @@ def open_pairs(inputs: list[str], opts: PrepareOptions) -> CorpusSource:
     part's description names its pair."""
     if inputs:
         raise DataError(
-            "give the corpora of a multilingual dataset with --pair SRC-TGT=FILE "
-            f"only, not also as arguments ({' '.join(inputs)})"
+            "give the corpora of a multilingual dataset as pairs=SRC-TGT=FILE,... "
+            f"only, not also as inputs ({' '.join(inputs)})"
         )
     if not get_task(opts.task).parallel:
-        raise DataError("--pair is for translation (--task translate)")
+        raise DataError("pairs=... is for translation (task='translate')")
     parts, names = [], []
     for spec in opts.pairs:
         pair, equals, files = spec.partition("=")
         try:
             src, tgt = parse_pair(pair)
         except ValueError as error:
-            raise DataError(f"--pair {spec}: {error}") from None
+            raise DataError(f"the pairs entry {spec}: {error}") from None
         paths = [Path(p) for p in files.split(",") if p.strip()]
         if not equals or not 1 <= len(paths) <= 2:
             raise DataError(
-                f"--pair {spec}: give SRC-TGT=FILE, or SRC-TGT=SOURCE,TARGET for two aligned files"
+                f"the pairs entry {spec}: give SRC-TGT=FILE, or SRC-TGT=SOURCE,TARGET for two "
+                "aligned files"
             )
         for path in paths:
             if not path.exists():
-                raise DataError(f"--pair {spec}: {path}: no such file")
+                raise DataError(f"the pairs entry {spec}: {path}: no such file")
         name = pair_name(src, tgt)
         names.append(name)
         for part in open_corpora(paths, read_options(opts, src, tgt)):

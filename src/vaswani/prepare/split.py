@@ -180,7 +180,7 @@ def corpus_weights(parts: list[Corpus], weights: tuple[tuple[str, float], ...]) 
     for given, weight in sorted(weights, key=lambda item: len(Path(item[0]).resolve().parts)):
         if not (math.isfinite(weight) and 0 < weight <= MAX_WEIGHT):
             raise DataError(
-                f"--weight {given}={weight}: give a weight above 0, at most {MAX_WEIGHT}"
+                f"the weights entry {given}={weight}: give a weight above 0, at most {MAX_WEIGHT}"
             )
         target, matched = Path(given).resolve(), False
         for i, part in enumerate(parts):
@@ -193,7 +193,7 @@ def corpus_weights(parts: list[Corpus], weights: tuple[tuple[str, float], ...]) 
             names = ", ".join(
                 sorted({str(p.description.get("path", p.description.get("paths"))) for p in parts})
             )
-            raise DataError(f"--weight {given}: not one of the corpora read ({names})")
+            raise DataError(f"the weights entry {given}: not one of the corpora read ({names})")
     return found
 
 

@@ -53,7 +53,7 @@ class Memory:
         """A memory of every pair in `paths`, read as `vaswani prepare` reads corpora (by
         extension; TMX and XLIFF pick `source` and `target` languages by their tags)."""
         from vaswani.data.corpora import DataError
-        from vaswani.data.readers import ReadOptions, open_corpora
+        from vaswani.data.readers import REGISTRY, ReadOptions, format_of, open_corpora
 
         try:
             corpora = open_corpora(
@@ -61,8 +61,9 @@ class Memory:
             )
             return cls(pair for corpus in corpora for pair in corpus.pairs)
         except DataError as error:
-            tagged = any(Path(p).suffix.lower() in (".tmx", ".xlf", ".xliff") for p in paths)
-            unnamed = tagged and not (source and target)  # TMX and XLIFF pick languages by tag
+            formats = [REGISTRY.get(format_of(Path(p)) or "") for p in paths]
+            tagged = any(f is not None and f.tagged for f in formats)
+            unnamed = tagged and not (source and target)  # picked by their tags
             hint = " (the model's data records no language pair)" if unnamed else ""
             raise MemoryFileError(f"translation memory: {error}{hint}") from None
 

@@ -59,6 +59,9 @@ class CorpusFormat:
     aligned files read together (`open_corpora`)."""
     directory: bool = False
     line_checked: bool = False
+    tagged: bool = False
+    """Its files tag each text with its language (TMX, XLIFF): a pair's sides are told apart by
+    the languages asked, or the file's own."""
 
 
 REGISTRY: dict[str, CorpusFormat] = {}
@@ -106,6 +109,7 @@ register(
         lambda path, o, dropped: _module("xml").read_tmx(
             path, o.src_lang, o.tgt_lang, dropped, o.markup, o.max_line_bytes
         ),
+        tagged=True,
     )
 )
 register(
@@ -115,6 +119,7 @@ register(
         lambda path, o, dropped: _module("xml").read_xliff(
             path, dropped, o.markup, o.max_line_bytes
         ),
+        tagged=True,
     )
 )
 register(CorpusFormat("po", (".po",), _gettext("po"), directory=True))
