@@ -33,13 +33,11 @@ import tempfile
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
+from catalogs import CODE_TOKEN  # this folder: run as python benchmarks/real_packages.py
+
 CODE = re.compile(
-    r"(?<![\w-])--?[A-Za-z][\w-]*"  # options
-    r"|\$\{?[A-Za-z_]\w*\}?"  # variables
-    r"|\b[A-Za-z_][\w.]*\(\)"  # calls
-    r"|\b[A-Za-z]\w*_\w+"  # snake_case, CONSTANT_CASE
-    r"|\b[A-Za-z_]\w+(?:\.[A-Za-z_]\w*)+"  # dotted.names
-    r"|%\(\w+\)[sdif]|%(?:\d+\$)?[sdif]|%\d"  # printf, Python's named, Qt's %1
+    CODE_TOKEN.pattern  # options, variables, calls, snake_case, dotted.names: the catalogs' reading
+    + r"|%\(\w+\)[sdif]|%(?:\d+\$)?[sdif]|%\d"  # printf, Python's named, Qt's %1
     r"|\{\{?\s*\w+\s*\}?\}|\{\d+(?:,[^}]*)?\}"  # i18next {{x}}, ICU {name}, MessageFormat {0}
     r"|</?\d+>|__\w+__"  # React's numbered tags, __MARKERS__
 )

@@ -190,18 +190,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     parser = build_parser()
-    flags = flags_of(parser)
     try:
         argv = with_config(parser, argv)
     except VaswaniError as error:
-        print(f"error: {in_flags(error, flags)}", file=sys.stderr)
+        print(f"error: {in_flags(error, flags_of(parser))}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
     try:
         with warnings_as_lines():
             return args.run(args)
     except VaswaniError as error:
-        print(f"error: {in_flags(error, flags)}", file=sys.stderr)
+        print(f"error: {in_flags(error, flags_of(parser))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # stdout closed early (`vaswani translate ... | head -1`): not an error
         devnull = os.open(os.devnull, os.O_WRONLY)

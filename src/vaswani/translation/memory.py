@@ -61,8 +61,8 @@ class Memory:
             )
             return cls(pair for corpus in corpora for pair in corpus.pairs)
         except DataError as error:
-            formats = [REGISTRY.get(format_of(Path(p)) or "") for p in paths]
-            tagged = any(f is not None and f.tagged for f in formats)
+            formats = [format_of(Path(p)) for p in paths]
+            tagged = any(REGISTRY[f].tagged for f in formats if f is not None)
             unnamed = tagged and not (source and target)  # picked by their tags
             hint = " (the model's data records no language pair)" if unnamed else ""
             raise MemoryFileError(f"translation memory: {error}{hint}") from None

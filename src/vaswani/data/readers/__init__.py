@@ -158,7 +158,7 @@ def catalogs_in(directory: Path) -> str | None:
     """The format of the gettext catalogs in `directory` (po or mo), None if it holds neither;
     both kinds is an error (the same messages would be read twice)."""
     found = {format_of(path) for path in walk_files(directory)}
-    kinds = sorted(f for f in found if f is not None and REGISTRY[f].directory)[::-1]
+    kinds = sorted((f for f in found if f is not None and REGISTRY[f].directory), reverse=True)
     if len(kinds) > 1:
         names = " and ".join(f".{kind}" for kind in kinds)
         choices = " or ".join(f"format={kind!r}" for kind in kinds)
