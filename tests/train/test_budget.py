@@ -4,12 +4,13 @@
 import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from vaswani import checkpoint as ckpt
-from vaswani import evaluate, tasks
+from vaswani import device, evaluate, tasks
 from vaswani.cli.train import calibrate_finished
 from vaswani.config import ModelConfig, TrainConfig
 from vaswani.data import PreparedData
@@ -282,6 +283,74 @@ def test_auto_choice_is_printed_recorded_and_kept_on_resume(
     train(resume_config(run), resume=True, progress=False)
     assert timed == []  # nothing is timed again: the recorded choice and horizon are kept
     assert json.loads((run / recipe.RECORD).read_text()) == record
+
+
+def test_a_cpu_with_bf16_trains_in_the_precision_it_measured_faster_and_keeps_it_on_resume(
+    numbers_data, tmp_path, fake_time, capsys, monkeypatch
+):
+    # A CPU whose bf16 auto would pick, where the model's update is faster in fp32 (a small
+    # width on AMX): the run times both and trains in fp32; its resume keeps fp32 untimed.
+    monkeypatch.setattr(device, "pick_precision", lambda *args: ("bf16", "auto: native bf16"))
+    speeds = {"bf16": 0.3, "fp32": 0.2}
+    timed = []
+
+    def timer(tc, cfg, data, dist, precision, updates=3):
+        timed.append(precision)
+        return speeds[precision]
+
+    monkeypatch.setattr(recipe, "update_seconds", timer)
+    run = tmp_path / "measured"
+    StopAfter.after = 3
+    settings = budget_config(numbers_data, run, precision="auto", max_minutes=0.1)
+    train(settings, progress=True)
+    assert sorted(timed) == ["bf16", "fp32"]
+    err = capsys.readouterr().err
+    assert "precision: fp32 (auto: an update of the tiny model took 0.300 s in bf16 and " in err
+    assert json.loads((run / "environment.json").read_text())["precision"] == "fp32"
+    record = json.loads((run / recipe.RECORD).read_text())["precision"]
+    assert record == {"chosen": "fp32", "update_seconds": {"bf16": 0.3, "fp32": 0.2}}
+    speeds.update(bf16=0.1)  # the machine changed its mind: the run still computes as it began
+    timed.clear()
+    StopAfter.after = None
+    train(resume_config(run), resume=True, progress=True)
+    assert timed == [] and "precision: fp32 (kept from the run's start)" in capsys.readouterr().err
+
+
+def test_a_budget_of_few_updates_trains_on_smaller_batches_to_make_more():
+    lengths = {"src_lengths": {"max": 40}, "tgt_lengths": {"max": 700}}
+    data = SimpleNamespace(meta={"splits": {"train": lengths}})
+    assert recipe.fitted_batch(2048, recipe.MIN_UPDATES, data) == 2048  # enough: as the preset
+    assert recipe.fitted_batch(2048, recipe.MIN_UPDATES / 2, data) == 1024
+    assert recipe.fitted_batch(2048, recipe.MIN_UPDATES / 2.5, data) == 768  # a multiple of 64
+    assert recipe.fitted_batch(2048, 10, data) == 701  # never below the longest pair (+ EOS)
+    lengths["tgt_lengths"]["max"] = 40
+    assert recipe.fitted_batch(2048, 10, data) == recipe.MIN_BATCH
+
+
+def test_the_fitted_batch_is_printed_recorded_and_kept_on_resume(
+    numbers_data, tmp_path, fake_time, capsys, monkeypatch
+):
+    timed = []
+
+    def timer(tc, cfg, data, dist, precision, updates=3):
+        timed.append(tc.batch_tokens)
+        return 0.5 * tc.batch_tokens / 2048
+
+    monkeypatch.setattr(recipe, "update_seconds", timer)
+    run = tmp_path / "fitted"
+    StopAfter.after = 3
+    # 15 s at 0.5 s an update of 2048 tokens: 27 updates after validation's share.
+    train(budget_config(numbers_data, run, batch_tokens=None), progress=True)
+    assert timed == [2048, 512]  # the preset's, then the fitted size, whose pace plans the run
+    err = capsys.readouterr().err
+    assert "batch: 512 tokens (auto: the budget buys about 27 updates of 2048 tokens;" in err
+    assert json.loads((run / recipe.RECORD).read_text())["batch"]["batch_tokens"] == 512
+    assert json.loads((run / "train_config.json").read_text())["batch_tokens"] is None
+    timed.clear()
+    StopAfter.after = None
+    train(resume_config(run), resume=True, progress=False)
+    assert timed == []
+    assert json.loads((run / recipe.RECORD).read_text())["batch"]["batch_tokens"] == 512
 
 
 def test_patience_stops_at_the_right_validation(numbers_data, tmp_path, monkeypatch):

@@ -88,9 +88,6 @@ def train(
     placement = dataclasses.replace(placement, device=dist.device)
     if placement.device.type == "cpu":
         keep_freed_memory()
-    if progress and dist.is_main:
-        for line in placement.lines():
-            print(line, file=sys.stderr)
     try:
         return _train(
             tc, dist, placement, resume, progress, reset_data_position, started, calibrating
@@ -122,11 +119,14 @@ def _train(
             f"accumulate={tc.accumulate} micro-batches cannot be shared evenly by "
             f"{dist.world_size} processes; use a multiple of {dist.world_size}"
         )
-    chosen, record, seconds = recipe.settle(tc, dist, placement.precision, data, resume, progress)
-    cfg, initial = open_run(tc, chosen, dist, placement, data, resume)
+    settings, record, seconds = recipe.settle(tc, dist, placement, data, resume, progress)
+    placement = recipe.placed_as_settled(placement, settings, record, resume)
+    if progress and dist.is_main:
+        for line in placement.lines():
+            print(line, file=sys.stderr)
     # train_config.json keeps what was asked ("auto"), so that a resume on other hardware chooses
     # again; from here on the run uses what was chosen.
-    settings = dataclasses.replace(chosen, precision=placement.precision)
+    cfg, initial = open_run(tc, settings, dist, placement, data, resume)
     trainer = Trainer(settings, dist, data, task, cfg, initial, started)
     if resume:
         trainer.resume(reset_data_position)

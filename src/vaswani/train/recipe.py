@@ -25,7 +25,7 @@ import torch
 
 from vaswani.config import AUTO, PRESET_TRAINING, ModelConfig, TrainConfig
 from vaswani.data import Position, PreparedData, TokenBatchSampler
-from vaswani.device import grad_scaler
+from vaswani.device import Placement, grad_scaler
 from vaswani.safe_io import read_json
 from vaswani.tasks import Task, get_task
 from vaswani.train.distributed import Distributed
@@ -53,6 +53,14 @@ PEAK_LR_AT_256 = 2e-3
 scale it by (256 / d_model)^0.5, as the paper's schedule does with d_model^-0.5."""
 EVALUATIONS = 8
 """Validations in a run whose horizon is known (each also saves a checkpoint)."""
+MIN_UPDATES = 2000
+"""Updates a time budget's run should make at least: where its preset's batches would give
+fewer, they shrink to fit (`fitted_batch`). Measured on Debian's Spanish catalogs, mini, fp32,
+test chrF (2 cores of an Intel Xeon with AMX): 5 minutes alone, 2048-token batches 1,243 updates,
+47.2; 1024: 2,108, 49.1. 4 minutes on one core: 2048: 673, 35.8; 1024: 1,252, 39.7; 768: 1,407,
+39.9; 512: 1,890, 38.0. Halving the batch buys 1.7-1.9x the updates, not 2x."""
+MIN_BATCH = 512
+"""The smallest batch (tokens) `fitted_batch` makes."""
 
 
 PAPER_PRESETS = ("base", "big")
@@ -198,15 +206,16 @@ def validation_cadence(
 def settle(
     tc: TrainConfig,
     dist: Distributed,
-    precision: str,
+    placement: Placement,
     data: PreparedData,
     resume: bool,
     progress: bool,
 ) -> tuple[TrainConfig, dict, float | None]:
-    """The run's settings with `auto` decided: the preset chosen (`choose_size`, timing
-    candidates on this machine) or, on resume, the choice recorded in recipe.json; then the
-    preset's values for what was left unset. Also the recipe record so far, and the measured
-    seconds per update of the chosen size (None when nothing was timed)."""
+    """The run's settings with `auto` decided, each recorded in recipe.json and kept on resume:
+    the preset (`choose_size`, timing candidates on this machine), the precision (the faster of
+    `precisions_to_time`), the preset's values for what was left unset, and the batch size
+    (`fitted_batch`). Also the record so far, and the measured seconds per update of the chosen
+    size (None when nothing was timed)."""
 
     run = Path(tc.out)
     record: dict = {}
@@ -214,31 +223,134 @@ def settle(
         path = run / RECORD
         # A run from before recipe.json trained with the paper's schedule, the only one then.
         record = read_json(path, "recipe", dict) if path.exists() else {"schedule": PAPER_SCHEDULE}
-    seconds = None
+    timer = UpdateTimer(tc, data, dist, precisions_to_time(tc, placement))
+    say = print if progress and dist.is_main else lambda *args, **kwargs: None
+    asked_batch = tc.batch_tokens
     if tc.preset == AUTO and tc.init is None:
-        if "choice" in record:
-            choice = Choice(**record["choice"])
-        else:
+        if "choice" not in record:
             fields = get_task(data.task).model_fields(
                 data.meta["tokenizer"]["vocab_size"], data.meta["tokenizer"].get("shared", True)
             )
-
-            def timed(preset: str, model: dict, batch_tokens: int) -> float:
-                candidate = dataclasses.replace(
-                    tc, preset=preset, model=model, batch_tokens=batch_tokens
-                )
-                cfg = model_config_for(candidate, data)
-                return update_seconds(candidate, cfg, data, dist, precision)
-
-            choice = choose_size(tc, get_task(data.task), fields, timed)
-            record["choice"] = choice.to_dict()
-            seconds = choice.measured[choice.preset].get("step_seconds")
+            record["choice"] = choose_size(tc, get_task(data.task), fields, timer).to_dict()
+        choice = Choice(**record["choice"])
         tc = choice.apply(tc)
-        if progress and dist.is_main:
-            print(f"preset: {choice.preset} (auto: {choice.reason})", file=sys.stderr)
+        say(f"preset: {choice.preset} (auto: {choice.reason})", file=sys.stderr)
     if tc.schedule is None and "schedule" in record:
         tc = dataclasses.replace(tc, schedule=record["schedule"])
-    return resolved(tc), record, seconds
+    tc = resolved(tc)
+    tc = dataclasses.replace(tc, precision=timer.settle_precision(tc, record, resume))
+    if "batch" in record:  # chosen at the run's start
+        tc = dataclasses.replace(tc, batch_tokens=record["batch"]["batch_tokens"])
+    elif fits_its_batch(tc, asked_batch, resume):
+        seconds = timer.seconds(tc)
+        updates = tc.max_minutes * 60 * (1 - EVAL_SHARE) / seconds
+        batch = fitted_batch(tc.batch_tokens, updates, data)
+        if batch < tc.batch_tokens:
+            reason = (
+                f"auto: the budget buys about {updates:.0f} updates of {tc.batch_tokens} tokens; "
+                f"a short run learns more from {MIN_UPDATES} smaller ones"
+            )
+            record["batch"] = {"batch_tokens": batch, "reason": reason}
+            tc = dataclasses.replace(tc, batch_tokens=batch)
+            timer(tc.preset, tc.model, batch)  # the plan's pace at this size
+            say(f"batch: {batch} tokens ({reason})", file=sys.stderr)
+    return tc, record, timer.speeds.get((tc.preset, tc.batch_tokens), {}).get(tc.precision)
+
+
+@dataclass
+class UpdateTimer:
+    """Times one update of the run `tc` would be with another preset or batch size, on this
+    machine, in each of `precisions` (`update_seconds`), keeping what it measured."""
+
+    tc: TrainConfig
+    data: PreparedData
+    dist: Distributed
+    precisions: tuple[str, ...]
+    speeds: dict[tuple[str, int | None], dict[str, float]] = dataclasses.field(default_factory=dict)
+    """Seconds of an update by precision, for each (preset, batch_tokens) timed."""
+
+    def __call__(self, preset: str, model: dict, batch_tokens: int | None) -> float:
+        """Seconds of one update of `preset` in the fastest of `precisions`."""
+        candidate = dataclasses.replace(
+            self.tc, preset=preset, model=model, batch_tokens=batch_tokens
+        )
+        cfg = model_config_for(candidate, self.data)
+        self.speeds[preset, batch_tokens] = {
+            precision: update_seconds(candidate, cfg, self.data, self.dist, precision)
+            for precision in self.precisions
+        }
+        return min(self.speeds[preset, batch_tokens].values())
+
+    def seconds(self, tc: TrainConfig) -> float:
+        """Seconds of one update of `tc` (a preset, resolved) in its precision, timed once."""
+        times = self.speeds.get((tc.preset, tc.batch_tokens), {})
+        if tc.precision not in times:
+            self(tc.preset, tc.model, tc.batch_tokens)
+        return self.speeds[tc.preset, tc.batch_tokens][tc.precision]
+
+    def settle_precision(self, tc: TrainConfig, record: dict, resume: bool) -> str:
+        """The precision of run `tc` (resolved): the one recorded at its start where
+        this machine offers it (a resumed run computes as it began; one from before the record
+        as placed), else the faster of `precisions` in an update of its model, recorded.
+        From here on the timer times that precision only."""
+        if resume:
+            kept = record.get("precision", {}).get("chosen")
+            self.precisions = (kept,) if kept in self.precisions else self.precisions[:1]
+        if len(self.precisions) > 1:
+            if (tc.preset, tc.batch_tokens) not in self.speeds:
+                self(tc.preset, tc.model, tc.batch_tokens)
+            measured = self.speeds[tc.preset, tc.batch_tokens]
+            record["precision"] = {
+                "chosen": min(measured, key=measured.__getitem__),
+                "update_seconds": {name: round(value, 4) for name, value in measured.items()},
+            }
+            self.precisions = (record["precision"]["chosen"],)
+        return self.precisions[0]
+
+
+def fits_its_batch(tc: TrainConfig, asked: int | None, resume: bool) -> bool:
+    """Whether a run's batch size is fitted to its budget (`fitted_batch`): a new run with a
+    time budget, a schedule that knows its end, and no batch size asked for; not a fine-tune."""
+    budget = tc.max_minutes is not None and schedule_named(tc.schedule).knows_end
+    return budget and asked is None and not resume and tc.init is None
+
+
+def fitted_batch(batch_tokens: int, updates: float, data: PreparedData) -> int:
+    """The preset's `batch_tokens`, or, where the budget buys fewer than MIN_UPDATES `updates`
+    of them, batches that much smaller (a multiple of 64, at least MIN_BATCH and the data's
+    longest pair), so that the run makes about MIN_UPDATES updates."""
+    if updates >= MIN_UPDATES:
+        return batch_tokens
+    train = data.meta["splits"]["train"]
+    longest = 1 + max(train["src_lengths"]["max"], train["tgt_lengths"]["max"])
+    smaller = int(batch_tokens * updates / MIN_UPDATES) // 64 * 64
+    return min(batch_tokens, max(smaller, MIN_BATCH, longest))
+
+
+def precisions_to_time(tc: TrainConfig, placement: Placement) -> tuple[str, ...]:
+    """The precisions a run compares by timing its own updates: bf16 autocast and fp32 where
+    `auto` placed it in bf16 on a CPU that computes bf16 natively, and a fresh model is trained
+    (at a small width fp32 was the faster: the mini preset's update 1.5x faster on 2 cores of an
+    Intel Xeon with AMX); else only the precision placed."""
+    cpu_bf16 = placement.device.type == "cpu" and placement.precision == "bf16"
+    if tc.precision == AUTO and cpu_bf16 and tc.init is None:
+        return ("bf16", "fp32")
+    return (placement.precision,)
+
+
+def placed_as_settled(
+    placement: Placement, tc: TrainConfig, record: dict, resume: bool
+) -> Placement:
+    """`placement` with the precision `settle` chose for `tc`, and why."""
+    measured = record.get("precision", {}).get("update_seconds")
+    if resume and tc.precision != placement.precision:
+        why = "kept from the run's start"
+    elif measured and not resume:
+        times = " and ".join(f"{seconds:.3f} s in {name}" for name, seconds in measured.items())
+        why = f"auto: an update of the {tc.preset} model took {times} here"
+    else:
+        return placement
+    return dataclasses.replace(placement, precision=tc.precision, precision_reason=why)
 
 
 def update_seconds(
