@@ -58,12 +58,15 @@ def summary(run: Path, wall: float, stderr: str, budget: float | None) -> dict:
     total = sum(accounts.values()) or wall
     planned = re.search(r"ends at update (\d+)", stderr)
     threads = re.search(r"(\d+) threads? \(([^)]*)\)", stderr)
+    recipe = json.loads((run / "recipe.json").read_text())
     return {
         "wall_s": round(wall, 1),
         "budget_s": budget,
         "updates": steps[-1] if steps else 0,
         "planned": int(planned.group(1)) if planned else None,
         "threads": threads.group(0) if threads else None,
+        "precision": json.loads((run / "environment.json").read_text())["precision"],
+        "batch_tokens": recipe.get("batch", {}).get("batch_tokens"),
         "changed_threads": [r["threads"] for r in records if "threads" in r],
         "validation_share": round(accounts.get("validation", 0.0) / total, 3),
         "chrf": chrf[-1] if chrf else None,
@@ -84,6 +87,7 @@ def row(name: str, command: list[str], run: Path, kind: str, data: Path, work: P
     for other in others:
         other.kill()
         other.wait()
+    run.with_suffix(".log").write_text(done.stderr)  # what the run said, beside it
     if done.returncode != 0:
         print(f"{name}: exit {done.returncode}: {done.stderr.strip()[-300:]}", flush=True)
         return

@@ -174,7 +174,7 @@ class Translate(Task):
     def validate(self, model: nn.Module, data: PreparedData, how: Validation) -> dict:
         """Loss and perplexity, then sacreBLEU and chrF of greedy translations of the first
         `how.eval_sentences` validation pairs (a fixed sample); with a `how.deadline` (on
-        `time.perf_counter`), of those decoded before it (`validation_chunks`: no chunk starts
+        `time.perf_counter`), of those decoded before it (`paced_slices`: no chunk starts
         that would end past it at the pace so far)."""
         result = super().validate(model, data, how)
         eval_sentences, deadline = how.eval_sentences, how.deadline
@@ -194,19 +194,16 @@ class Translate(Task):
         device = next(model.parameters()).device
         hypotheses: list[str] = []
         began = time.perf_counter()
-        for start, end in validation_chunks(len(sources), deadline):
-            if hypotheses and deadline is not None:
-                per_sentence = (time.perf_counter() - began) / len(hypotheses)
-                if time.perf_counter() + per_sentence * (end - start) > deadline:
-                    sources, references = sources[:start], references[:start]
-                    result["valid_sentences"] = start  # fewer than asked: the budget ran out
-                    break
+        for part in paced_slices(len(sources), deadline, FIRST_CHUNK, VALIDATION_CHUNK):
             with autocast(device, precision):
                 hypotheses += translate(
                     TextModel(model, data.src_tokenizer, data.tgt_tokenizer, forces_target=forces),
-                    Segments(sources[start:end], None if prefixes is None else prefixes[start:end]),
+                    Segments(sources[part], None if prefixes is None else prefixes[part]),
                     DecodeConfig(beam_size=1, batch_tokens=batch_tokens),
                 )
+        if len(hypotheses) < len(sources):  # fewer than asked: the budget ran out
+            sources, references = sources[: len(hypotheses)], references[: len(hypotheses)]
+            result["valid_sentences"] = len(hypotheses)
         scores = score(hypotheses, references)
         samples = [[s, r, h] for s, r, h in zip(sources[:3], references, hypotheses, strict=False)]
         found = {"valid_bleu": scores.bleu, "valid_chrf": scores.chrf, "samples": samples}
@@ -310,16 +307,21 @@ look comes after `FIRST_CHUNK`, so that a late validation still ends soon)."""
 FIRST_CHUNK = 5
 
 
-def validation_chunks(count: int, deadline: float | None) -> Iterator[tuple[int, int]]:
-    """(start, end) of the chunks of `count` sentences a validation decodes: all at once without
-    a deadline, else FIRST_CHUNK and then VALIDATION_CHUNK at a time."""
+def paced_slices(count: int, deadline: float | None, first: int, size: int) -> Iterator[slice]:
+    """The slices of `count` sentences to decode in turn: all at once without a `deadline` (on
+    `time.perf_counter`), else `first` and then `size` at a time, where no slice but the first
+    starts that would end past the deadline at the pace of those before it (the caller decodes
+    each before asking for the next)."""
     if deadline is None:
-        yield 0, count
+        yield slice(0, count)
         return
-    start = 0
+    began, start = time.perf_counter(), 0
     while start < count:
-        end = min(start + (FIRST_CHUNK if start == 0 else VALIDATION_CHUNK), count)
-        yield start, end
+        end = min(start + (size if start else first), count)
+        now = time.perf_counter()
+        if start and now + (now - began) / start * (end - start) > deadline:
+            return
+        yield slice(start, end)
         start = end
 
 

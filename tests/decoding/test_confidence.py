@@ -120,24 +120,20 @@ def test_a_broken_calibration_file_is_one_line(calibrated):
         assert load_run(calibrated).assess is None
 
 
-def test_a_calibration_past_its_deadline_fits_on_the_first_slice(
-    numbers_run, tmp_path, capsys, monkeypatch
-):
+def test_a_calibration_past_its_deadline_fits_on_its_first_slice(numbers_run, tmp_path, capsys):
     """`vaswani train`'s calibration stops translating at the end of the time budget."""
     from vaswani import evaluate
     from vaswani.cli.calibrate import calibrate_run
     from vaswani.device import place
     from vaswani.translation.engine import Choices, decide
 
-    size = 100
-    monkeypatch.setattr(evaluate, "CALIBRATION_SLICE", size)
-
     run = tmp_path / "numbers"
     shutil.copytree(numbers_run, run)
     engine = decide(load_run(run), place("cpu", "fp32"), Choices(auto=False))
     calibration = calibrate_run(engine, max_sentences=150, deadline=0.0)  # long passed
-    assert calibration is not None and 20 <= calibration.sentences <= size
-    assert f"the first {size} of 150 by the budget's end" in capsys.readouterr().err
+    first = evaluate.CALIBRATION_FIRST
+    assert calibration is not None and 20 <= calibration.sentences <= first
+    assert f"the first {first} of 150 by the budget's end" in capsys.readouterr().err
     whole = calibrate_run(engine, max_sentences=150)
-    assert whole is not None and whole.sentences > size
+    assert whole is not None and whole.sentences == 150  # no deadline: every sentence
     assert "budget's end" not in capsys.readouterr().err

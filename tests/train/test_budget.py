@@ -353,6 +353,21 @@ def test_the_fitted_batch_is_printed_recorded_and_kept_on_resume(
     assert json.loads((run / recipe.RECORD).read_text())["batch"]["batch_tokens"] == 512
 
 
+def test_paced_slices_start_none_but_the_first_that_would_end_past_the_deadline():
+    def taken(deadline, seconds_each=0.0):
+        parts = []
+        for part in tasks.paced_slices(60, deadline, 5, 20):
+            parts.append((part.start, part.stop))
+            time.sleep(seconds_each * (part.stop - part.start))
+        return parts
+
+    assert taken(None) == [(0, 60)]
+    assert taken(time.perf_counter() + 3600) == [(0, 5), (5, 25), (25, 45), (45, 60)]
+    assert taken(time.perf_counter() - 1) == [(0, 5)]  # passed: the first slice only
+    # 5 sentences at 0.02 s each leave 0.3 s: 20 more would take 0.4 s and are not started.
+    assert taken(time.perf_counter() + 0.4, seconds_each=0.02) == [(0, 5)]
+
+
 def test_patience_stops_at_the_right_validation(numbers_data, tmp_path, monkeypatch):
     figures = iter([10.0, 12.0, 11.0, 12.0, 9.0, 30.0, 40.0])
 

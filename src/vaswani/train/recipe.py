@@ -57,8 +57,8 @@ MIN_UPDATES = 2000
 """Updates a time budget's run should make at least: where its preset's batches would give
 fewer, they shrink to fit (`fitted_batch`). Measured on Debian's Spanish catalogs, mini, fp32,
 test chrF (2 cores of an Intel Xeon with AMX): 5 minutes alone, 2048-token batches 1,243 updates,
-47.2; 1024: 2,108, 49.1. 4 minutes on one core: 2048: 673, 35.8; 1024: 1,252, 39.7; 768: 1,407,
-39.9; 512: 1,890, 38.0. Halving the batch buys 1.7-1.9x the updates, not 2x."""
+47.2; 1024: 2,108, 49.1. 4 minutes on one thread (two runs side by side): 2048: 673, 35.8; 1024:
+1,252, 39.7; 768: 1,407, 39.9; 512: 1,890, 38.0. Halving the batch buys 1.7-1.9x the updates."""
 MIN_BATCH = 512
 """The smallest batch (tokens) `fitted_batch` makes."""
 
@@ -330,8 +330,8 @@ def fitted_batch(batch_tokens: int, updates: float, data: PreparedData) -> int:
 def precisions_to_time(tc: TrainConfig, placement: Placement) -> tuple[str, ...]:
     """The precisions a run compares by timing its own updates: bf16 autocast and fp32 where
     `auto` placed it in bf16 on a CPU that computes bf16 natively, and a fresh model is trained
-    (at a small width fp32 was the faster: the mini preset's update 1.5x faster on 2 cores of an
-    Intel Xeon with AMX); else only the precision placed."""
+    (at a small width fp32 can be the faster: the mini preset trained 1.15-1.5x faster in fp32
+    on 2 cores of an Intel Xeon with AMX); else only the precision placed."""
     cpu_bf16 = placement.device.type == "cpu" and placement.precision == "bf16"
     if tc.precision == AUTO and cpu_bf16 and tc.init is None:
         return ("bf16", "fp32")
