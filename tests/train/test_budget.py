@@ -317,14 +317,14 @@ def test_a_cpu_with_bf16_trains_in_the_precision_it_measured_faster_and_keeps_it
 
 
 def test_a_budget_of_few_updates_trains_on_smaller_batches_to_make_more():
-    lengths = {"src_lengths": {"max": 40}, "tgt_lengths": {"max": 700}}
+    lengths = {"src_lengths": {"max": 40}, "tgt_lengths": {"max": 40}}
     data = SimpleNamespace(meta={"splits": {"train": lengths}})
-    assert recipe.fitted_batch(2048, recipe.MIN_UPDATES, data) == 2048  # enough: as the preset
-    assert recipe.fitted_batch(2048, recipe.MIN_UPDATES / 2, data) == 1024
-    assert recipe.fitted_batch(2048, recipe.MIN_UPDATES / 2.5, data) == 768  # a multiple of 64
-    assert recipe.fitted_batch(2048, 10, data) == 701  # never below the longest pair (+ EOS)
-    lengths["tgt_lengths"]["max"] = 40
-    assert recipe.fitted_batch(2048, 10, data) == recipe.MIN_BATCH
+    assert recipe.fitted_batch(4096, recipe.MIN_UPDATES, data) == 4096  # enough: as the preset
+    assert recipe.fitted_batch(4096, recipe.MIN_UPDATES / 2, data) == 2048
+    assert recipe.fitted_batch(4096, recipe.MIN_UPDATES / 2.5, data) == 1600  # a multiple of 64
+    assert recipe.fitted_batch(4096, 10, data) == recipe.MIN_BATCH
+    lengths["tgt_lengths"]["max"] = recipe.MIN_BATCH + 100
+    assert recipe.fitted_batch(4096, 10, data) == recipe.MIN_BATCH + 101  # the longest pair fits
 
 
 def test_the_fitted_batch_is_printed_recorded_and_kept_on_resume(
@@ -341,16 +341,17 @@ def test_the_fitted_batch_is_printed_recorded_and_kept_on_resume(
     StopAfter.after = 3
     # 15 s at 0.5 s an update of 2048 tokens: 27 updates after validation's share.
     train(budget_config(numbers_data, run, batch_tokens=None), progress=True)
-    assert timed == [2048, 512]  # the preset's, then the fitted size, whose pace plans the run
+    fitted = recipe.MIN_BATCH  # 2048 * 27 / MIN_UPDATES is below the floor
+    assert timed == [2048, fitted]  # the preset's, then the fitted size, whose pace plans the run
     err = capsys.readouterr().err
-    assert "batch: 512 tokens (auto: the budget buys about 27 updates of 2048 tokens;" in err
-    assert json.loads((run / recipe.RECORD).read_text())["batch"]["batch_tokens"] == 512
+    assert f"batch: {fitted} tokens (auto: the budget buys about 27 updates of 2048 tokens;" in err
+    assert json.loads((run / recipe.RECORD).read_text())["batch"]["batch_tokens"] == fitted
     assert json.loads((run / "train_config.json").read_text())["batch_tokens"] is None
     timed.clear()
     StopAfter.after = None
     train(resume_config(run), resume=True, progress=False)
     assert timed == []
-    assert json.loads((run / recipe.RECORD).read_text())["batch"]["batch_tokens"] == 512
+    assert json.loads((run / recipe.RECORD).read_text())["batch"]["batch_tokens"] == fitted
 
 
 def test_paced_slices_start_none_but_the_first_that_would_end_past_the_deadline():
