@@ -3,7 +3,7 @@ import warnings
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from helpers import random_ids
@@ -127,6 +127,7 @@ BATCH_INDEPENDENCE_MODEL = make_model(2)
     extra_padding=st.integers(0, 5),
     beam_size=st.sampled_from([1, 2, 4]),
 )
+@example(seed=821, batch=7, extra_padding=0, beam_size=4)
 def test_a_sentence_decodes_the_same_alone_and_in_any_batch(seed, batch, extra_padding, beam_size):
     model = BATCH_INDEPENDENCE_MODEL
     cfg = model.cfg
@@ -136,7 +137,11 @@ def test_a_sentence_decodes_the_same_alone_and_in_any_batch(seed, batch, extra_p
     together = decode(model, pad_sources(cfg, mix, extra_padding), dc)
     for i in torch.randperm(batch)[:3].tolist():
         alone = decode(model, pad_sources(cfg, [mix[i]]), dc)[0]
-        assert tokens(alone) == tokens(together[i])
+        for a, b in zip(alone, together[i], strict=True):
+            # The same hypothesis at each rank, or at a tie another as good: batching changes
+            # float sums in their last bits, and two candidates that far apart may trade places
+            # (seed 821, batch 7, beam 4: rank 4 differed at -10.103666 against -10.103671).
+            assert a.tokens == b.tokens or a.score == pytest.approx(b.score, abs=1e-4)
 
 
 def held_out(run, n: int = 64):
