@@ -124,8 +124,13 @@ def budget_tokens(tc: TrainConfig, batch_tokens: int, step_seconds: float | None
     if tc.max_steps is not None:
         updates = tc.max_steps
     if tc.max_minutes is not None and step_seconds is not None:
-        updates = min(updates, tc.max_minutes * 60 * (1 - EVAL_SHARE) / step_seconds)
+        updates = min(updates, time_updates(tc.max_minutes, step_seconds))
     return updates * batch_tokens * tc.accumulate
+
+
+def time_updates(max_minutes: float, step_seconds: float) -> float:
+    """The updates a time budget buys at `step_seconds` each, after validation's share."""
+    return max_minutes * 60 * (1 - EVAL_SHARE) / step_seconds
 
 
 def choose_size(
@@ -245,8 +250,7 @@ def settle(
     if "batch" in record:  # chosen at the run's start
         tc = dataclasses.replace(tc, batch_tokens=record["batch"]["batch_tokens"])
     elif fits_its_batch(tc, asked_batch, resume):
-        seconds = timer.seconds(tc)
-        updates = tc.max_minutes * 60 * (1 - EVAL_SHARE) / seconds
+        updates = time_updates(tc.max_minutes, timer.measured(tc)[tc.precision])
         batch = fitted_batch(tc.batch_tokens, updates, data)
         if batch < tc.batch_tokens:
             reason = (
@@ -284,12 +288,12 @@ class UpdateTimer:
         }
         return min(self.speeds[preset, batch_tokens].values())
 
-    def seconds(self, tc: TrainConfig) -> float:
-        """Seconds of one update of `tc` (a preset, resolved) in its precision, timed once."""
-        times = self.speeds.get((tc.preset, tc.batch_tokens), {})
-        if tc.precision not in times:
+    def measured(self, tc: TrainConfig) -> dict[str, float]:
+        """Seconds of one update of `tc` (resolved) by precision, timed once (each of the
+        precisions it is timed in from then on)."""
+        if (tc.preset, tc.batch_tokens) not in self.speeds:
             self(tc.preset, tc.model, tc.batch_tokens)
-        return self.speeds[tc.preset, tc.batch_tokens][tc.precision]
+        return self.speeds[tc.preset, tc.batch_tokens]
 
     def settle_precision(self, tc: TrainConfig, record: dict, resume: bool) -> str:
         """The precision of run `tc` (resolved): the one recorded at its start where
@@ -300,9 +304,7 @@ class UpdateTimer:
             kept = record.get("precision", {}).get("chosen")
             self.precisions = (kept,) if kept in self.precisions else self.precisions[:1]
         if len(self.precisions) > 1:
-            if (tc.preset, tc.batch_tokens) not in self.speeds:
-                self(tc.preset, tc.model, tc.batch_tokens)
-            measured = self.speeds[tc.preset, tc.batch_tokens]
+            measured = self.measured(tc)
             record["precision"] = {
                 "chosen": min(measured, key=measured.__getitem__),
                 "update_seconds": {name: round(value, 4) for name, value in measured.items()},
