@@ -2,13 +2,14 @@
 
 import subprocess
 import sys
+import time
 
 import pytest
 from test_file_api import upload
 
 from helpers import Server
 from vaswani.cli import main
-from vaswani.serve import Served, ServeSettings, create_app
+from vaswani.serve import Served, ServeSettings, create_app, keys
 from vaswani.serve.keys import KeyStore, KeyStoreError
 from vaswani.serve.libre import Access
 from vaswani.serve.refusals import Refused
@@ -49,8 +50,12 @@ def test_a_keys_limits_per_minute_and_per_day(tmp_path):
         KeyStore(tmp_path / "text.db")
 
 
-def test_servers_sharing_the_database_count_each_key_once(tmp_path):
-    """Two stores (as two server processes would open it) and a process of its own."""
+def test_servers_sharing_the_database_count_each_key_once(tmp_path, monkeypatch):
+    """Two stores (as two server processes would open it) and a process of its own, all at one
+    moment: on the real clock a minute that turned during the test (the process takes seconds
+    to start) began a new count, and the last requests were let through."""
+    now = time.time()
+    monkeypatch.setattr(keys.time, "time", lambda: now)
     path = tmp_path / "keys.db"
     key = KeyStore(path, create=True).add(3).key
     first, second = Access(store=KeyStore(path)), Access(store=KeyStore(path))
@@ -58,10 +63,13 @@ def test_servers_sharing_the_database_count_each_key_once(tmp_path):
     second.check(key, "b")
     spend = (
         "import sys; from vaswani.serve.keys import KeyStore; s = KeyStore(sys.argv[1]); "
-        "print(s.spend(sys.argv[2], 0)[1])"
+        "print(s.spend(sys.argv[2], 0, now=float(sys.argv[3]))[1])"
     )
     done = subprocess.run(
-        [sys.executable, "-c", spend, str(path), key], capture_output=True, text=True, check=True
+        [sys.executable, "-c", spend, str(path), key, repr(now)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert done.stdout.strip() == "None"
     for access in (first, second):
