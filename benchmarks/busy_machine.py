@@ -2,8 +2,9 @@
 numbers-de corpus, `vaswani train --max-minutes M`) alone, beside one busy thread (a plain CPU
 loop), and beside two (a 1-thread PyTorch training and a CPU loop), then `make demo`'s training
 (a fixed number of updates) alone and beside one busy thread. Each row: wall time against the
-budget, updates made, the updates first planned, the threads chosen, the share of the time spent
-validating, the final validation chrF, and how often the plan was fitted again to the pace.
+budget, updates made, the updates first planned, the threads, precision, batch and dropout chosen,
+the share of the time spent validating, the final validation chrF, how often the plan was fitted
+again to the pace, and the test split's chrF (greedy, translated once the neighbours are stopped).
 
     python benchmarks/busy_machine.py [--minutes 5] [--out DIR] [--corpus numbers-de|PATH]
         [--only alone|one|two|demo]
@@ -67,6 +68,7 @@ def summary(run: Path, wall: float, stderr: str, budget: float | None) -> dict:
         "threads": threads.group(0) if threads else None,
         "precision": json.loads((run / "environment.json").read_text())["precision"],
         "batch_tokens": recipe.get("batch", {}).get("batch_tokens"),
+        "dropout": json.loads((run / "config.json").read_text())["dropout"],
         "changed_threads": [r["threads"] for r in records if "threads" in r],
         "validation_share": round(accounts.get("validation", 0.0) / total, 3),
         "chrf": chrf[-1] if chrf else None,
@@ -91,7 +93,16 @@ def row(name: str, command: list[str], run: Path, kind: str, data: Path, work: P
     if done.returncode != 0:
         print(f"{name}: exit {done.returncode}: {done.stderr.strip()[-300:]}", flush=True)
         return
-    print(f"{name}: {json.dumps(summary(run, wall, done.stderr, budget))}", flush=True)
+    figures = {**summary(run, wall, done.stderr, budget), "test_chrf": test_chrf(run)}
+    print(f"{name}: {json.dumps(figures)}", flush=True)
+
+
+def test_chrf(run: Path) -> float | None:
+    """chrF of the run's best weights on its data's test split, greedy (None: no score came)."""
+    command = [*VASWANI, "evaluate", "--checkpoint", str(run), "--split", "test"]
+    done = subprocess.run([*command, "--beam-size", "1"], capture_output=True, text=True)
+    score = re.search(r"chrF = ([\d.]+)", done.stdout)
+    return float(score.group(1)) if score else None
 
 
 def demo(out: Path, kind: str, data: Path, work: Path) -> None:

@@ -277,7 +277,11 @@ def test_auto_choice_is_printed_recorded_and_kept_on_resume(
     record = json.loads((run / recipe.RECORD).read_text())
     assert record["choice"]["preset"] == "mini" and record["schedule"] == "linear"
     assert json.loads((run / "train_config.json").read_text())["preset"] == "auto"
-    assert json.loads((run / "config.json").read_text())["d_model"] == 128
+    config = json.loads((run / "config.json").read_text())
+    assert config["d_model"] == 128
+    # 6 s at 0.5 s an update of 2,048 tokens show the model its data about twice: no dropout
+    assert "dropout: 0 (auto: the budget shows the model its training data about" in err
+    assert config["dropout"] == 0.0 and record["dropout"]["dropout"] == 0.0
     timed.clear()
     StopAfter.after = None
     train(resume_config(run), resume=True, progress=False)
@@ -316,6 +320,26 @@ def test_a_cpu_with_bf16_trains_in_the_precision_it_measured_faster_and_keeps_it
     assert timed == [] and "precision: fp32 (kept from the run's start)" in capsys.readouterr().err
 
 
+def test_a_run_asked_for_its_dropout_keeps_it(numbers_data, tmp_path, fake_time):
+    run = tmp_path / "asked"
+    StopAfter.after = 1
+    settings = TrainConfig(
+        data=str(numbers_data), out=str(run), max_minutes=0.1, model={"dropout": 0.2}
+    )
+    train(settings, progress=False)
+    assert json.loads((run / "config.json").read_text())["dropout"] == 0.2
+    assert "dropout" not in json.loads((run / recipe.RECORD).read_text())
+
+
+def test_a_budget_that_shows_the_model_its_data_few_times_trains_without_dropout():
+    data = SimpleNamespace(meta={"splits": {"train": {"tgt_lengths": {"tokens": 1000}}}})
+    reason = recipe.few_epochs(2500, data)
+    assert reason.startswith("auto: the budget shows the model its training data about 2.5 times")
+    assert recipe.few_epochs(recipe.FEW_EPOCHS * 1000, data) is None  # often enough: kept
+    del data.meta["splits"]["train"]["tgt_lengths"]["tokens"]  # prepared before it was counted
+    assert recipe.few_epochs(2500, data) is None
+
+
 def test_a_budget_of_few_updates_trains_on_smaller_batches_to_make_more():
     lengths = {"src_lengths": {"max": 40}, "tgt_lengths": {"max": 40}}
     data = SimpleNamespace(meta={"splits": {"train": lengths}})
@@ -323,6 +347,9 @@ def test_a_budget_of_few_updates_trains_on_smaller_batches_to_make_more():
     assert recipe.fitted_batch(4096, recipe.MIN_UPDATES / 2, data) == 2048
     assert recipe.fitted_batch(4096, recipe.MIN_UPDATES / 2.5, data) == 1600  # a multiple of 64
     assert recipe.fitted_batch(4096, 10, data) == recipe.MIN_BATCH
+    # a step budget of 500 updates: the time buys them all, or half of them
+    assert recipe.fitted_batch(4096, 500, data, wanted=500) == 4096
+    assert recipe.fitted_batch(4096, 250, data, wanted=500) == 2048
     lengths["tgt_lengths"]["max"] = recipe.MIN_BATCH + 100
     assert recipe.fitted_batch(4096, 10, data) == recipe.MIN_BATCH + 101  # the longest pair fits
 
@@ -352,6 +379,14 @@ def test_the_fitted_batch_is_printed_recorded_and_kept_on_resume(
     train(resume_config(run), resume=True, progress=False)
     assert timed == []
     assert json.loads((run / recipe.RECORD).read_text())["batch"]["batch_tokens"] == fitted
+
+
+def test_a_step_budget_the_time_buys_keeps_the_presets_batch(numbers_data, tmp_path, fake_time):
+    # 15 s buy 27 updates of 2,048 tokens (at 0.5 s each), more than the 20 steps asked for
+    run = tmp_path / "steps"
+    StopAfter.after = 1
+    train(budget_config(numbers_data, run, batch_tokens=None, max_steps=20), progress=False)
+    assert "batch" not in json.loads((run / recipe.RECORD).read_text())
 
 
 def test_paced_slices_start_none_but_the_first_that_would_end_past_the_deadline():

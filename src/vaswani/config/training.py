@@ -49,8 +49,8 @@ class TrainConfig:
     out: str
     preset: str = one_of(AUTO, (AUTO, *PRESETS))
     """Model size (`vaswani presets`), or auto: chosen from the training tokens, the budget and
-    this machine's measured step time, with the batch, warm-up, learning rate and schedule
-    (`vaswani.train.recipe`); the choice is printed and kept in the run (recipe.json)."""
+    this machine's measured step time, with the batch, dropout, warm-up, learning rate and
+    schedule (`vaswani.train.recipe`); the choice is printed and kept in the run (recipe.json)."""
     model: dict[str, Any] = dataclasses.field(default_factory=dict)
     """ModelConfig fields that override the preset (vocabulary sizes come from the data)."""
     task: str | None = None
