@@ -320,6 +320,16 @@ def test_a_cpu_with_bf16_trains_in_the_precision_it_measured_faster_and_keeps_it
     assert timed == [] and "precision: fp32 (kept from the run's start)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("bf16, chosen", [(0.25, "fp32"), (0.2, "bf16")])
+def test_bf16_is_chosen_only_where_it_is_timed_clearly_faster(bf16, chosen):
+    timer = recipe.UpdateTimer(None, None, None, ("bf16", "fp32"))
+    tc = SimpleNamespace(preset="mini", batch_tokens=1024)
+    timer.speeds["mini", 1024] = {"bf16": bf16, "fp32": 0.3}  # 1.2x and 1.5x faster in bf16
+    record = {}
+    assert timer.settle_precision(tc, record, resume=False) == chosen
+    assert record["precision"]["chosen"] == chosen and timer.precisions == (chosen,)
+
+
 def test_a_run_asked_for_its_dropout_keeps_it(numbers_data, tmp_path, fake_time):
     run = tmp_path / "asked"
     StopAfter.after = 1

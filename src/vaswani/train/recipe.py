@@ -65,6 +65,16 @@ MIN_BATCH = 1024
 a run beside two busy processes fitted to 576-640 tokens processed half the tokens of one on
 2,048 (0.55M against 0.98M in 5 minutes) and scored no better (test chrF 26.4 and 23.7 against
 27.1)."""
+BF16_MARGIN = 1.3
+"""A run times a few updates in bf16 and in fp32 on a CPU that computes bf16 natively, and
+trains in bf16 only where it was this many times the faster: those updates repeat a few batch
+shapes, and through a run every new shape costs bf16 oneDNN's making of its kernels again (its
+cache of them holds 1,024), which the timing does not see. Measured on 2 cores of an Intel Xeon
+with AMX, Debian's Spanish catalogs, 2,048-token batches, timed against run: mini took 0.322 s
+in bf16 and 0.280 in fp32 (runs' own timings: 0.87-1.07x), where 300 updates of 1,280 tokens
+ran 58.6 s in bf16 and 45.7 in fp32 (47.4 in bf16 with a cache of 8,192); small 0.423 and 0.544
+(1.29x), where 150 updates ran 69.7 s and 68.2. Those runs held 1.7 and 2.7 GiB in bf16,
+0.5 and 0.8 in fp32."""
 FEW_EPOCHS = 6.0
 """A run of a size auto chose whose budget shows it its training data fewer times than this
 trains without dropout (`few_epochs`). Measured on Debian's Spanish catalogs (46,177 pairs, 0.70M
@@ -309,14 +319,16 @@ class UpdateTimer:
         """The precision of run `tc` (resolved): the one recorded at its start where
         this machine offers it (a resumed run computes as it began; one from before the record
         as placed), else the faster of `precisions` in an update of its model, recorded.
-        From here on the timer times that precision only."""
+        bf16 is taken only where it is BF16_MARGIN times the faster. From here on the timer
+        times that precision only."""
         if resume:
             kept = record.get("precision", {}).get("chosen")
             self.precisions = (kept,) if kept in self.precisions else self.precisions[:1]
-        if len(self.precisions) > 1:
+        if len(self.precisions) > 1:  # bf16 and fp32 (`precisions_to_time`)
             measured = self.measured(tc)
+            faster = measured["bf16"] * BF16_MARGIN < measured["fp32"]
             record["precision"] = {
-                "chosen": min(measured, key=measured.__getitem__),
+                "chosen": "bf16" if faster else "fp32",
                 "update_seconds": {name: round(value, 4) for name, value in measured.items()},
             }
             self.precisions = (record["precision"]["chosen"],)
@@ -397,6 +409,7 @@ def placed_as_settled(
     elif measured and not resume:
         times = " and ".join(f"{seconds:.3f} s in {name}" for name, seconds in measured.items())
         why = f"auto: an update of the {tc.preset} model took {times} here"
+        why += f"; bf16 where {BF16_MARGIN:g}x faster"
     else:
         return placement
     return dataclasses.replace(placement, precision=tc.precision, precision_reason=why)
