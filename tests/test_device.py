@@ -171,6 +171,15 @@ def test_autocast_and_scaler_follow_the_precision():
     assert not dev.grad_scaler(CPU, "bf16").is_enabled()
 
 
+def test_env_says_that_training_times_bf16_against_fp32_on_a_cpu(capsys, monkeypatch):
+    report = dev.environment()
+    report["auto"].update(device="cpu", precision="bf16", precision_reason="auto: native bf16")
+    monkeypatch.setattr("vaswani.cli.env.environment", lambda: report)
+    code, out, _ = cli(capsys, "env")
+    assert code == 0
+    assert "precision  bf16 (auto: native bf16; `train` times its model in bf16 and in fp32" in out
+
+
 def test_env_reports_the_hardware_and_what_auto_picks(capsys):
     code, out, _ = cli(capsys, "env")
     assert code == 0
