@@ -70,7 +70,7 @@ BF16_MARGIN = 1.3
 trains in bf16 only where it was this many times the faster: those updates repeat a few batch
 shapes, and through a run every new shape costs bf16 oneDNN's making of its kernels again (its
 cache of them holds 1,024), which the timing does not see. Measured on 2 cores of an Intel Xeon
-with AMX, Debian's Spanish catalogs, 2,048-token batches, timed against run: mini took 0.322 s
+with AMX, Debian's Spanish catalogs, timed (2,048-token batches) and run: mini took 0.322 s
 in bf16 and 0.280 in fp32 (runs' own timings: 0.87-1.07x), where 300 updates of 1,280 tokens
 ran 58.6 s in bf16 and 45.7 in fp32 (47.4 in bf16 with a cache of 8,192); small 0.423 and 0.544
 (1.29x), where 150 updates ran 69.7 s and 68.2. Those runs held 1.7 and 2.7 GiB in bf16,
