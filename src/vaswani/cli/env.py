@@ -8,7 +8,6 @@ import argparse
 import json
 
 from vaswani.device import environment
-from vaswani.train.recipe import BF16_MARGIN
 
 HELP = "show the hardware as vaswani sees it and what --precision/--device auto pick"
 
@@ -18,6 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from vaswani.train.recipe import BF16_MARGIN  # the training side: imported where it is used
+
     report = environment()
     auto = report["auto"]
     if auto["device"] == "cpu" and auto["precision"] == "bf16":  # what `train` does with it
