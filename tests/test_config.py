@@ -41,7 +41,9 @@ def test_from_preset_applies_overrides_and_keeps_the_rest():
 
 
 def test_unknown_preset_names_the_choices():
-    with pytest.raises(ValueError, match="unknown preset 'huge'.*tiny, mini, small, base, big"):
+    with pytest.raises(
+        ValueError, match="unknown preset 'huge'.*tiny, micro, mini, small, base, big"
+    ):
         ModelConfig.from_preset("huge")
 
 

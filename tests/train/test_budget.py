@@ -61,19 +61,20 @@ def test_auto_takes_the_largest_size_the_budget_buys_enough_tokens_for():
 
     def timer(preset, model, batch_tokens):
         timed.append(preset)
-        return {"mini": 0.1, "small": 0.3, "base": 1.0}[preset]
+        return seconds[preset]
 
-    tc = TrainConfig(data="d", out="o", max_minutes=60)  # plenty for mini and small, not base
+    seconds = {"micro": 0.08, "mini": 0.1, "small": 0.3, "base": 1.0}
+    tc = TrainConfig(data="d", out="o", max_minutes=60)  # plenty for micro to small, not base
     params = {
         p: recipe.parameter_count("translate", fields, p, recipe.AUTO_MODEL.get(p, {}))
         for p in recipe.CANDIDATES
     }
-    bought = {p: 3600 * 0.9 / {"mini": 0.1, "small": 0.3, "base": 1.0}[p] * 2048 for p in params}
+    bought = {p: 3600 * 0.9 / seconds[p] * 2048 for p in params}
     choice = recipe.choose_size(tc, "translate", fields, timer)
     expected = [
         p for p in recipe.CANDIDATES if bought[p] / params[p] >= recipe.TOKENS_PER_PARAMETER
     ]
-    assert choice.preset == (expected[-1] if expected else "mini")
+    assert choice.preset == (expected[-1] if expected else "micro") == "small"
     assert choice.measured["mini"]["step_seconds"] == 0.1
     assert "tokens/parameter" in choice.reason
     # A step budget needs no timing.
@@ -82,7 +83,7 @@ def test_auto_takes_the_largest_size_the_budget_buys_enough_tokens_for():
         recipe.choose_size(
             TrainConfig(data="d", out="o", max_steps=10), "translate", fields, timer
         ).preset
-        == "mini"
+        == "micro"
     )
     assert timed == []
 
@@ -273,12 +274,12 @@ def test_auto_choice_is_printed_recorded_and_kept_on_resume(
         progress=True,
     )
     err = capsys.readouterr().err
-    assert "preset: mini (auto: the budget buys" in err
+    assert "preset: micro (auto: the budget buys" in err
     record = json.loads((run / recipe.RECORD).read_text())
-    assert record["choice"]["preset"] == "mini" and record["schedule"] == "linear"
+    assert record["choice"]["preset"] == "micro" and record["schedule"] == "linear"
     assert json.loads((run / "train_config.json").read_text())["preset"] == "auto"
     config = json.loads((run / "config.json").read_text())
-    assert config["d_model"] == 128
+    assert config["d_model"] == 96
     # 6 s at 0.5 s an update buy 10.8 updates of 2,048 tokens, 0.7 passes over the data's
     # 31,888 target tokens: no dropout
     assert "dropout: 0 (auto: the budget shows the model its training data about" in err

@@ -25,6 +25,7 @@ from vaswani.config.settings_files import load_settings
 # rate and smaller batches, so that a 30-minute budget makes thousands of updates past warm-up.
 PRESET_TRAINING: dict[str, dict[str, Any]] = {
     "tiny": {"warmup": 1000, "lr_scale": 2.0, "batch_tokens": 2048},
+    "micro": {"warmup": 1000, "lr_scale": 2.0, "batch_tokens": 2048},
     "mini": {"warmup": 1000, "lr_scale": 2.0, "batch_tokens": 2048},
     "small": {"warmup": 1000, "lr_scale": 2.0, "batch_tokens": 2048},
     "base": {"warmup": 4000, "lr_scale": 1.0, "batch_tokens": 4096},
