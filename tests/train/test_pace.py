@@ -56,6 +56,28 @@ def test_a_slower_pace_ends_the_schedule_where_the_time_runs_out():
     assert refit(Fitting(100, 50.0, 54, 0.5, averaging=False), 0.4).ema_decay is None
 
 
+def test_a_run_at_the_pace_its_plan_was_fitted_to_is_not_fitted_again():
+    """The watch's pace leaves validations out, and so does the pace the plan implies: a run
+    at the pace it was fitted to is not fitted again, a pace a quarter away is."""
+    fit = refit(Fitting(step=100, seconds_left=50.0, warmup=54, validation_seconds=0.5), 0.4)
+    pacing = Pacing()
+    pacing.tc = SimpleNamespace(max_steps=None, warmup=None, eval_every=None, ema_decay=None)
+    pacing.state = SimpleNamespace(
+        step=100, elapsed_seconds=250.0, horizon=fit.horizon, eval_every=fit.eval_every
+    )
+    pacing.max_seconds, pacing.average = 300.0, None
+    pacing.schedule, pacing.closing = SimpleNamespace(warmup=54), Closing(validate=0.5, save=0.1)
+    # 112 updates left and 5 validations of 0.5 s (every 27) in the 50 s left: the plan implies
+    # 0.424 s an update (the whole time left over them: 0.446 s, where 0.35 s looked faster)
+    for pace, expected in ((0.4, None), (0.35, None), (0.45, None), (0.56, 0.56), (0.3, 0.3)):
+        pacing.pace = PaceWatch()
+        for _ in range(int(SPAN / pace) + 8):
+            pacing.pace.observe(pace, 100)
+        found = pacing.fitted()
+        assert (found and found.pace) == (expected and pytest.approx(expected)), pace
+    assert fit.eval_every == 27 and found.planned == pytest.approx((50.0 - 5 * 0.5) / 112)
+
+
 class FakeClock:
     """time.perf_counter for a run on a machine whose load changes: each update takes `pace`
     seconds until update `change`, then `later` (a neighbour came)."""
