@@ -1,4 +1,5 @@
-"""List the named model sizes (tiny, small, base, big), their shapes and parameter counts."""
+"""List the named model sizes (tiny, micro, mini, small, base, big), their shapes and parameter
+counts."""
 
 from __future__ import annotations
 
