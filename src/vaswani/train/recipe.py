@@ -43,8 +43,10 @@ short warm-ups a budget allows, where the paper's post-norm needs its 4,000 step
 1.90M parameters), two runs side by side on one thread each, 1,024-token batches, no dropout, test
 chrF (2 cores of an Intel Xeon with AMX): 4 minutes, mini 1,509 updates (0.8 target tokens per
 parameter), 47.13; micro 2,065, 48.39; 5 minutes, mini 1,745 (0.9), 48.17; micro 2,343, 50.24;
-10 minutes, mini 3,264 (1.8), 55.41; micro 4,206, 55.41: the smaller wins below the ratio
-TOKENS_PER_PARAMETER draws."""
+10 minutes, mini 3,264 (1.8), 55.41; micro 4,206, 55.41. Alone on both cores for 5 minutes
+(mini 1.6): mini 52.02 (1,958 updates of 1,408 tokens), micro 51.84 (2,090 of 1,920) and 51.82
+(3,142 of 1,024). The smaller wins below the ratio TOKENS_PER_PARAMETER draws, and about ties at
+it."""
 AUTO_MODEL = {"base": {"norm": "pre"}}
 TOKENS_PER_PARAMETER = 2.0
 """Target tokens a budget must buy per parameter for auto to take a size; measured with
