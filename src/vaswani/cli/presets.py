@@ -1,5 +1,4 @@
-"""List the named model sizes (tiny, micro, mini, small, base, big), their shapes and parameter
-counts."""
+"""List the named model sizes (`vaswani.config.PRESETS`), their shapes and parameter counts."""
 
 from __future__ import annotations
 

@@ -160,7 +160,7 @@ class ModelConfig:
 
     @classmethod
     def from_preset(cls, name: str, **overrides: Any) -> ModelConfig:
-        """A named size (`tiny`, `micro`, `mini`, `small`, `base`, `big`) with any field overridden."""
+        """A named size (one of PRESETS, listed by `vaswani presets`) with any field overridden."""
         if name not in PRESETS:
             raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
         return dataclasses.replace(PRESETS[name], **overrides)
